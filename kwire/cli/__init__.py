@@ -1,0 +1,59 @@
+"""The ``kwire`` command: one module per subcommand, each imported only when run."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main", "CliError"]
+
+# subcommand -> module under kwire.cli; each module has add_arguments(parser) and run(args) -> int
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "decode": ("kwire.cli.decode", "decode a Kafka message or frame to JSON"),
+    "encode": ("kwire.cli.encode", "encode the JSON form of a message to bytes"),
+    "apis": ("kwire.cli.apis", "list the API keys and versions the codec supports"),
+    "records": ("kwire.cli.records", "inspect record batches and log segments"),
+    "broker": ("kwire.cli.broker", "run the mock broker"),
+    "demo": ("kwire.cli.demo", "start the broker and run a produce/consume demo"),
+}
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    out = {}
+    for name, (mod, help_) in _COMMANDS.items():
+        if importlib.util.find_spec(mod) is not None:
+            out[name] = (mod, help_)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    commands = _available()
+    parser = argparse.ArgumentParser(prog="kwire", description="Kafka wire toolkit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    # Only the chosen subcommand's module is imported, so `kwire apis` does not load trio.
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (mod, help_) in commands.items():
+        p = sub.add_parser(name, help=help_)
+        if name == chosen:
+            module = importlib.import_module(mod)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
+    args = parser.parse_args(argv)
+    from kwire.errors import KwireError
+
+    try:
+        return int(args._run(args) or 0)
+    except (CliError, KwireError, OSError, ValueError) as exc:
+        print(f"kwire {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,192 @@
+"""The whole typed error tree of kwire.
+
+``DecodeError`` is for bytes a peer sent (the peer misbehaved); ``EncodeError`` is
+for a message the caller built wrong. ``KafkaProtocolError`` subclasses carry the
+Kafka error code a broker answers with, so a handler maps them without a table.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "KwireError",
+    "ProtocolError",
+    "DecodeError",
+    "EncodeError",
+    "UnsupportedVersionError",
+    "UnknownApiKeyError",
+    "FrameTooLargeError",
+    "RecordError",
+    "CorruptBatchError",
+    "RecordDecodeError",
+    "RecordEncodeError",
+    "CompressionError",
+    "SegmentError",
+    "KafkaProtocolError",
+    "ConfigError",
+]
+
+
+class KwireError(Exception):
+    """Base of every error kwire raises."""
+
+
+class ProtocolError(KwireError):
+    """Base of codec errors."""
+
+
+class DecodeError(ProtocolError):
+    """Bytes that do not decode as the message they claim to be.
+
+    ``offset`` is the byte offset within the decoded buffer where decoding failed.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        offset: int | None = None,
+        field: str | None = None,
+        message: str | None = None,
+        api_key: int | None = None,
+        api_version: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.offset = offset
+        self.field = field
+        self.message = message
+        self.api_key = api_key
+        self.api_version = api_version
+        super().__init__(reason)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.message is not None:
+            where = self.message
+            if self.api_version is not None:
+                where += f" v{self.api_version}"
+            parts.append(where)
+        if self.field is not None:
+            parts.append(f"field {self.field}")
+        if self.offset is not None:
+            parts.append(f"offset {self.offset}")
+        prefix = ", ".join(parts)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+
+class EncodeError(ProtocolError):
+    """A message that cannot be encoded as asked (wrong type, field absent in that version...)."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        field: str | None = None,
+        message: str | None = None,
+        api_version: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.field = field
+        self.message = message
+        self.api_version = api_version
+        super().__init__(reason)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.message is not None:
+            parts.append(self.message + (f" v{self.api_version}" if self.api_version is not None else ""))
+        if self.field is not None:
+            parts.append(f"field {self.field}")
+        prefix = ", ".join(parts)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+
+class UnsupportedVersionError(ProtocolError):
+    """An API version outside the range the codec knows."""
+
+    def __init__(self, api_key: int, api_version: int, name: str | None = None) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.name = name
+        label = name or f"api key {api_key}"
+        super().__init__(f"{label} has no version {api_version}")
+
+
+class UnknownApiKeyError(ProtocolError):
+    """An API key that the pinned spec set does not define."""
+
+    def __init__(self, api_key: int) -> None:
+        self.api_key = api_key
+        super().__init__(f"unknown api key {api_key}")
+
+
+class FrameTooLargeError(ProtocolError):
+    """A size prefix larger than the configured limit (socket.request.max.bytes)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(f"frame of {size} bytes exceeds the limit of {limit} bytes")
+
+
+class RecordError(KwireError):
+    """Base of record-layer errors."""
+
+
+class RecordDecodeError(RecordError):
+    """Record or batch bytes that do not parse."""
+
+    def __init__(self, reason: str, *, offset: int | None = None, base_offset: int | None = None) -> None:
+        self.reason = reason
+        self.offset = offset
+        self.base_offset = base_offset
+        super().__init__(reason)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.base_offset is not None:
+            parts.append(f"batch at base offset {self.base_offset}")
+        if self.offset is not None:
+            parts.append(f"byte {self.offset}")
+        prefix = ", ".join(parts)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+
+class CorruptBatchError(RecordDecodeError):
+    """A batch whose CRC does not match its bytes."""
+
+    def __init__(self, base_offset: int, expected_crc: int, actual_crc: int, *, offset: int | None = None) -> None:
+        self.expected_crc = expected_crc
+        self.actual_crc = actual_crc
+        super().__init__(
+            f"CRC mismatch: header says 0x{expected_crc:08x}, bytes give 0x{actual_crc:08x}",
+            offset=offset,
+            base_offset=base_offset,
+        )
+
+
+class RecordEncodeError(RecordError):
+    """Records that cannot be encoded as asked."""
+
+
+class CompressionError(RecordError):
+    """A compressed payload that does not decompress, or an unknown codec."""
+
+
+class SegmentError(RecordError):
+    """A log segment file or partition directory that cannot be read or written."""
+
+
+class ConfigError(KwireError):
+    """A configuration value that is invalid."""
+
+
+class KafkaProtocolError(KwireError):
+    """An error that a broker reports to a client as a Kafka error code."""
+
+    error_code: ClassVar[int] = -1  # UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str = "") -> None:
+        self.message = message
+        super().__init__(message)
