@@ -190,3 +190,10 @@ class KafkaProtocolError(KwireError):
     def __init__(self, message: str = "") -> None:
         self.message = message
         super().__init__(message)
+
+
+class ConformanceError(KwireError):
+    """A real-client conformance run that could not be carried out (client crashed, timed out, bad reply)."""
+
+
+__all__.append("ConformanceError")
