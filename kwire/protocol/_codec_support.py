@@ -1,0 +1,190 @@
+"""Helpers called by the generated codec (``kwire.protocol.messages``): cold error paths and
+the rare element types. Hot paths are inlined by the generator instead."""
+
+from __future__ import annotations
+
+import struct
+
+from kwire.errors import DecodeError, EncodeError
+from kwire.protocol.primitives import (
+    S_INT8 as I8,
+)
+from kwire.protocol.primitives import (
+    S_INT16 as I16,
+)
+from kwire.protocol.primitives import (
+    S_INT32 as I32,
+)
+from kwire.protocol.primitives import (
+    ZERO_UUID,
+    make_uuid,
+    read_uvarint,
+    read_uvarint_cont,
+    write_uvarint,
+)
+
+__all__ = [
+    "READ_ERRORS",
+    "WRITE_ERRORS",
+    "ZERO_UUID",
+    "I8",
+    "I16",
+    "I32",
+    "make_uuid",
+    "read_uvarint_cont",
+    "write_uvarint",
+]
+
+# What reading past the end or bad UTF-8 raises inside a generated decoder; turned into DecodeError.
+READ_ERRORS = (struct.error, IndexError, UnicodeDecodeError)
+# What a badly built message raises inside a generated encoder; turned into EncodeError.
+WRITE_ERRORS = (struct.error, AttributeError, TypeError, ValueError, OverflowError)
+
+
+def read_fail(exc: BaseException, field: str, pos: int, buf: bytes | memoryview) -> DecodeError:
+    if isinstance(exc, UnicodeDecodeError):
+        return DecodeError(f"invalid UTF-8 in string: {exc.reason}", offset=pos, field=field)
+    if isinstance(exc, IndexError):
+        return DecodeError(f"truncated: input ends at byte {len(buf)}", offset=pos, field=field)
+    return DecodeError(f"truncated: {len(buf) - pos} bytes left, field needs more", offset=pos, field=field)
+
+
+def short_err(n: int, pos: int) -> DecodeError:
+    return DecodeError(f"length {n} runs past the end of the input", offset=pos)
+
+
+def count_err(n: int, pos: int) -> DecodeError:
+    return DecodeError(f"count {n} is larger than the bytes that remain", offset=pos)
+
+
+def len_err(n: int, pos: int) -> DecodeError:
+    return DecodeError(f"invalid negative length {n}", offset=pos)
+
+
+def null_err(n: int, pos: int) -> DecodeError:
+    return DecodeError("null (length -1) in a non-nullable field" if n == -1 else f"invalid length {n}", offset=pos)
+
+
+def tag_size_err(tag: int, size: int, pos: int) -> DecodeError:
+    return DecodeError(f"tagged field {tag} declared {size} bytes but its value ended elsewhere", offset=pos)
+
+
+def absent_err(name: str, version: int) -> EncodeError:
+    return EncodeError(f"field {name} does not exist in version {version} and is not at its default value", field=name)
+
+
+def null_enc_err() -> EncodeError:
+    return EncodeError("None in a field that is not nullable in this version")
+
+
+def tags_not_flexible(version: int) -> EncodeError:
+    return EncodeError(f"unknown tagged fields cannot be written in non-flexible version {version}")
+
+
+def write_fail(exc: BaseException, field: str) -> EncodeError:
+    if isinstance(exc, EncodeError):
+        return exc
+    return EncodeError(f"{type(exc).__name__}: {exc}", field=field or None)
+
+
+def write_tagged(out: bytearray, fields: list[tuple[int, bytes | bytearray]]) -> None:
+    if len(fields) > 1:
+        fields = sorted(fields, key=lambda kv: kv[0])
+    write_uvarint(out, len(fields))
+    last = -1
+    for tag, data in fields:
+        if tag <= last:
+            raise EncodeError(f"tagged field {tag} appears twice")
+        last = tag
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+def _read_len(buf: bytes | memoryview, pos: int, compact: bool, short: bool) -> tuple[int, int]:
+    if compact:
+        n, pos = read_uvarint(buf, pos)
+        return n - 1, pos
+    if short:
+        return I16.unpack_from(buf, pos)[0], pos + 2
+    return I32.unpack_from(buf, pos)[0], pos + 4
+
+
+def _read_blob(buf: bytes | memoryview, pos: int, compact: bool, short: bool) -> tuple[memoryview | bytes | None, int]:
+    n, pos = _read_len(buf, pos, compact, short)
+    if n < 0:
+        if n != -1:
+            raise len_err(n, pos)
+        return None, pos
+    end = pos + n
+    if end > len(buf):
+        raise short_err(n, pos)
+    return buf[pos:end], end
+
+
+def read_elem_string(buf: bytes | memoryview, pos: int, compact: bool) -> tuple[str | None, int]:
+    raw, pos = _read_blob(buf, pos, compact, True)
+    return (None if raw is None else str(raw, "utf-8")), pos
+
+
+def read_elem_bytes(buf: bytes | memoryview, pos: int, compact: bool) -> tuple[bytes | None, int]:
+    raw, pos = _read_blob(buf, pos, compact, False)
+    return (None if raw is None else bytes(raw)), pos
+
+
+read_elem_records = read_elem_bytes
+
+
+def read_elem_uuid(buf: bytes | memoryview, pos: int, compact: bool) -> tuple[object, int]:
+    raw = buf[pos : pos + 16]
+    if len(raw) != 16:
+        raise short_err(16, pos)
+    return make_uuid(bytes(raw)), pos + 16
+
+
+def _write_blob(out: bytearray, data: bytes | None, compact: bool, short: bool) -> None:
+    if data is None:
+        if compact:
+            out.append(0)
+        else:
+            out += b"\xff\xff" if short else b"\xff\xff\xff\xff"
+        return
+    if compact:
+        write_uvarint(out, len(data) + 1)
+    elif short:
+        out += I16.pack(len(data))
+    else:
+        out += I32.pack(len(data))
+    out += data
+
+
+def write_elem_string(out: bytearray, s: str | None, compact: bool) -> None:
+    _write_blob(out, None if s is None else s.encode(), compact, True)
+
+
+def write_elem_bytes(out: bytearray, b: bytes | None, compact: bool) -> None:
+    _write_blob(out, b, compact, False)
+
+
+write_elem_records = write_elem_bytes
+
+
+def write_elem_uuid(out: bytearray, u: object, compact: bool) -> None:
+    out += u.bytes  # type: ignore[attr-defined]
+
+
+def read_unknown_tags(buf: bytes | memoryview, pos: int) -> tuple[list[tuple[int, bytes]] | None, int]:
+    """Read a tagged-field section none of whose tags the schema knows; keep each as raw bytes."""
+    nt, pos = read_uvarint(buf, pos)
+    if nt > len(buf) - pos:
+        raise count_err(nt, pos)
+    out: list[tuple[int, bytes]] = []
+    for _ in range(nt):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        end = pos + size
+        if end > len(buf):
+            raise short_err(size, pos)
+        out.append((tag, bytes(buf[pos:end])))
+        pos = end
+    return (out or None), pos

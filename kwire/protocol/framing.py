@@ -1,0 +1,167 @@
+"""Size-prefixed frames and the request/response headers around every message.
+
+A frame is an int32 size followed by that many bytes. ``FrameBuffer`` takes bytes as they
+arrive and hands back whole frames; sizes above the limit are rejected before anything is
+allocated for them (a real broker closes the connection).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kwire.errors import DecodeError, FrameTooLargeError
+from kwire.protocol.registry import (
+    api_info,
+    request_header_version,
+    response_header_version,
+    schema_class,
+)
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "FrameBuffer",
+    "RequestFrame",
+    "ResponseFrame",
+    "frame",
+    "peek_request_header",
+    "encode_request",
+    "decode_request",
+    "encode_response",
+    "decode_response",
+]
+
+# socket.request.max.bytes defaults to 100 MiB on a Kafka broker.
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+
+_SIZE = struct.Struct(">i")
+_HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
+
+
+def frame(payload: bytes | bytearray) -> bytes:
+    """Prefix ``payload`` with its int32 size."""
+    return _SIZE.pack(len(payload)) + bytes(payload)
+
+
+class FrameBuffer:
+    """Bytes in, whole frames out (sans-I/O)."""
+
+    __slots__ = ("_buf", "max_frame_bytes")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self._buf = bytearray()
+        self.max_frame_bytes = max_frame_bytes
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        self._buf += data
+
+    @property
+    def pending(self) -> int:
+        """Bytes received that do not yet form a whole frame."""
+        return len(self._buf)
+
+    def next_frame(self) -> bytes | None:
+        """The next whole frame's payload (without the size), or None if more bytes are needed."""
+        buf = self._buf
+        if len(buf) < 4:
+            return None
+        (size,) = _SIZE.unpack_from(buf, 0)
+        if size < 0:
+            raise DecodeError(f"negative frame size {size}", offset=0)
+        if size > self.max_frame_bytes:
+            raise FrameTooLargeError(size, self.max_frame_bytes)
+        end = 4 + size
+        if len(buf) < end:
+            return None
+        payload = bytes(buf[4:end])
+        del buf[:end]
+        return payload
+
+    def frames(self) -> list[bytes]:
+        out = []
+        while (f := self.next_frame()) is not None:
+            out.append(f)
+        return out
+
+
+@dataclass(slots=True)
+class RequestFrame:
+    """A decoded request: its header and its body."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header: Any
+    body: Any
+    header_version: int
+
+
+@dataclass(slots=True)
+class ResponseFrame:
+    correlation_id: int
+    header: Any
+    body: Any
+    header_version: int
+
+
+def peek_request_header(payload: bytes | memoryview) -> tuple[int, int, int]:
+    """(api key, api version, correlation id) of a request frame, without decoding the rest.
+
+    A broker needs these to answer even a request it cannot otherwise read.
+    """
+    if len(payload) < 8:
+        raise DecodeError(f"request of {len(payload)} bytes is shorter than a request header", offset=0,
+                          message="RequestHeader")
+    key, version, corr = _HEADER_PREFIX.unpack_from(payload, 0)
+    return key, version, corr
+
+
+def encode_request(body: Any, version: int, *, correlation_id: int, client_id: str | None = "kwire",
+                   size_prefix: bool = True) -> bytes:
+    """Header + body (and the size prefix) of a request."""
+    key = body.API_KEY
+    hv = request_header_version(key, version)
+    header = schema_class("RequestHeader")(
+        request_api_key=key, request_api_version=version, correlation_id=correlation_id, client_id=client_id
+    )
+    out = bytearray(b"\0\0\0\0") if size_prefix else bytearray()
+    header.encode_into(out, hv)
+    body.encode_into(out, version)
+    if size_prefix:
+        _SIZE.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def decode_request(payload: bytes | memoryview) -> RequestFrame:
+    """Decode a request frame's payload (size prefix already removed)."""
+    key, version, _ = peek_request_header(payload)
+    info = api_info(key)
+    info.check_version(version)
+    hv = request_header_version(key, version)
+    header, pos = schema_class("RequestHeader").decode_from(payload, 0, hv)
+    body = info.request_class.decode(memoryview(payload)[pos:], version)
+    return RequestFrame(key, version, header.correlation_id, header.client_id, header, body, hv)
+
+
+def encode_response(body: Any, version: int, *, correlation_id: int, size_prefix: bool = True) -> bytes:
+    key = body.API_KEY
+    hv = response_header_version(key, version)
+    header = schema_class("ResponseHeader")(correlation_id=correlation_id)
+    out = bytearray(b"\0\0\0\0") if size_prefix else bytearray()
+    header.encode_into(out, hv)
+    body.encode_into(out, version)
+    if size_prefix:
+        _SIZE.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def decode_response(payload: bytes | memoryview, api_key: int, api_version: int) -> ResponseFrame:
+    """Decode a response frame's payload; the caller knows which request it answers."""
+    info = api_info(api_key)
+    info.check_version(api_version)
+    hv = response_header_version(api_key, api_version)
+    header, pos = schema_class("ResponseHeader").decode_from(payload, 0, hv)
+    body = info.response_class.decode(memoryview(payload)[pos:], api_version)
+    return ResponseFrame(header.correlation_id, header, body, hv)

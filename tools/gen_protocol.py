@@ -1,0 +1,985 @@
+"""Generate kwire's protocol codec from ``schemas/``.
+
+Usage:
+  python tools/gen_protocol.py           rewrite kwire/protocol/messages/, data/ and error_codes.py
+  python tools/gen_protocol.py --check   exit 1 if the committed output differs from a fresh generation
+
+Every (schema, version) gets its own decode and encode function, written out as plain
+Python: adjacent fixed-width fields are merged into one precompiled ``struct.Struct``,
+lengths are checked before anything is allocated, and nothing is interpreted per field at
+run time. Versions whose layout is identical share one function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import keyword
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMAS = ROOT / "schemas"
+OUT_PKG = ROOT / "kwire" / "protocol"
+INF = 0x7FFF
+
+FIXED = {  # kind -> (struct code, size)
+    "int8": ("b", 1),
+    "int16": ("h", 2),
+    "int32": ("i", 4),
+    "int64": ("q", 8),
+    "uint16": ("H", 2),
+    "uint32": ("I", 4),
+    "float64": ("d", 8),
+    "bool": ("?", 1),
+    "uuid": ("16s", 16),
+}
+PRIMITIVES = set(FIXED) | {"string", "bytes", "records"}
+RESERVED_ATTRS = {"unknown_tagged_fields", "to_json", "from_json", "encode", "decode", "decode_from", "encode_into"}
+
+Range = tuple[int, int] | None
+MISSING = object()  # no "default" key (as opposed to "default": null)
+
+
+def parse_versions(s: str | None) -> Range:
+    if s is None:
+        return None
+    s = s.strip()
+    if s == "none":
+        return None
+    if s.endswith("+"):
+        return (int(s[:-1]), INF)
+    if "-" in s:
+        lo, hi = s.split("-")
+        return (int(lo), int(hi))
+    return (int(s), int(s))
+
+
+def in_range(r: Range, v: int) -> bool:
+    return r is not None and r[0] <= v <= r[1]
+
+
+def snake(name: str) -> str:
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
+    s = s.lower()
+    if keyword.iskeyword(s) or s in RESERVED_ATTRS:
+        s += "_"
+    return s
+
+
+@dataclass
+class FieldDef:
+    name: str
+    attr: str
+    type: str
+    kind: str  # primitive kind or "struct"
+    is_array: bool
+    versions: Range
+    nullable: Range
+    tagged: Range
+    tag: int | None
+    raw_default: Any
+    ignorable: bool
+    flexible_override: Range | str  # "inherit" or a range (None = never compact)
+    struct: StructDef | None = None
+
+    def present(self, v: int) -> bool:
+        if self.tagged is not None:
+            return in_range(self.tagged, v)
+        return in_range(self.versions, v)
+
+    def is_tagged(self, v: int) -> bool:
+        return in_range(self.tagged, v)
+
+    def compact(self, v: int, msg_flexible: bool) -> bool:
+        if not msg_flexible:
+            return False
+        if self.flexible_override == "inherit":
+            return True
+        return in_range(self.flexible_override, v)  # type: ignore[arg-type]
+
+    # --- defaults -------------------------------------------------------------
+    def default_value(self) -> Any:
+        """The Python default (arrays/structs: None or the sentinel 'new')."""
+        d = self.raw_default
+        if d is None or d == "null":
+            if self.kind in ("string", "bytes", "records") or self.is_array or self.kind == "struct":
+                return None
+        if d is MISSING:
+            d = None
+        if self.is_array or self.kind == "struct":
+            return "new"
+        if self.kind in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
+            if d is None or d == "":
+                return 0
+            if isinstance(d, bool):
+                raise SystemExit(f"{self.name}: bool default for int")
+            return int(d, 0) if isinstance(d, str) else int(d)
+        if self.kind == "bool":
+            if d is None or d == "":
+                return False
+            if isinstance(d, bool):
+                return d
+            return {"true": True, "false": False}[d.lower()]
+        if self.kind == "float64":
+            return float(d) if d not in (None, "") else 0.0
+        if self.kind == "string":
+            return "" if d is None else str(d)
+        if self.kind == "bytes":
+            return b""
+        if self.kind == "records":
+            return None if self.nullable is not None else b""
+        if self.kind == "uuid":
+            return "ZERO_UUID"
+        raise SystemExit(f"unknown kind {self.kind}")
+
+    def default_expr(self) -> str:
+        d = self.default_value()
+        if d is None:
+            return "None"
+        if self.is_array:
+            return "[]"
+        if self.kind == "struct":
+            assert self.struct is not None
+            return f"{self.struct.pyname}()"
+        if self.kind == "uuid":
+            return "_ZERO_UUID"
+        return repr(d)
+
+    def compare_expr(self) -> str:
+        """Expression of the default for comparisons (no allocation)."""
+        d = self.default_value()
+        if d is None:
+            return "None"
+        if self.is_array:
+            return "[]"
+        if self.kind == "struct":
+            assert self.struct is not None
+            return f"_DEF_{self.struct.pyname}"
+        if self.kind == "uuid":
+            return "_ZERO_UUID"
+        return repr(d)
+
+    def not_default_cond(self, expr: str) -> str:
+        d = self.default_value()
+        if d is None:
+            return f"{expr} is not None"
+        if self.is_array:
+            return f"{expr}"
+        if self.kind == "bool":
+            return f"{expr} is not {d!r}" if False else f"{expr} != {d!r}"
+        return f"{expr} != {self.compare_expr()}"
+
+    def py_type(self) -> str:
+        base = {
+            "int8": "int", "int16": "int", "int32": "int", "int64": "int", "uint16": "int", "uint32": "int",
+            "float64": "float", "bool": "bool", "string": "str", "bytes": "bytes",
+            "records": "bytes | memoryview", "uuid": "UUID",
+        }.get(self.kind)
+        if base is None:
+            assert self.struct is not None
+            base = self.struct.pyname
+        t = f"list[{base}]" if self.is_array else base
+        if self.nullable is not None or self.default_value() is None:
+            t += " | None"
+        return t
+
+
+@dataclass
+class StructDef:
+    name: str  # spec name
+    pyname: str  # module-level Python name
+    qualname: str  # public dotted name
+    fields: list[FieldDef]
+    is_top: bool = False
+
+
+@dataclass
+class SpecDef:
+    path: str
+    name: str
+    type: str
+    api_key: int | None
+    valid: Range
+    flexible: Range
+    unstable: bool
+    listeners: list[str]
+    top: StructDef
+    structs: list[StructDef] = field(default_factory=list)  # children first
+
+
+def load_spec(path: Path, rel: str) -> SpecDef:
+    data = json.loads(path.read_text())
+    name = data["name"]
+    commons: dict[str, dict[str, Any]] = {cs["name"]: cs for cs in data.get("commonStructs", [])}
+    structs: list[StructDef] = []
+    by_name: dict[str, StructDef] = {}
+
+    def build_fields(fields: list[dict[str, Any]]) -> list[FieldDef]:
+        out = []
+        for f in fields:
+            t = f["type"]
+            is_array = t.startswith("[]")
+            elem = t[2:] if is_array else t
+            kind = elem if elem in PRIMITIVES else "struct"
+            tagged = parse_versions(f.get("taggedVersions"))
+            versions = parse_versions(f.get("versions", f.get("taggedVersions")))
+            fo: Range | str = "inherit"
+            if "flexibleVersions" in f:
+                fo = parse_versions(f["flexibleVersions"])
+            fd = FieldDef(
+                name=f["name"],
+                attr=snake(f["name"]),
+                type=t,
+                kind=kind,
+                is_array=is_array,
+                versions=versions,
+                nullable=parse_versions(f.get("nullableVersions")),
+                tagged=tagged,
+                tag=f.get("tag"),
+                raw_default=f["default"] if "default" in f else MISSING,
+                ignorable=bool(f.get("ignorable", False)),
+                flexible_override=fo,
+            )
+            if kind == "struct":
+                if "fields" in f:
+                    fd.struct = build_struct(elem, f["fields"])
+                elif elem in by_name:
+                    fd.struct = by_name[elem]
+                elif elem in commons:
+                    fd.struct = build_struct(elem, commons[elem]["fields"])
+                else:
+                    raise SystemExit(f"{rel}: unknown type {t} of field {f['name']}")
+            out.append(fd)
+        attrs = [fd.attr for fd in out]
+        if len(set(attrs)) != len(attrs):
+            raise SystemExit(f"{rel}: duplicate field attribute in {attrs}")
+        return out
+
+    def build_struct(sname: str, fields: list[dict[str, Any]]) -> StructDef:
+        if sname in by_name:
+            return by_name[sname]
+        sd = StructDef(sname, f"{name}_{sname}", f"{name}.{sname}", [])
+        by_name[sname] = sd
+        sd.fields = build_fields(fields)
+        structs.append(sd)
+        return sd
+
+    top = StructDef(name, name, name, [], is_top=True)
+    top.fields = build_fields(data.get("fields", []))
+    structs.append(top)
+    return SpecDef(
+        path=rel,
+        name=name,
+        type=data["type"],
+        api_key=data.get("apiKey"),
+        valid=parse_versions(data["validVersions"]),
+        flexible=parse_versions(data.get("flexibleVersions", "none")),
+        unstable=bool(data.get("latestVersionUnstable", False)),
+        listeners=list(data.get("listeners", [])),
+        top=top,
+        structs=structs,
+    )
+
+
+class ModuleWriter:
+    """Collects the code of one generated module."""
+
+    def __init__(self) -> None:
+        self.structs: dict[str, str] = {}  # format -> constant name
+        self.funcs: list[str] = []
+        self.func_bodies: dict[str, str] = {}  # canonical body -> function name
+
+    def struct_const(self, fmt: str) -> str:
+        name = self.structs.get(fmt)
+        if name is None:
+            name = f"_S{len(self.structs)}"
+            self.structs[fmt] = name
+        return name
+
+    def add_function(self, kind: str, pyname: str, v: int, params: str, body: list[str]) -> str:
+        """Add a function unless an identical one exists; returns the name to call."""
+        text = "\n".join(body)
+        key = f"{kind}:{pyname}:{params}:{text}"
+        existing = self.func_bodies.get(key)
+        if existing is not None:
+            return existing
+        fname = f"_{kind}_{pyname}_v{v}"
+        self.func_bodies[key] = fname
+        self.funcs.append(f"def {fname}({params}):\n" + text + "\n")
+        return fname
+
+
+class Gen:
+    """Generates one spec's classes and codec functions into a ModuleWriter."""
+
+    def __init__(self, spec: SpecDef, w: ModuleWriter) -> None:
+        self.spec = spec
+        self.w = w
+        self.dec_names: dict[tuple[str, int], str] = {}
+        self.enc_names: dict[tuple[str, int], str] = {}
+
+    def versions(self) -> list[int]:
+        if self.spec.valid is None:
+            return []
+        return list(range(self.spec.valid[0], self.spec.valid[1] + 1))
+
+    def flexible(self, v: int) -> bool:
+        return in_range(self.spec.flexible, v)
+
+    def generate(self) -> None:
+        for v in self.versions():
+            for sd in self.spec.structs:  # children come first
+                self.dec_names[(sd.pyname, v)] = self.gen_decode(sd, v)
+                self.enc_names[(sd.pyname, v)] = self.gen_encode(sd, v)
+
+    # --- decode -----------------------------------------------------------------
+    def gen_decode(self, sd: StructDef, v: int) -> str:
+        flex = self.flexible(v)
+        lines: list[str] = ["    f = ''", "    try:"]
+        ind = " " * 8
+        fields = sd.fields
+        var = {fd.attr: f"v{i}" for i, fd in enumerate(fields)}
+        present = [fd for fd in fields if fd.present(v) and not fd.is_tagged(v)]
+        tagged = [fd for fd in fields if fd.is_tagged(v)]
+        # Fixed-width runs are merged into one unpack.
+        i = 0
+        while i < len(present):
+            fd = present[i]
+            if fd.kind in FIXED and not fd.is_array:
+                run = [fd]
+                j = i + 1
+                while j < len(present) and present[j].kind in FIXED and not present[j].is_array:
+                    run.append(present[j])
+                    j += 1
+                fmt = ">" + "".join(FIXED[x.kind][0] for x in run)
+                size = sum(FIXED[x.kind][1] for x in run)
+                sc = self.w.struct_const(fmt)
+                names = ", ".join(var[x.attr] for x in run)
+                label = run[0].name if len(run) == 1 else f"{run[0].name}..{run[-1].name}"
+                lines.append(f"{ind}f = {label!r}")
+                lines.append(f"{ind}{names}, = {sc}.unpack_from(buf, pos)")
+                lines.append(f"{ind}pos += {size}")
+                for x in run:
+                    if x.kind == "uuid":
+                        lines.append(f"{ind}{var[x.attr]} = _uuid({var[x.attr]})")
+                i = j
+                continue
+            lines.append(f"{ind}f = {fd.name!r}")
+            lines.extend(self.read_field(fd, v, var[fd.attr], ind, compact=fd.compact(v, flex)))
+            i += 1
+        if flex:
+            for fd in tagged:
+                lines.append(f"{ind}{var[fd.attr]} = {fd.default_expr()}")
+            lines.append(f"{ind}f = '_tagged_fields'")
+            if not tagged:
+                # The common case: no known tags in this version; unknown ones are kept as bytes.
+                lines.append(f"{ind}if buf[pos]:")
+                lines.append(f"{ind}    u, pos = _read_unknown_tags(buf, pos)")
+                lines.append(f"{ind}else:")
+                lines.append(f"{ind}    u = None")
+                lines.append(f"{ind}    pos += 1")
+                return self._finish_decode(sd, v, flex, lines, var)
+            lines.append(f"{ind}u = None")
+            lines.extend(self.read_uvarint("nt", ind))
+            lines.append(f"{ind}if nt > len(buf) - pos:")
+            lines.append(f"{ind}    raise _count_err(nt, pos)")
+            lines.append(f"{ind}for _ in range(nt):")
+            ind2 = ind + "    "
+            lines.extend(self.read_uvarint("tg", ind2))
+            lines.extend(self.read_uvarint("tz", ind2))
+            lines.append(f"{ind2}tend = pos + tz")
+            lines.append(f"{ind2}if tend > len(buf):")
+            lines.append(f"{ind2}    raise _short_err(tz, pos)")
+            kw = "if"
+            for fd in sorted(tagged, key=lambda x: x.tag or 0):
+                lines.append(f"{ind2}{kw} tg == {fd.tag}:")
+                ind3 = ind2 + "    "
+                lines.append(f"{ind3}f = {fd.name!r}")
+                lines.extend(self.read_field(fd, v, var[fd.attr], ind3, compact=True))
+                lines.append(f"{ind3}if pos != tend:")
+                lines.append(f"{ind3}    raise _tag_size_err(tg, tz, pos)")
+                kw = "elif"
+            if tagged:
+                lines.append(f"{ind2}else:")
+                ind3 = ind2 + "    "
+            else:
+                ind3 = ind2
+            lines.append(f"{ind3}if u is None:")
+            lines.append(f"{ind3}    u = []")
+            lines.append(f"{ind3}u.append((tg, bytes(buf[pos:tend])))")
+            lines.append(f"{ind2}pos = tend")
+        return self._finish_decode(sd, v, flex, lines, var)
+
+    def _finish_decode(self, sd: StructDef, v: int, flex: bool, lines: list[str], var: dict[str, str]) -> str:
+        if lines[-1] == "    try:":
+            lines.append("        pass")
+        lines.append("    except _READ_ERRORS as e:")
+        lines.append("        raise _read_fail(e, f, pos, buf) from None")
+        fields = sd.fields
+        args = []
+        for fd in fields:
+            if fd.present(v):
+                args.append(var[fd.attr])
+            else:
+                args.append(fd.default_expr())
+        args.append("u" if flex else "None")
+        lines.append(f"    return {sd.pyname}({', '.join(args)}), pos")
+        return self.w.add_function("d", sd.pyname, v, "buf, pos", lines)
+
+    def read_uvarint(self, name: str, ind: str) -> list[str]:
+        return [
+            f"{ind}{name} = buf[pos]",
+            f"{ind}pos += 1",
+            f"{ind}if {name} > 127:",
+            f"{ind}    {name}, pos = _uvc(buf, pos, {name})",
+        ]
+
+    def read_len(self, kind: str, compact: bool, ind: str) -> list[str]:
+        """Read a length/count into ``n`` (-1 means null)."""
+        if compact:
+            return self.read_uvarint("n", ind) + [f"{ind}n -= 1"]
+        if kind in ("string",):
+            return [f"{ind}n, = _I16.unpack_from(buf, pos)", f"{ind}pos += 2"]
+        return [f"{ind}n, = _I32.unpack_from(buf, pos)", f"{ind}pos += 4"]
+
+    def null_branch(self, fd: FieldDef, v: int, target: str, ind: str) -> list[str]:
+        if fd.nullable is not None and in_range(fd.nullable, v):
+            return [
+                f"{ind}if n < 0:",
+                f"{ind}    if n != -1:",
+                f"{ind}        raise _len_err(n, pos)",
+                f"{ind}    {target} = None",
+            ]
+        return [f"{ind}if n < 0:", f"{ind}    raise _null_err(n, pos)"]
+
+    def read_field(self, fd: FieldDef, v: int, target: str, ind: str, compact: bool) -> list[str]:
+        lines: list[str] = []
+        kind = fd.kind
+        if fd.is_array:
+            lines += self.read_len("array", compact, ind)
+            lines += self.null_branch(fd, v, target, ind)
+            lines.append(f"{ind}else:")
+            i2 = ind + "    "
+            lines.append(f"{i2}if n > len(buf) - pos:")
+            lines.append(f"{i2}    raise _count_err(n, pos)")
+            if kind in FIXED and kind != "uuid":
+                code, size = FIXED[kind]
+                lines.append(f"{i2}{target} = list(_unpack_from('>%d{code}' % n, buf, pos))")
+                lines.append(f"{i2}pos += {size} * n")
+            elif kind == "struct":
+                assert fd.struct is not None
+                fn = self.dec_names[(fd.struct.pyname, v)]
+                lines.append(f"{i2}{target} = []")
+                lines.append(f"{i2}for _ in range(n):")
+                lines.append(f"{i2}    o, pos = {fn}(buf, pos)")
+                lines.append(f"{i2}    {target}.append(o)")
+            else:
+                lines.append(f"{i2}{target} = []")
+                lines.append(f"{i2}for _ in range(n):")
+                lines.append(f"{i2}    o, pos = _read_elem_{kind}(buf, pos, {compact!r})")
+                lines.append(f"{i2}    {target}.append(o)")
+            return lines
+        if kind == "struct":
+            assert fd.struct is not None
+            fn = self.dec_names[(fd.struct.pyname, v)]
+            if in_range(fd.nullable, v):
+                lines.append(f"{ind}m, = _I8.unpack_from(buf, pos)")
+                lines.append(f"{ind}pos += 1")
+                lines.append(f"{ind}if m < 0:")
+                lines.append(f"{ind}    {target} = None")
+                lines.append(f"{ind}else:")
+                lines.append(f"{ind}    {target}, pos = {fn}(buf, pos)")
+            else:
+                lines.append(f"{ind}{target}, pos = {fn}(buf, pos)")
+            return lines
+        if kind in FIXED:
+            code, size = FIXED[kind]
+            sc = self.w.struct_const(">" + code)
+            lines.append(f"{ind}{target}, = {sc}.unpack_from(buf, pos)")
+            lines.append(f"{ind}pos += {size}")
+            if kind == "uuid":
+                lines.append(f"{ind}{target} = _uuid({target})")
+            return lines
+        # string / bytes / records
+        lines += self.read_len(kind, compact, ind)
+        lines += self.null_branch(fd, v, target, ind)
+        lines.append(f"{ind}else:")
+        i2 = ind + "    "
+        lines.append(f"{i2}end = pos + n")
+        lines.append(f"{i2}if end > len(buf):")
+        lines.append(f"{i2}    raise _short_err(n, pos)")
+        if kind == "string":
+            lines.append(f"{i2}{target} = str(buf[pos:end], 'utf-8')")
+        elif kind == "bytes":
+            lines.append(f"{i2}{target} = bytes(buf[pos:end])")
+        else:  # records stay a view of the input (zero-copy for memoryview input)
+            lines.append(f"{i2}{target} = buf[pos:end]")
+        lines.append(f"{i2}pos = end")
+        return lines
+
+    # --- encode -----------------------------------------------------------------
+    def gen_encode(self, sd: StructDef, v: int) -> str:
+        flex = self.flexible(v)
+        lines: list[str] = ["    f = ''", "    try:"]
+        ind = " " * 8
+        fields = sd.fields
+        for fd in fields:
+            if not fd.present(v) and not fd.ignorable:
+                lines.append(f"{ind}if {fd.not_default_cond('o.' + fd.attr)}:")
+                lines.append(f"{ind}    raise _absent_err({fd.name!r}, {v})")
+        present = [fd for fd in fields if fd.present(v) and not fd.is_tagged(v)]
+        tagged = [fd for fd in fields if fd.is_tagged(v)]
+        i = 0
+        while i < len(present):
+            fd = present[i]
+            if fd.kind in FIXED and not fd.is_array:
+                run = [fd]
+                j = i + 1
+                while j < len(present) and present[j].kind in FIXED and not present[j].is_array:
+                    run.append(present[j])
+                    j += 1
+                fmt = ">" + "".join(FIXED[x.kind][0] for x in run)
+                sc = self.w.struct_const(fmt)
+                vals = ", ".join(f"o.{x.attr}.bytes" if x.kind == "uuid" else f"o.{x.attr}" for x in run)
+                label = run[0].name if len(run) == 1 else f"{run[0].name}..{run[-1].name}"
+                lines.append(f"{ind}f = {label!r}")
+                lines.append(f"{ind}out += {sc}.pack({vals})")
+                i = j
+                continue
+            lines.append(f"{ind}f = {fd.name!r}")
+            lines.append(f"{ind}x = o.{fd.attr}")
+            lines.extend(self.write_field(fd, v, "x", "out", ind, compact=fd.compact(v, flex)))
+            i += 1
+        if flex:
+            lines.append(f"{ind}u = o.unknown_tagged_fields")
+            if not tagged:
+                lines.append(f"{ind}if u:")
+                lines.append(f"{ind}    _write_tagged(out, u)")
+                lines.append(f"{ind}else:")
+                lines.append(f"{ind}    out.append(0)")
+            else:
+                lines.append(f"{ind}tgs = list(u) if u else []")
+                for fd in sorted(tagged, key=lambda x: x.tag or 0):
+                    lines.append(f"{ind}f = {fd.name!r}")
+                    lines.append(f"{ind}x = o.{fd.attr}")
+                    lines.append(f"{ind}if {fd.not_default_cond('x')}:")
+                    i2 = ind + "    "
+                    lines.append(f"{i2}t = bytearray()")
+                    lines.extend(self.write_field(fd, v, "x", "t", i2, compact=True))
+                    lines.append(f"{i2}tgs.append(({fd.tag}, t))")
+                lines.append(f"{ind}if tgs:")
+                lines.append(f"{ind}    _write_tagged(out, tgs)")
+                lines.append(f"{ind}else:")
+                lines.append(f"{ind}    out.append(0)")
+        else:
+            lines.append(f"{ind}if o.unknown_tagged_fields:")
+            lines.append(f"{ind}    raise _tags_not_flexible({v})")
+        if lines[-1] == "    try:":
+            lines.append("        pass")
+        lines.append("    except _WRITE_ERRORS as e:")
+        lines.append("        raise _write_fail(e, f) from None")
+        return self.w.add_function("e", sd.pyname, v, "out, o", lines)
+
+    def write_len(self, kind: str, compact: bool, out: str, expr: str, ind: str) -> list[str]:
+        if compact:
+            return [
+                f"{ind}n = {expr} + 1",
+                f"{ind}if n < 128:",
+                f"{ind}    {out}.append(n)",
+                f"{ind}else:",
+                f"{ind}    _wuv({out}, n)",
+            ]
+        if kind == "string":
+            return [f"{ind}{out} += _I16.pack({expr})"]
+        return [f"{ind}{out} += _I32.pack({expr})"]
+
+    def write_null(self, fd: FieldDef, v: int, kind: str, compact: bool, out: str, ind: str) -> list[str]:
+        if in_range(fd.nullable, v):
+            if compact:
+                return [f"{ind}    {out}.append(0)"]
+            null = "b'\\xff\\xff'" if kind == "string" else "b'\\xff\\xff\\xff\\xff'"
+            return [f"{ind}    {out} += {null}"]
+        return [f"{ind}    raise _null_enc_err()"]
+
+    def write_field(self, fd: FieldDef, v: int, x: str, out: str, ind: str, compact: bool) -> list[str]:
+        lines: list[str] = []
+        kind = fd.kind
+        if fd.is_array:
+            lines.append(f"{ind}if {x} is None:")
+            lines += self.write_null(fd, v, "array", compact, out, ind)
+            lines.append(f"{ind}else:")
+            i2 = ind + "    "
+            lines += self.write_len("array", compact, out, f"len({x})", i2)
+            if kind in FIXED and kind != "uuid":
+                code, _ = FIXED[kind]
+                lines.append(f"{i2}{out} += _pack('>%d{code}' % len({x}), *{x})")
+            elif kind == "struct":
+                assert fd.struct is not None
+                fn = self.enc_names[(fd.struct.pyname, v)]
+                lines.append(f"{i2}for e in {x}:")
+                lines.append(f"{i2}    {fn}({out}, e)")
+            else:
+                lines.append(f"{i2}for e in {x}:")
+                lines.append(f"{i2}    _write_elem_{kind}({out}, e, {compact!r})")
+            return lines
+        if kind == "struct":
+            assert fd.struct is not None
+            fn = self.enc_names[(fd.struct.pyname, v)]
+            if in_range(fd.nullable, v):
+                lines.append(f"{ind}if {x} is None:")
+                lines.append(f"{ind}    {out}.append(255)")
+                lines.append(f"{ind}else:")
+                lines.append(f"{ind}    {out}.append(1)")
+                lines.append(f"{ind}    {fn}({out}, {x})")
+            else:
+                lines.append(f"{ind}{fn}({out}, {x})")
+            return lines
+        if kind in FIXED:
+            code, _ = FIXED[kind]
+            sc = self.w.struct_const(">" + code)
+            val = f"{x}.bytes" if kind == "uuid" else x
+            lines.append(f"{ind}{out} += {sc}.pack({val})")
+            return lines
+        lines.append(f"{ind}if {x} is None:")
+        lines += self.write_null(fd, v, kind, compact, out, ind)
+        lines.append(f"{ind}else:")
+        i2 = ind + "    "
+        if kind == "string":
+            lines.append(f"{i2}{x} = {x}.encode()")
+        lines += self.write_len(kind, compact, out, f"len({x})", i2)
+        lines.append(f"{i2}{out} += {x}")
+        return lines
+
+
+def class_code(spec: SpecDef, sd: StructDef, w: ModuleWriter) -> str:
+    base = "Message" if sd.is_top else "Struct"
+    lines = ["@dataclass(slots=True)", f"class {sd.pyname}({base}):"]
+    for fd in sd.fields:
+        d = fd.default_value()
+        if fd.is_array and d is not None:
+            dflt = "field(default_factory=list)"
+        elif fd.kind == "struct" and d is not None:
+            assert fd.struct is not None
+            dflt = f"field(default_factory={fd.struct.pyname})"
+        else:
+            dflt = fd.default_expr()
+        lines.append(f"    {fd.attr}: {fd.py_type()} = {dflt}")
+    lines.append("    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)")
+    lines.append("")
+    lines.append(f"{sd.pyname}.__qualname__ = {sd.qualname!r}")
+    lines.append(f"{sd.pyname}._schema_name = {sd.qualname!r}")
+    return "\n".join(lines) + "\n"
+
+
+def fieldspec_code(sd: StructDef) -> str:
+    rows = []
+    for fd in sd.fields:
+        d = fd.default_value()
+        if fd.is_array or fd.kind == "struct":
+            default = "None" if d is None else "'new'"
+        elif fd.kind == "uuid":
+            default = "_ZERO_UUID"
+        else:
+            default = repr(d)
+        never_compact = fd.flexible_override is None
+        rows.append(
+            f"    _F({fd.attr!r}, {fd.name!r}, {fd.type!r}, {fd.kind!r}, {fd.is_array!r}, {fd.versions!r}, "
+            f"{fd.nullable!r}, {fd.tagged!r}, {fd.tag!r}, {default}, {fd.ignorable!r}, {never_compact!r}, "
+            f"{fd.struct.pyname if fd.struct else 'None'}),"
+        )
+    body = "\n".join(rows)
+    return f"{sd.pyname}._fields = (\n{body}\n)\n" if rows else f"{sd.pyname}._fields = ()\n"
+
+
+HEADER = '''\
+# GENERATED by tools/gen_protocol.py from {sources}. Do not edit.
+# ruff: noqa
+# mypy: ignore-errors
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
+from uuid import UUID
+
+from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import (
+    READ_ERRORS as _READ_ERRORS,
+    WRITE_ERRORS as _WRITE_ERRORS,
+    ZERO_UUID as _ZERO_UUID,
+    I8 as _I8,
+    I16 as _I16,
+    I32 as _I32,
+    absent_err as _absent_err,
+    count_err as _count_err,
+    len_err as _len_err,
+    make_uuid as _uuid,
+    null_enc_err as _null_enc_err,
+    null_err as _null_err,
+    read_elem_bytes as _read_elem_bytes,
+    read_elem_records as _read_elem_records,
+    read_elem_string as _read_elem_string,
+    read_elem_uuid as _read_elem_uuid,
+    read_fail as _read_fail,
+    read_unknown_tags as _read_unknown_tags,
+    read_uvarint_cont as _uvc,
+    short_err as _short_err,
+    tag_size_err as _tag_size_err,
+    tags_not_flexible as _tags_not_flexible,
+    write_elem_bytes as _write_elem_bytes,
+    write_elem_records as _write_elem_records,
+    write_elem_string as _write_elem_string,
+    write_elem_uuid as _write_elem_uuid,
+    write_fail as _write_fail,
+    write_tagged as _write_tagged,
+    write_uvarint as _wuv,
+)
+
+__all__ = {all_names!r}
+'''
+
+
+def module_code(specs: list[SpecDef]) -> str:
+    w = ModuleWriter()
+    classes: list[str] = []
+    metas: list[str] = []
+    attach: list[str] = []
+    all_names = []
+    for spec in specs:
+        # Children first so that default_factory names resolve.
+        for sd in spec.structs:
+            classes.append(class_code(spec, sd, w))
+        for sd in spec.structs:
+            if not sd.is_top:
+                attach.append(f"{spec.top.pyname}.{sd.name} = {sd.pyname}")
+                metas.append(f"_DEF_{sd.pyname} = {sd.pyname}()")
+        for sd in spec.structs:
+            metas.append(fieldspec_code(sd))
+        all_names.append(spec.top.pyname)
+    gens = []
+    for spec in specs:
+        g = Gen(spec, w)
+        g.generate()
+        gens.append(g)
+    for spec, g in zip(specs, gens, strict=True):
+        top = spec.top
+        vs = g.versions()
+        attach.append(f"{top.pyname}.API_KEY = {spec.api_key!r}")
+        attach.append(f"{top.pyname}.MESSAGE_TYPE = {spec.type!r}")
+        attach.append(f"{top.pyname}.VALID_VERSIONS = {spec.valid!r}")
+        attach.append(f"{top.pyname}.FLEXIBLE_VERSIONS = {spec.flexible!r}")
+        attach.append(f"{top.pyname}.LATEST_VERSION_UNSTABLE = {spec.unstable!r}")
+        dec = ", ".join(f"{v}: {g.dec_names[(top.pyname, v)]}" for v in vs)
+        enc = ", ".join(f"{v}: {g.enc_names[(top.pyname, v)]}" for v in vs)
+        attach.append(f"{top.pyname}._decoders = {{{dec}}}")
+        attach.append(f"{top.pyname}._encoders = {{{enc}}}")
+    sources = ", ".join(f"schemas/{s.path}" for s in specs)
+    consts = "\n".join(f"{name} = _Struct({fmt!r})" for fmt, name in w.structs.items())
+    parts = [
+        HEADER.format(sources=sources, all_names=all_names),
+        consts + "\n",
+        "\n\n".join(classes),
+        "\n".join(metas),
+        "\n\n".join(w.funcs),
+        "\n".join(attach) + "\n",
+    ]
+    return "\n\n".join(p for p in parts if p.strip()) + ""
+
+
+def module_name_for(spec: SpecDef) -> str:
+    if spec.type in ("request", "response"):
+        base = re.sub(r"(Request|Response)$", "", spec.name)
+        return snake(base).rstrip("_")
+    return snake(spec.name).rstrip("_")
+
+
+def error_codes_code() -> str:
+    data = json.loads((SCHEMAS / "error_codes.json").read_text())["errors"]
+    lines = [
+        "# GENERATED by tools/gen_protocol.py from schemas/error_codes.json. Do not edit.",
+        "# ruff: noqa",
+        '"""Kafka error codes as data: ``ErrorCode`` (an IntEnum) and ``ERROR_INFO``."""',
+        "from __future__ import annotations",
+        "",
+        "from enum import IntEnum",
+        "from typing import NamedTuple",
+        "",
+        '__all__ = ["ErrorCode", "ErrorInfo", "ERROR_INFO", "error_info"]',
+        "",
+        "",
+        "class ErrorCode(IntEnum):",
+    ]
+    for row in data:
+        lines.append(f"    {row['name']} = {row['code']}")
+    lines += [
+        "",
+        "",
+        "class ErrorInfo(NamedTuple):",
+        "    code: int",
+        "    name: str",
+        "    retriable: bool",
+        "    message: str",
+        "",
+        "",
+        "ERROR_INFO: dict[int, ErrorInfo] = {",
+    ]
+    for row in data:
+        lines.append(f"    {row['code']}: ErrorInfo({row['code']}, {row['name']!r}, {row['retriable']!r}, {row['message']!r}),")
+    lines += [
+        "}",
+        "",
+        "",
+        "def error_info(code: int) -> ErrorInfo:",
+        '    """Facts about an error code; an unknown code is reported as such, not raised."""',
+        "    info = ERROR_INFO.get(code)",
+        "    if info is None:",
+        '        return ErrorInfo(code, f"UNKNOWN_CODE_{code}", False, "An error code this version of kwire does not know.")',
+        "    return info",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def index_code(api_modules: dict[str, list[SpecDef]], data_modules: dict[str, list[SpecDef]]) -> str:
+    lines = [
+        "# GENERATED by tools/gen_protocol.py from schemas/. Do not edit.",
+        "# ruff: noqa",
+        '"""Index of the generated message modules: data only, so importing it loads no codec."""',
+        "from __future__ import annotations",
+        "",
+        "from enum import IntEnum",
+        "",
+        "# api key -> (api name, module, request class, response class, (min, max) or None,",
+        "#             first flexible version or None, latest version unstable, listeners)",
+        "API_INDEX: dict[int, tuple[str, str, str, str, tuple[int, int] | None, int | None, bool, tuple[str, ...]]] = {",
+    ]
+    rows = []
+    for mod, specs in api_modules.items():
+        req = next((s for s in specs if s.type == "request"), None)
+        resp = next((s for s in specs if s.type == "response"), None)
+        assert req is not None and resp is not None, mod
+        api_name = re.sub(r"Request$", "", req.name)
+        flex = req.flexible[0] if req.flexible else None
+        rows.append((req.api_key, f"    {req.api_key}: ({api_name!r}, {mod!r}, {req.name!r}, {resp.name!r}, "
+                     f"{req.valid!r}, {flex!r}, {req.unstable!r}, {tuple(req.listeners)!r}),"))
+    lines += [r for _, r in sorted(rows, key=lambda t: t[0])]
+    lines.append("}")
+    lines.append("")
+    lines.append("")
+    lines.append("class ApiKey(IntEnum):")
+    for key, _ in sorted(rows, key=lambda t: t[0]):
+        name = next(re.sub(r"Request$", "", s.name) for specs in api_modules.values() for s in specs
+                    if s.type == "request" and s.api_key == key)
+        lines.append(f"    {snake(name).rstrip('_').upper()} = {key}")
+    lines.append("")
+    lines.append("# schema name -> (package, module) for headers and data/coordinator schemas")
+    lines.append("SCHEMA_INDEX: dict[str, tuple[str, str]] = {")
+    for mod, specs in sorted(api_modules.items()):
+        for s in specs:
+            lines.append(f"    {s.name!r}: ('messages', {mod!r}),")
+    for mod, specs in sorted(data_modules.items()):
+        for s in specs:
+            pkg = "messages" if s.type == "header" else "data"
+            lines.append(f"    {s.name!r}: ({pkg!r}, {mod!r}),")
+    lines.append("}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def generate() -> dict[str, str]:
+    """Return {relative path: content} of every generated file."""
+    specs: list[SpecDef] = []
+    for path in sorted(SCHEMAS.glob("*/*.json")):
+        rel = path.relative_to(SCHEMAS).as_posix()
+        specs.append(load_spec(path, rel))
+    api_modules: dict[str, list[SpecDef]] = {}
+    header_modules: dict[str, list[SpecDef]] = {}
+    data_modules: dict[str, list[SpecDef]] = {}
+    for s in specs:
+        mod = module_name_for(s)
+        if s.type in ("request", "response"):
+            api_modules.setdefault(mod, []).append(s)
+        elif s.type == "header":
+            header_modules.setdefault(mod, []).append(s)
+        else:
+            data_modules.setdefault(mod, []).append(s)
+    for mod in api_modules:
+        api_modules[mod].sort(key=lambda s: 0 if s.type == "request" else 1)
+    out: dict[str, str] = {}
+    for mod, ss in api_modules.items():
+        out[f"messages/{mod}.py"] = module_code(ss)
+    for mod, ss in header_modules.items():
+        out[f"messages/{mod}.py"] = module_code(ss)
+    for mod, ss in data_modules.items():
+        out[f"data/{mod}.py"] = module_code(ss)
+    out["messages/__init__.py"] = (
+        "# GENERATED by tools/gen_protocol.py. Do not edit.\n"
+        '"""Generated message modules, one per API (request and response) plus the headers."""\n'
+    )
+    out["data/__init__.py"] = (
+        "# GENERATED by tools/gen_protocol.py. Do not edit.\n"
+        '"""Generated data schemas: control records, coordinator log records."""\n'
+    )
+    all_data = dict(header_modules)
+    all_data.update(data_modules)
+    out["_index.py"] = index_code(api_modules, all_data)
+    out["error_codes.py"] = error_codes_code()
+    return out
+
+
+GENERATED_DIRS = ("messages", "data")
+
+
+def write(files: dict[str, str]) -> None:
+    for d in GENERATED_DIRS:
+        target = OUT_PKG / d
+        if target.exists():
+            for old in target.glob("*.py"):
+                old.unlink()
+        target.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        (OUT_PKG / rel).write_text(content)
+
+
+def check(files: dict[str, str]) -> list[str]:
+    problems = []
+    expected = set(files)
+    for d in GENERATED_DIRS:
+        for p in (OUT_PKG / d).glob("*.py"):
+            rel = p.relative_to(OUT_PKG).as_posix()
+            if rel not in expected:
+                problems.append(f"{rel}: not produced by the generator (stale file)")
+    for rel, content in files.items():
+        p = OUT_PKG / rel
+        if not p.exists():
+            problems.append(f"{rel}: missing")
+            continue
+        have = p.read_text()
+        if have != content:
+            diff = list(difflib.unified_diff(have.splitlines(), content.splitlines(), lineterm="", n=1))[:10]
+            problems.append(f"{rel}: differs from a fresh generation\n  " + "\n  ".join(diff))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="generate kwire.protocol from schemas/")
+    ap.add_argument("--check", action="store_true", help="fail if the committed output is stale")
+    args = ap.parse_args(argv)
+    files = generate()
+    if args.check:
+        problems = check(files)
+        for p in problems:
+            print(p, file=sys.stderr)
+        return 1 if problems else 0
+    write(files)
+    print(f"wrote {len(files)} files under {OUT_PKG.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
