@@ -107,9 +107,9 @@ class FieldDef:
     def default_value(self) -> Any:
         """The Python default (arrays/structs: None or the sentinel 'new')."""
         d = self.raw_default
-        if d is None or d == "null":
-            if self.kind in ("string", "bytes", "records") or self.is_array or self.kind == "struct":
-                return None
+        nullable_kind = self.kind in ("string", "bytes", "records", "struct") or self.is_array
+        if (d is None or d == "null") and nullable_kind:
+            return None
         if d is MISSING:
             d = None
         if self.is_array or self.kind == "struct":
@@ -171,8 +171,6 @@ class FieldDef:
             return f"{expr} is not None"
         if self.is_array:
             return f"{expr}"
-        if self.kind == "bool":
-            return f"{expr} is not {d!r}" if False else f"{expr} != {d!r}"
         return f"{expr} != {self.compare_expr()}"
 
     def py_type(self) -> str:
@@ -242,7 +240,7 @@ def load_spec(path: Path, rel: str) -> SpecDef:
                 nullable=parse_versions(f.get("nullableVersions")),
                 tagged=tagged,
                 tag=f.get("tag"),
-                raw_default=f["default"] if "default" in f else MISSING,
+                raw_default=f.get("default", MISSING),
                 ignorable=bool(f.get("ignorable", False)),
                 flexible_override=fo,
             )
@@ -421,6 +419,10 @@ class Gen:
             lines.append("        pass")
         lines.append("    except _READ_ERRORS as e:")
         lines.append("        raise _read_fail(e, f, pos, buf) from None")
+        lines.append("    except _DecodeError as e:")
+        lines.append("        if e.field is None:")
+        lines.append("            e.field = f")
+        lines.append("        raise")
         fields = sd.fields
         args = []
         for fd in fields:
@@ -583,7 +585,11 @@ class Gen:
         if lines[-1] == "    try:":
             lines.append("        pass")
         lines.append("    except _WRITE_ERRORS as e:")
-        lines.append("        raise _write_fail(e, f) from None")
+        lines.append("        raise _write_fail(e, f, o) from None")
+        lines.append("    except _EncodeError as e:")
+        lines.append("        if e.field is None:")
+        lines.append("            e.field = f")
+        lines.append("        raise")
         return self.w.add_function("e", sd.pyname, v, "out, o", lines)
 
     def write_len(self, kind: str, compact: bool, out: str, expr: str, ind: str) -> list[str]:
@@ -707,6 +713,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -829,7 +836,7 @@ def error_codes_code() -> str:
         "ERROR_INFO: dict[int, ErrorInfo] = {",
     ]
     for row in data:
-        lines.append(f"    {row['code']}: ErrorInfo({row['code']}, {row['name']!r}, {row['retriable']!r}, {row['message']!r}),")
+        lines.append(f"    {row['code']}: ErrorInfo({row['code']}, {row['name']!r}, {row['retriable']!r}, {row['message'] or ''!r}),")
     lines += [
         "}",
         "",

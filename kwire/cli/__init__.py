@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import os
 import sys
 
 __all__ = ["main", "CliError"]
@@ -50,10 +52,12 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args._run(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`kwire apis | head`); silence the flush at exit too.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 0
     except (CliError, KwireError, OSError, ValueError) as exc:
         print(f"kwire {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0

@@ -81,9 +81,31 @@ def tags_not_flexible(version: int) -> EncodeError:
     return EncodeError(f"unknown tagged fields cannot be written in non-flexible version {version}")
 
 
-def write_fail(exc: BaseException, field: str) -> EncodeError:
-    if isinstance(exc, EncodeError):
-        return exc
+_FIXED_FORMATS = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "uint16": ">H", "uint32": ">I",
+                  "float64": ">d", "bool": ">?"}
+
+
+def write_fail(exc: BaseException, field: str, obj: object = None) -> EncodeError:
+    """Turn a low-level error into an EncodeError; for a merged run of fixed-width fields
+    ("A..B"), find the field whose value does not fit."""
+    if field and ".." in field and obj is not None:
+        first, last = field.split("..")
+        inside = False
+        for f in getattr(obj, "_fields", ()):
+            inside = inside or f.name == first
+            if not inside:
+                continue
+            value = getattr(obj, f.attr)
+            try:
+                if f.kind == "uuid":
+                    if len(value.bytes) != 16:
+                        raise ValueError("not a UUID")
+                else:
+                    struct.pack(_FIXED_FORMATS[f.kind], value)
+            except (struct.error, AttributeError, TypeError, ValueError) as inner:
+                return EncodeError(f"{f.type} value {value!r} does not fit: {inner}", field=f.name)
+            if f.name == last:
+                break
     return EncodeError(f"{type(exc).__name__}: {exc}", field=field or None)
 
 

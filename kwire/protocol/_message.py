@@ -8,6 +8,7 @@ describes every field for the cold paths (JSON form, Hypothesis strategies, docs
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -44,7 +45,7 @@ class FieldSpec:
     default: Any  # the default value; for arrays and structs see ``make_default``
     ignorable: bool
     never_compact: bool  # "flexibleVersions": "none" on the field (RequestHeader.ClientId)
-    struct: type[Struct] | None = None
+    struct: builtins.type[Struct] | None = None
 
     def present_in(self, version: int) -> bool:
         if self.tagged is not None:

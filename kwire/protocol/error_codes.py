@@ -169,7 +169,7 @@ ERROR_INFO: dict[int, ErrorInfo] = {
     10: ErrorInfo(10, 'MESSAGE_TOO_LARGE', False, 'The server has a configurable maximum message size to avoid unbounded memory allocation. This error is thrown if the client attempt to produce a message larger than this maximum.'),
     11: ErrorInfo(11, 'STALE_CONTROLLER_EPOCH', False, 'Internal error code for broker-to-broker communication.'),
     12: ErrorInfo(12, 'OFFSET_METADATA_TOO_LARGE', False, 'If you specify a string larger than configured maximum for offset metadata.'),
-    13: ErrorInfo(13, 'NETWORK_EXCEPTION', True, None),
+    13: ErrorInfo(13, 'NETWORK_EXCEPTION', True, ''),
     14: ErrorInfo(14, 'COORDINATOR_LOAD_IN_PROGRESS', True, 'The broker returns this error code for txn or group requests, when the coordinator is loading and hence cant process requests'),
     15: ErrorInfo(15, 'COORDINATOR_NOT_AVAILABLE', True, 'The broker returns this error code for consumer and transaction requests if the offsets topic has not yet been created, or if the group/txn coordinator is not active.'),
     16: ErrorInfo(16, 'NOT_COORDINATOR', True, 'The broker returns this error code if it is not the correct coordinator for the specified consumer or transaction group'),

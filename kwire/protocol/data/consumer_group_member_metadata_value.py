@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -147,6 +148,10 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupMemberMetadataValue_ClassicProtocol(v0, v1, u), pos
 
 
@@ -182,7 +187,11 @@ def _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf, pos):
@@ -214,6 +223,10 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(v0, v1, u), pos
 
 
@@ -240,7 +253,11 @@ def _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupMemberMetadataValue_v0(buf, pos):
@@ -394,6 +411,10 @@ def _d_ConsumerGroupMemberMetadataValue_v0(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupMemberMetadataValue(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -503,7 +524,11 @@ def _e_ConsumerGroupMemberMetadataValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ConsumerGroupMemberMetadataValue.ClassicProtocol = ConsumerGroupMemberMetadataValue_ClassicProtocol

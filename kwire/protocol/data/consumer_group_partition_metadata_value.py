@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -126,6 +127,10 @@ def _d_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupPartitionMetadataValue_PartitionMetadata(v0, v1, u), pos
 
 
@@ -152,7 +157,11 @@ def _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf, pos):
@@ -202,6 +211,10 @@ def _d_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupPartitionMetadataValue_TopicMetadata(v0, v1, v2, v3, u), pos
 
 
@@ -242,7 +255,11 @@ def _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupPartitionMetadataValue_v0(buf, pos):
@@ -271,6 +288,10 @@ def _d_ConsumerGroupPartitionMetadataValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupPartitionMetadataValue(v0, u), pos
 
 
@@ -295,7 +316,11 @@ def _e_ConsumerGroupPartitionMetadataValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ConsumerGroupPartitionMetadataValue.PartitionMetadata = ConsumerGroupPartitionMetadataValue_PartitionMetadata

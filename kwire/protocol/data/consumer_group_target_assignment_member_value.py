@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -104,6 +105,10 @@ def _d_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupTargetAssignmentMemberValue_TopicPartition(v0, v1, u), pos
 
 
@@ -129,7 +134,11 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupTargetAssignmentMemberValue_v0(buf, pos):
@@ -158,6 +167,10 @@ def _d_ConsumerGroupTargetAssignmentMemberValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupTargetAssignmentMemberValue(v0, u), pos
 
 
@@ -182,7 +195,11 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ConsumerGroupTargetAssignmentMemberValue.TopicPartition = ConsumerGroupTargetAssignmentMemberValue_TopicPartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -101,6 +102,10 @@ def _d_ConsumerProtocolAssignment_TopicPartition_v0(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolAssignment_TopicPartition(v0, v1, None), pos
 
 
@@ -125,7 +130,11 @@ def _e_ConsumerProtocolAssignment_TopicPartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerProtocolAssignment_v0(buf, pos):
@@ -158,6 +167,10 @@ def _d_ConsumerProtocolAssignment_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolAssignment(v0, v1, None), pos
 
 
@@ -182,7 +195,11 @@ def _e_ConsumerProtocolAssignment_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolAssignment_TopicPartition_v1(out, o):
@@ -206,7 +223,11 @@ def _e_ConsumerProtocolAssignment_TopicPartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolAssignment_v1(out, o):
@@ -230,7 +251,11 @@ def _e_ConsumerProtocolAssignment_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolAssignment_TopicPartition_v2(out, o):
@@ -254,7 +279,11 @@ def _e_ConsumerProtocolAssignment_TopicPartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolAssignment_v2(out, o):
@@ -278,7 +307,11 @@ def _e_ConsumerProtocolAssignment_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolAssignment_TopicPartition_v3(out, o):
@@ -302,7 +335,11 @@ def _e_ConsumerProtocolAssignment_TopicPartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolAssignment_v3(out, o):
@@ -326,7 +363,11 @@ def _e_ConsumerProtocolAssignment_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ConsumerProtocolAssignment.TopicPartition = ConsumerProtocolAssignment_TopicPartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -90,6 +91,10 @@ def _d_ConsumerProtocolSubscription_TopicPartition_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolSubscription_TopicPartition('', [], None), pos
 
 
@@ -103,7 +108,11 @@ def _e_ConsumerProtocolSubscription_TopicPartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerProtocolSubscription_v0(buf, pos):
@@ -136,6 +145,10 @@ def _d_ConsumerProtocolSubscription_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolSubscription(v0, v1, [], -1, None, None), pos
 
 
@@ -160,7 +173,11 @@ def _e_ConsumerProtocolSubscription_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerProtocolSubscription_TopicPartition_v1(buf, pos):
@@ -189,6 +206,10 @@ def _d_ConsumerProtocolSubscription_TopicPartition_v1(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolSubscription_TopicPartition(v0, v1, None), pos
 
 
@@ -213,7 +234,11 @@ def _e_ConsumerProtocolSubscription_TopicPartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerProtocolSubscription_v1(buf, pos):
@@ -258,6 +283,10 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolSubscription(v0, v1, v2, -1, None, None), pos
 
 
@@ -290,7 +319,11 @@ def _e_ConsumerProtocolSubscription_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolSubscription_TopicPartition_v2(out, o):
@@ -314,7 +347,11 @@ def _e_ConsumerProtocolSubscription_TopicPartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerProtocolSubscription_v2(buf, pos):
@@ -362,6 +399,10 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolSubscription(v0, v1, v2, v3, None, None), pos
 
 
@@ -396,7 +437,11 @@ def _e_ConsumerProtocolSubscription_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ConsumerProtocolSubscription_TopicPartition_v3(out, o):
@@ -420,7 +465,11 @@ def _e_ConsumerProtocolSubscription_TopicPartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerProtocolSubscription_v3(buf, pos):
@@ -481,6 +530,10 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerProtocolSubscription(v0, v1, v2, v3, v4, None), pos
 
 
@@ -523,7 +576,11 @@ def _e_ConsumerProtocolSubscription_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ConsumerProtocolSubscription.TopicPartition = ConsumerProtocolSubscription_TopicPartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -163,6 +164,10 @@ def _d_GroupMetadataValue_MemberMetadata_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue_MemberMetadata(v0, None, v2, v3, -1, v5, v6, v7, None), pos
 
 
@@ -212,7 +217,11 @@ def _e_GroupMetadataValue_MemberMetadata_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_v0(buf, pos):
@@ -272,6 +281,10 @@ def _d_GroupMetadataValue_v0(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue(v0, v1, v2, v3, -1, v5, None), pos
 
 
@@ -315,7 +328,11 @@ def _e_GroupMetadataValue_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_MemberMetadata_v1(buf, pos):
@@ -381,6 +398,10 @@ def _d_GroupMetadataValue_MemberMetadata_v1(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue_MemberMetadata(v0, None, v2, v3, v4, v5, v6, v7, None), pos
 
 
@@ -430,7 +451,11 @@ def _e_GroupMetadataValue_MemberMetadata_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_v1(buf, pos):
@@ -490,6 +515,10 @@ def _d_GroupMetadataValue_v1(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue(v0, v1, v2, v3, -1, v5, None), pos
 
 
@@ -533,7 +562,11 @@ def _e_GroupMetadataValue_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_GroupMetadataValue_MemberMetadata_v2(out, o):
@@ -582,7 +615,11 @@ def _e_GroupMetadataValue_MemberMetadata_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_v2(buf, pos):
@@ -645,6 +682,10 @@ def _d_GroupMetadataValue_v2(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue(v0, v1, v2, v3, v4, v5, None), pos
 
 
@@ -690,7 +731,11 @@ def _e_GroupMetadataValue_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_MemberMetadata_v3(buf, pos):
@@ -769,6 +814,10 @@ def _d_GroupMetadataValue_MemberMetadata_v3(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue_MemberMetadata(v0, v1, v2, v3, v4, v5, v6, v7, None), pos
 
 
@@ -826,7 +875,11 @@ def _e_GroupMetadataValue_MemberMetadata_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_v3(buf, pos):
@@ -889,6 +942,10 @@ def _d_GroupMetadataValue_v3(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue(v0, v1, v2, v3, v4, v5, None), pos
 
 
@@ -934,7 +991,11 @@ def _e_GroupMetadataValue_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_MemberMetadata_v4(buf, pos):
@@ -1037,6 +1098,10 @@ def _d_GroupMetadataValue_MemberMetadata_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue_MemberMetadata(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1121,7 +1186,11 @@ def _e_GroupMetadataValue_MemberMetadata_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GroupMetadataValue_v4(buf, pos):
@@ -1202,6 +1271,10 @@ def _d_GroupMetadataValue_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GroupMetadataValue(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -1266,7 +1339,11 @@ def _e_GroupMetadataValue_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 GroupMetadataValue.MemberMetadata = GroupMetadataValue_MemberMetadata

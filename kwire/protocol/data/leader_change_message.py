@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -98,6 +99,10 @@ def _d_LeaderChangeMessage_Voter_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaderChangeMessage_Voter(v0, _ZERO_UUID, u), pos
 
 
@@ -114,7 +119,11 @@ def _e_LeaderChangeMessage_Voter_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaderChangeMessage_v0(buf, pos):
@@ -161,6 +170,10 @@ def _d_LeaderChangeMessage_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaderChangeMessage(v0, v1, v2, v3, u), pos
 
 
@@ -199,7 +212,11 @@ def _e_LeaderChangeMessage_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaderChangeMessage_Voter_v1(buf, pos):
@@ -217,6 +234,10 @@ def _d_LeaderChangeMessage_Voter_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaderChangeMessage_Voter(v0, v1, u), pos
 
 
@@ -231,7 +252,11 @@ def _e_LeaderChangeMessage_Voter_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaderChangeMessage_v1(buf, pos):
@@ -278,6 +303,10 @@ def _d_LeaderChangeMessage_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaderChangeMessage(v0, v1, v2, v3, u), pos
 
 
@@ -316,7 +345,11 @@ def _e_LeaderChangeMessage_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 LeaderChangeMessage.Voter = LeaderChangeMessage_Voter

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -95,6 +96,10 @@ def _d_OffsetCommitValue_v0(buf, pos):
         pos += 8
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitValue(v0, -1, v2, v3, -1, _ZERO_UUID, None), pos
 
 
@@ -116,7 +121,11 @@ def _e_OffsetCommitValue_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitValue_v1(buf, pos):
@@ -141,6 +150,10 @@ def _d_OffsetCommitValue_v1(buf, pos):
         pos += 16
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitValue(v0, -1, v2, v3, v4, _ZERO_UUID, None), pos
 
 
@@ -162,7 +175,11 @@ def _e_OffsetCommitValue_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitValue_v2(out, o):
@@ -183,7 +200,11 @@ def _e_OffsetCommitValue_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitValue_v3(buf, pos):
@@ -208,6 +229,10 @@ def _d_OffsetCommitValue_v3(buf, pos):
         pos += 8
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitValue(v0, v1, v2, v3, -1, _ZERO_UUID, None), pos
 
 
@@ -229,7 +254,11 @@ def _e_OffsetCommitValue_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitValue_v4(buf, pos):
@@ -290,6 +319,10 @@ def _d_OffsetCommitValue_v4(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitValue(v0, v1, v2, v3, -1, v5, u), pos
 
 
@@ -325,7 +358,11 @@ def _e_OffsetCommitValue_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 OffsetCommitValue.API_KEY = 1

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -140,6 +141,10 @@ def _d_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo(v0, v1, v2, u), pos
 
 
@@ -177,7 +182,11 @@ def _e_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf, pos):
@@ -209,6 +218,10 @@ def _d_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupStatePartitionMetadataValue_TopicInfo(v0, v1, u), pos
 
 
@@ -235,7 +248,11 @@ def _e_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
@@ -294,6 +311,10 @@ def _d_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupStatePartitionMetadataValue(v0, v1, v2, u), pos
 
 
@@ -342,7 +363,11 @@ def _e_ShareGroupStatePartitionMetadataValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo = ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -137,6 +138,10 @@ def _d_StreamsGroupMemberMetadataValue_Endpoint_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupMemberMetadataValue_Endpoint(v0, v1, u), pos
 
 
@@ -163,7 +168,11 @@ def _e_StreamsGroupMemberMetadataValue_Endpoint_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupMemberMetadataValue_KeyValue_v0(buf, pos):
@@ -205,6 +214,10 @@ def _d_StreamsGroupMemberMetadataValue_KeyValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupMemberMetadataValue_KeyValue(v0, v1, u), pos
 
 
@@ -241,7 +254,11 @@ def _e_StreamsGroupMemberMetadataValue_KeyValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupMemberMetadataValue_v0(buf, pos):
@@ -354,6 +371,10 @@ def _d_StreamsGroupMemberMetadataValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupMemberMetadataValue(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -447,7 +468,11 @@ def _e_StreamsGroupMemberMetadataValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 StreamsGroupMemberMetadataValue.Endpoint = StreamsGroupMemberMetadataValue_Endpoint

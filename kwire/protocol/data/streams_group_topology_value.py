@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -182,6 +183,10 @@ def _d_StreamsGroupTopologyValue_TopicConfig_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyValue_TopicConfig(v0, v1, u), pos
 
 
@@ -218,7 +223,11 @@ def _e_StreamsGroupTopologyValue_TopicConfig_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyValue_TopicInfo_v0(buf, pos):
@@ -264,6 +273,10 @@ def _d_StreamsGroupTopologyValue_TopicInfo_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyValue_TopicInfo(v0, v1, v2, v3, u), pos
 
 
@@ -302,7 +315,11 @@ def _e_StreamsGroupTopologyValue_TopicInfo_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyValue_CopartitionGroup_v0(buf, pos):
@@ -355,6 +372,10 @@ def _d_StreamsGroupTopologyValue_CopartitionGroup_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyValue_CopartitionGroup(v0, v1, v2, u), pos
 
 
@@ -400,7 +421,11 @@ def _e_StreamsGroupTopologyValue_CopartitionGroup_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyValue_Subtopology_v0(buf, pos):
@@ -518,6 +543,10 @@ def _d_StreamsGroupTopologyValue_Subtopology_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyValue_Subtopology(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -614,7 +643,11 @@ def _e_StreamsGroupTopologyValue_Subtopology_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyValue_v0(buf, pos):
@@ -646,6 +679,10 @@ def _d_StreamsGroupTopologyValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyValue(v0, v1, u), pos
 
 
@@ -672,7 +709,11 @@ def _e_StreamsGroupTopologyValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 StreamsGroupTopologyValue.TopicConfig = StreamsGroupTopologyValue_TopicConfig

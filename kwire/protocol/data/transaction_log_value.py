@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -125,6 +126,10 @@ def _d_TransactionLogValue_PartitionsSchema_v0(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TransactionLogValue_PartitionsSchema(v0, v1, None), pos
 
 
@@ -149,7 +154,11 @@ def _e_TransactionLogValue_PartitionsSchema_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TransactionLogValue_v0(buf, pos):
@@ -177,6 +186,10 @@ def _d_TransactionLogValue_v0(buf, pos):
         pos += 16
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TransactionLogValue(v0, -1, -1, v3, -1, v5, v6, v7, v8, v9, 0, None), pos
 
 
@@ -206,7 +219,11 @@ def _e_TransactionLogValue_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TransactionLogValue_PartitionsSchema_v1(buf, pos):
@@ -247,6 +264,10 @@ def _d_TransactionLogValue_PartitionsSchema_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TransactionLogValue_PartitionsSchema(v0, v1, u), pos
 
 
@@ -282,7 +303,11 @@ def _e_TransactionLogValue_PartitionsSchema_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TransactionLogValue_v1(buf, pos):
@@ -366,6 +391,10 @@ def _d_TransactionLogValue_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TransactionLogValue(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
 
 
@@ -419,7 +448,11 @@ def _e_TransactionLogValue_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 TransactionLogValue.PartitionsSchema = TransactionLogValue_PartitionsSchema

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -161,6 +162,10 @@ def _d_VotersRecord_Endpoint_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VotersRecord_Endpoint(v0, v1, v2, u), pos
 
 
@@ -199,7 +204,11 @@ def _e_VotersRecord_Endpoint_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VotersRecord_KRaftVersionFeature_v0(buf, pos):
@@ -216,6 +225,10 @@ def _d_VotersRecord_KRaftVersionFeature_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VotersRecord_KRaftVersionFeature(v0, v1, u), pos
 
 
@@ -230,7 +243,11 @@ def _e_VotersRecord_KRaftVersionFeature_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VotersRecord_Voter_v0(buf, pos):
@@ -265,6 +282,10 @@ def _d_VotersRecord_Voter_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VotersRecord_Voter(v0, v1, v2, v3, u), pos
 
 
@@ -294,7 +315,11 @@ def _e_VotersRecord_Voter_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VotersRecord_v0(buf, pos):
@@ -326,6 +351,10 @@ def _d_VotersRecord_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VotersRecord(v0, v1, u), pos
 
 
@@ -352,7 +381,11 @@ def _e_VotersRecord_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 VotersRecord.Endpoint = VotersRecord_Endpoint

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -202,6 +203,10 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(v0, v1, None), pos
 
 
@@ -226,7 +231,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0(buf, pos):
@@ -235,6 +244,10 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction('', 0, 0, False, [], None), pos
 
 
@@ -254,7 +267,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnRequest_v0(buf, pos):
@@ -288,6 +305,10 @@ def _d_AddPartitionsToTxnRequest_v0(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest([], v1, v2, v3, v4, None), pos
 
 
@@ -317,7 +338,11 @@ def _e_AddPartitionsToTxnRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v1(out, o):
@@ -341,7 +366,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v1(out, o):
@@ -360,7 +389,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnRequest_v1(out, o):
@@ -389,7 +422,11 @@ def _e_AddPartitionsToTxnRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v2(out, o):
@@ -413,7 +450,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v2(out, o):
@@ -432,7 +473,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnRequest_v2(out, o):
@@ -461,7 +506,11 @@ def _e_AddPartitionsToTxnRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos):
@@ -502,6 +551,10 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(v0, v1, u), pos
 
 
@@ -537,7 +590,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(buf, pos):
@@ -551,6 +608,10 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction('', 0, 0, False, [], u), pos
 
 
@@ -573,7 +634,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnRequest_v3(buf, pos):
@@ -619,6 +684,10 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest([], v1, v2, v3, v4, u), pos
 
 
@@ -659,7 +728,11 @@ def _e_AddPartitionsToTxnRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf, pos):
@@ -705,6 +778,10 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(v0, v1, v2, v3, v4, u), pos
 
 
@@ -743,7 +820,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnRequest_v4(buf, pos):
@@ -772,6 +853,10 @@ def _d_AddPartitionsToTxnRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnRequest(v0, '', 0, 0, [], u), pos
 
 
@@ -804,7 +889,11 @@ def _e_AddPartitionsToTxnRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnRequest_v5(out, o):
@@ -836,7 +925,11 @@ def _e_AddPartitionsToTxnRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf, pos):
@@ -847,6 +940,10 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf, pos)
         pos += 6
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(v0, v1, None), pos
 
 
@@ -858,7 +955,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos):
@@ -889,6 +990,10 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(v0, v1, None), pos
 
 
@@ -914,7 +1019,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(buf, pos):
@@ -923,6 +1032,10 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse_AddPartitionsToTxnResult('', [], None), pos
 
 
@@ -936,7 +1049,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_v0(buf, pos):
@@ -959,6 +1076,10 @@ def _d_AddPartitionsToTxnResponse_v0(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse(v0, 0, [], v3, None), pos
 
 
@@ -980,7 +1101,11 @@ def _e_AddPartitionsToTxnResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1(out, o):
@@ -991,7 +1116,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1(out, o):
@@ -1016,7 +1145,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v1(out, o):
@@ -1029,7 +1162,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_v1(out, o):
@@ -1050,7 +1187,11 @@ def _e_AddPartitionsToTxnResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2(out, o):
@@ -1061,7 +1202,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2(out, o):
@@ -1086,7 +1231,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v2(out, o):
@@ -1099,7 +1248,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_v2(out, o):
@@ -1120,7 +1273,11 @@ def _e_AddPartitionsToTxnResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf, pos):
@@ -1137,6 +1294,10 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf, pos)
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(v0, v1, u), pos
 
 
@@ -1151,7 +1312,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos):
@@ -1194,6 +1359,10 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(v0, v1, u), pos
 
 
@@ -1230,7 +1399,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(buf, pos):
@@ -1244,6 +1417,10 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse_AddPartitionsToTxnResult('', [], u), pos
 
 
@@ -1260,7 +1437,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_v3(buf, pos):
@@ -1292,6 +1473,10 @@ def _d_AddPartitionsToTxnResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse(v0, 0, [], v3, u), pos
 
 
@@ -1320,7 +1505,11 @@ def _e_AddPartitionsToTxnResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos):
@@ -1363,6 +1552,10 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse_AddPartitionsToTxnResult(v0, v1, u), pos
 
 
@@ -1399,7 +1592,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddPartitionsToTxnResponse_v4(buf, pos):
@@ -1431,6 +1628,10 @@ def _d_AddPartitionsToTxnResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddPartitionsToTxnResponse(v0, v1, v2, [], u), pos
 
 
@@ -1459,7 +1660,11 @@ def _e_AddPartitionsToTxnResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AddPartitionsToTxnResponse_v5(out, o):
@@ -1487,7 +1692,11 @@ def _e_AddPartitionsToTxnResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic

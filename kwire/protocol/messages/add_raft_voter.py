@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -150,6 +151,10 @@ def _d_AddRaftVoterRequest_Listener_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddRaftVoterRequest_Listener(v0, v1, v2, u), pos
 
 
@@ -188,7 +193,11 @@ def _e_AddRaftVoterRequest_Listener_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddRaftVoterRequest_v0(buf, pos):
@@ -237,6 +246,10 @@ def _d_AddRaftVoterRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddRaftVoterRequest(v0, v1, v2, v3, v4, True, u), pos
 
 
@@ -277,7 +290,11 @@ def _e_AddRaftVoterRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddRaftVoterRequest_v1(buf, pos):
@@ -329,6 +346,10 @@ def _d_AddRaftVoterRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddRaftVoterRequest(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -369,7 +390,11 @@ def _e_AddRaftVoterRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AddRaftVoterResponse_v0(buf, pos):
@@ -402,6 +427,10 @@ def _d_AddRaftVoterResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AddRaftVoterResponse(v0, v1, v2, u), pos
 
 
@@ -428,7 +457,11 @@ def _e_AddRaftVoterResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AddRaftVoterRequest.Listener = AddRaftVoterRequest_Listener

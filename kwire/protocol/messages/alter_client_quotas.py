@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -193,6 +194,10 @@ def _d_AlterClientQuotasRequest_EntityData_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest_EntityData(v0, v1, None), pos
 
 
@@ -218,7 +223,11 @@ def _e_AlterClientQuotasRequest_EntityData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasRequest_OpData_v0(buf, pos):
@@ -240,6 +249,10 @@ def _d_AlterClientQuotasRequest_OpData_v0(buf, pos):
         pos += 9
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest_OpData(v0, v1, v2, None), pos
 
 
@@ -259,7 +272,11 @@ def _e_AlterClientQuotasRequest_OpData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasRequest_EntryData_v0(buf, pos):
@@ -291,6 +308,10 @@ def _d_AlterClientQuotasRequest_EntryData_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest_EntryData(v0, v1, None), pos
 
 
@@ -316,7 +337,11 @@ def _e_AlterClientQuotasRequest_EntryData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasRequest_v0(buf, pos):
@@ -339,6 +364,10 @@ def _d_AlterClientQuotasRequest_v0(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest(v0, v1, None), pos
 
 
@@ -358,7 +387,11 @@ def _e_AlterClientQuotasRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasRequest_EntityData_v1(buf, pos):
@@ -402,6 +435,10 @@ def _d_AlterClientQuotasRequest_EntityData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest_EntityData(v0, v1, u), pos
 
 
@@ -438,7 +475,11 @@ def _e_AlterClientQuotasRequest_EntityData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasRequest_OpData_v1(buf, pos):
@@ -469,6 +510,10 @@ def _d_AlterClientQuotasRequest_OpData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest_OpData(v0, v1, v2, u), pos
 
 
@@ -495,7 +540,11 @@ def _e_AlterClientQuotasRequest_OpData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasRequest_EntryData_v1(buf, pos):
@@ -539,6 +588,10 @@ def _d_AlterClientQuotasRequest_EntryData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest_EntryData(v0, v1, u), pos
 
 
@@ -575,7 +628,11 @@ def _e_AlterClientQuotasRequest_EntryData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasRequest_v1(buf, pos):
@@ -607,6 +664,10 @@ def _d_AlterClientQuotasRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasRequest(v0, v1, u), pos
 
 
@@ -633,7 +694,11 @@ def _e_AlterClientQuotasRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasResponse_EntityData_v0(buf, pos):
@@ -665,6 +730,10 @@ def _d_AlterClientQuotasResponse_EntityData_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasResponse_EntityData(v0, v1, None), pos
 
 
@@ -690,7 +759,11 @@ def _e_AlterClientQuotasResponse_EntityData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasResponse_EntryData_v0(buf, pos):
@@ -726,6 +799,10 @@ def _d_AlterClientQuotasResponse_EntryData_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasResponse_EntryData(v0, v1, v2, None), pos
 
 
@@ -753,7 +830,11 @@ def _e_AlterClientQuotasResponse_EntryData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasResponse_v0(buf, pos):
@@ -776,6 +857,10 @@ def _d_AlterClientQuotasResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasResponse(v0, v1, None), pos
 
 
@@ -795,7 +880,11 @@ def _e_AlterClientQuotasResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasResponse_EntityData_v1(buf, pos):
@@ -839,6 +928,10 @@ def _d_AlterClientQuotasResponse_EntityData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasResponse_EntityData(v0, v1, u), pos
 
 
@@ -875,7 +968,11 @@ def _e_AlterClientQuotasResponse_EntityData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasResponse_EntryData_v1(buf, pos):
@@ -923,6 +1020,10 @@ def _d_AlterClientQuotasResponse_EntryData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasResponse_EntryData(v0, v1, v2, u), pos
 
 
@@ -961,7 +1062,11 @@ def _e_AlterClientQuotasResponse_EntryData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterClientQuotasResponse_v1(buf, pos):
@@ -993,6 +1098,10 @@ def _d_AlterClientQuotasResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterClientQuotasResponse(v0, v1, u), pos
 
 
@@ -1019,7 +1128,11 @@ def _e_AlterClientQuotasResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AlterClientQuotasRequest.EntityData = AlterClientQuotasRequest_EntityData

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -163,6 +164,10 @@ def _d_AlterConfigsRequest_AlterableConfig_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsRequest_AlterableConfig(v0, v1, None), pos
 
 
@@ -188,7 +193,11 @@ def _e_AlterConfigsRequest_AlterableConfig_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
@@ -222,6 +231,10 @@ def _d_AlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsRequest_AlterConfigsResource(v0, v1, v2, None), pos
 
 
@@ -249,7 +262,11 @@ def _e_AlterConfigsRequest_AlterConfigsResource_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsRequest_v0(buf, pos):
@@ -272,6 +289,10 @@ def _d_AlterConfigsRequest_v0(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsRequest(v0, v1, None), pos
 
 
@@ -291,7 +312,11 @@ def _e_AlterConfigsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AlterConfigsRequest_AlterableConfig_v1(out, o):
@@ -316,7 +341,11 @@ def _e_AlterConfigsRequest_AlterableConfig_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AlterConfigsRequest_AlterConfigsResource_v1(out, o):
@@ -343,7 +372,11 @@ def _e_AlterConfigsRequest_AlterConfigsResource_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AlterConfigsRequest_v1(out, o):
@@ -362,7 +395,11 @@ def _e_AlterConfigsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsRequest_AlterableConfig_v2(buf, pos):
@@ -406,6 +443,10 @@ def _d_AlterConfigsRequest_AlterableConfig_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsRequest_AlterableConfig(v0, v1, u), pos
 
 
@@ -442,7 +483,11 @@ def _e_AlterConfigsRequest_AlterableConfig_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos):
@@ -488,6 +533,10 @@ def _d_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsRequest_AlterConfigsResource(v0, v1, v2, u), pos
 
 
@@ -526,7 +575,11 @@ def _e_AlterConfigsRequest_AlterConfigsResource_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsRequest_v2(buf, pos):
@@ -558,6 +611,10 @@ def _d_AlterConfigsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsRequest(v0, v1, u), pos
 
 
@@ -584,7 +641,11 @@ def _e_AlterConfigsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos):
@@ -622,6 +683,10 @@ def _d_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, None), pos
 
 
@@ -651,7 +716,11 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsResponse_v0(buf, pos):
@@ -674,6 +743,10 @@ def _d_AlterConfigsResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsResponse(v0, v1, None), pos
 
 
@@ -693,7 +766,11 @@ def _e_AlterConfigsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v1(out, o):
@@ -722,7 +799,11 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_AlterConfigsResponse_v1(out, o):
@@ -741,7 +822,11 @@ def _e_AlterConfigsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos):
@@ -791,6 +876,10 @@ def _d_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, u), pos
 
 
@@ -831,7 +920,11 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterConfigsResponse_v2(buf, pos):
@@ -863,6 +956,10 @@ def _d_AlterConfigsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterConfigsResponse(v0, v1, u), pos
 
 
@@ -889,7 +986,11 @@ def _e_AlterConfigsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AlterConfigsRequest.AlterableConfig = AlterConfigsRequest_AlterableConfig

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -195,6 +196,10 @@ def _d_AlterPartitionRequest_BrokerState_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest_BrokerState(0, -1, u), pos
 
 
@@ -211,7 +216,11 @@ def _e_AlterPartitionRequest_BrokerState_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionRequest_PartitionData_v2(buf, pos):
@@ -244,6 +253,10 @@ def _d_AlterPartitionRequest_PartitionData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest_PartitionData(v0, v1, v2, [], v4, v5, u), pos
 
 
@@ -273,7 +286,11 @@ def _e_AlterPartitionRequest_PartitionData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionRequest_TopicData_v2(buf, pos):
@@ -306,6 +323,10 @@ def _d_AlterPartitionRequest_TopicData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest_TopicData(v0, v1, u), pos
 
 
@@ -332,7 +353,11 @@ def _e_AlterPartitionRequest_TopicData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionRequest_v2(buf, pos):
@@ -364,6 +389,10 @@ def _d_AlterPartitionRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest(v0, v1, v2, u), pos
 
 
@@ -390,7 +419,11 @@ def _e_AlterPartitionRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionRequest_BrokerState_v3(buf, pos):
@@ -407,6 +440,10 @@ def _d_AlterPartitionRequest_BrokerState_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest_BrokerState(v0, v1, u), pos
 
 
@@ -421,7 +458,11 @@ def _e_AlterPartitionRequest_BrokerState_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionRequest_PartitionData_v3(buf, pos):
@@ -456,6 +497,10 @@ def _d_AlterPartitionRequest_PartitionData_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest_PartitionData(v0, v1, [], v3, v4, v5, u), pos
 
 
@@ -486,7 +531,11 @@ def _e_AlterPartitionRequest_PartitionData_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionRequest_TopicData_v3(buf, pos):
@@ -519,6 +568,10 @@ def _d_AlterPartitionRequest_TopicData_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest_TopicData(v0, v1, u), pos
 
 
@@ -545,7 +598,11 @@ def _e_AlterPartitionRequest_TopicData_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionRequest_v3(buf, pos):
@@ -577,6 +634,10 @@ def _d_AlterPartitionRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionRequest(v0, v1, v2, u), pos
 
 
@@ -603,7 +664,11 @@ def _e_AlterPartitionRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionResponse_PartitionData_v2(buf, pos):
@@ -636,6 +701,10 @@ def _d_AlterPartitionResponse_PartitionData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -663,7 +732,11 @@ def _e_AlterPartitionResponse_PartitionData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionResponse_TopicData_v2(buf, pos):
@@ -696,6 +769,10 @@ def _d_AlterPartitionResponse_TopicData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionResponse_TopicData(v0, v1, u), pos
 
 
@@ -722,7 +799,11 @@ def _e_AlterPartitionResponse_TopicData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionResponse_v2(buf, pos):
@@ -754,6 +835,10 @@ def _d_AlterPartitionResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionResponse(v0, v1, v2, u), pos
 
 
@@ -780,7 +865,11 @@ def _e_AlterPartitionResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AlterPartitionRequest.BrokerState = AlterPartitionRequest_BrokerState

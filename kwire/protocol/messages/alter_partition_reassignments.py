@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -183,6 +184,10 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsRequest_ReassignablePartition(v0, v1, u), pos
 
 
@@ -208,7 +213,11 @@ def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos):
@@ -251,6 +260,10 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsRequest_ReassignableTopic(v0, v1, u), pos
 
 
@@ -287,7 +300,11 @@ def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionReassignmentsRequest_v0(buf, pos):
@@ -319,6 +336,10 @@ def _d_AlterPartitionReassignmentsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsRequest(v0, True, v2, u), pos
 
 
@@ -347,7 +368,11 @@ def _e_AlterPartitionReassignmentsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionReassignmentsRequest_v1(buf, pos):
@@ -379,6 +404,10 @@ def _d_AlterPartitionReassignmentsRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsRequest(v0, v1, v2, u), pos
 
 
@@ -405,7 +434,11 @@ def _e_AlterPartitionReassignmentsRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos):
@@ -438,6 +471,10 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf,
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(v0, v1, v2, u), pos
 
 
@@ -464,7 +501,11 @@ def _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(out,
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos):
@@ -507,6 +548,10 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsResponse_ReassignableTopicResponse(v0, v1, u), pos
 
 
@@ -543,7 +588,11 @@ def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionReassignmentsResponse_v0(buf, pos):
@@ -591,6 +640,10 @@ def _d_AlterPartitionReassignmentsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsResponse(v0, True, v2, v3, v4, u), pos
 
 
@@ -629,7 +682,11 @@ def _e_AlterPartitionReassignmentsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterPartitionReassignmentsResponse_v1(buf, pos):
@@ -677,6 +734,10 @@ def _d_AlterPartitionReassignmentsResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterPartitionReassignmentsResponse(v0, v1, v2, v3, v4, u), pos
 
 
@@ -715,7 +776,11 @@ def _e_AlterPartitionReassignmentsResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AlterPartitionReassignmentsRequest.ReassignablePartition = AlterPartitionReassignmentsRequest_ReassignablePartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -166,6 +167,10 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(v0, v1, None), pos
 
 
@@ -190,7 +195,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(buf, pos):
@@ -221,6 +230,10 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsRequest_AlterReplicaLogDir(v0, v1, None), pos
 
 
@@ -246,7 +259,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsRequest_v1(buf, pos):
@@ -266,6 +283,10 @@ def _d_AlterReplicaLogDirsRequest_v1(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsRequest(v0, None), pos
 
 
@@ -283,7 +304,11 @@ def _e_AlterReplicaLogDirsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos):
@@ -324,6 +349,10 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(v0, v1, u), pos
 
 
@@ -359,7 +388,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos):
@@ -402,6 +435,10 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsRequest_AlterReplicaLogDir(v0, v1, u), pos
 
 
@@ -438,7 +475,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsRequest_v2(buf, pos):
@@ -467,6 +508,10 @@ def _d_AlterReplicaLogDirsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsRequest(v0, u), pos
 
 
@@ -491,7 +536,11 @@ def _e_AlterReplicaLogDirsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(buf, pos):
@@ -502,6 +551,10 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(buf, pos
         pos += 6
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(v0, v1, None), pos
 
 
@@ -513,7 +566,11 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(buf, pos):
@@ -544,6 +601,10 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(v0, v1, None), pos
 
 
@@ -569,7 +630,11 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsResponse_v1(buf, pos):
@@ -592,6 +657,10 @@ def _d_AlterReplicaLogDirsResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsResponse(v0, v1, None), pos
 
 
@@ -611,7 +680,11 @@ def _e_AlterReplicaLogDirsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos):
@@ -628,6 +701,10 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(v0, v1, u), pos
 
 
@@ -642,7 +719,11 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos):
@@ -685,6 +766,10 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(v0, v1, u), pos
 
 
@@ -721,7 +806,11 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterReplicaLogDirsResponse_v2(buf, pos):
@@ -753,6 +842,10 @@ def _d_AlterReplicaLogDirsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterReplicaLogDirsResponse(v0, v1, u), pos
 
 
@@ -779,7 +872,11 @@ def _e_AlterReplicaLogDirsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic

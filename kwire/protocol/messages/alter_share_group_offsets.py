@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -165,6 +166,10 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(b
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(v0, v1, u), pos
 
 
@@ -179,7 +184,11 @@ def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(o
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(buf, pos):
@@ -222,6 +231,10 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(buf, 
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(v0, v1, u), pos
 
 
@@ -258,7 +271,11 @@ def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(out, 
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterShareGroupOffsetsRequest_v0(buf, pos):
@@ -301,6 +318,10 @@ def _d_AlterShareGroupOffsetsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterShareGroupOffsetsRequest(v0, v1, u), pos
 
 
@@ -337,7 +358,11 @@ def _e_AlterShareGroupOffsetsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0(buf, pos):
@@ -370,6 +395,10 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(v0, v1, v2, u), pos
 
 
@@ -396,7 +425,11 @@ def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(buf, pos):
@@ -443,6 +476,10 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(buf
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(v0, v1, v2, u), pos
 
 
@@ -481,7 +518,11 @@ def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(out
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterShareGroupOffsetsResponse_v0(buf, pos):
@@ -529,6 +570,10 @@ def _d_AlterShareGroupOffsetsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterShareGroupOffsetsResponse(v0, v1, v2, v3, u), pos
 
 
@@ -567,7 +612,11 @@ def _e_AlterShareGroupOffsetsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -164,6 +165,10 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterUserScramCredentialsRequest_ScramCredentialDeletion(v0, v1, u), pos
 
 
@@ -190,7 +195,11 @@ def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos):
@@ -249,6 +258,10 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterUserScramCredentialsRequest_ScramCredentialUpsertion(v0, v1, v2, v3, v4, u), pos
 
 
@@ -297,7 +310,11 @@ def _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
@@ -341,6 +358,10 @@ def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterUserScramCredentialsRequest(v0, v1, u), pos
 
 
@@ -377,7 +398,11 @@ def _e_AlterUserScramCredentialsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf, pos):
@@ -424,6 +449,10 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf,
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(v0, v1, v2, u), pos
 
 
@@ -462,7 +491,11 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(out,
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AlterUserScramCredentialsResponse_v0(buf, pos):
@@ -494,6 +527,10 @@ def _d_AlterUserScramCredentialsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AlterUserScramCredentialsResponse(v0, v1, u), pos
 
 
@@ -520,7 +557,11 @@ def _e_AlterUserScramCredentialsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AlterUserScramCredentialsRequest.ScramCredentialDeletion = AlterUserScramCredentialsRequest_ScramCredentialDeletion

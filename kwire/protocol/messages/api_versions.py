@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -156,6 +157,10 @@ def _d_ApiVersionsRequest_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsRequest('', '', None, -1, None), pos
 
 
@@ -165,7 +170,11 @@ def _e_ApiVersionsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsRequest_v1(out, o):
@@ -174,7 +183,11 @@ def _e_ApiVersionsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsRequest_v2(out, o):
@@ -183,7 +196,11 @@ def _e_ApiVersionsRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsRequest_v3(buf, pos):
@@ -225,6 +242,10 @@ def _d_ApiVersionsRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsRequest(v0, v1, None, -1, u), pos
 
 
@@ -261,7 +282,11 @@ def _e_ApiVersionsRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsRequest_v5(buf, pos):
@@ -322,6 +347,10 @@ def _d_ApiVersionsRequest_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsRequest(v0, v1, v2, v3, u), pos
 
 
@@ -372,7 +401,11 @@ def _e_ApiVersionsRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_ApiVersion_v0(buf, pos):
@@ -383,6 +416,10 @@ def _d_ApiVersionsResponse_ApiVersion_v0(buf, pos):
         pos += 6
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse_ApiVersion(v0, v1, v2, None), pos
 
 
@@ -394,7 +431,11 @@ def _e_ApiVersionsResponse_ApiVersion_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_SupportedFeatureKey_v0(buf, pos):
@@ -403,6 +444,10 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse_SupportedFeatureKey('', 0, 0, None), pos
 
 
@@ -418,7 +463,11 @@ def _e_ApiVersionsResponse_SupportedFeatureKey_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_FinalizedFeatureKey_v0(buf, pos):
@@ -427,6 +476,10 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse_FinalizedFeatureKey('', 0, 0, None), pos
 
 
@@ -442,7 +495,11 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_v0(buf, pos):
@@ -465,6 +522,10 @@ def _d_ApiVersionsResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse(v0, v1, 0, [], -1, [], False, None), pos
 
 
@@ -484,7 +545,11 @@ def _e_ApiVersionsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsResponse_ApiVersion_v1(out, o):
@@ -495,7 +560,11 @@ def _e_ApiVersionsResponse_ApiVersion_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsResponse_SupportedFeatureKey_v1(out, o):
@@ -510,7 +579,11 @@ def _e_ApiVersionsResponse_SupportedFeatureKey_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsResponse_FinalizedFeatureKey_v1(out, o):
@@ -525,7 +598,11 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_v1(buf, pos):
@@ -551,6 +628,10 @@ def _d_ApiVersionsResponse_v1(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse(v0, v1, v2, [], -1, [], False, None), pos
 
 
@@ -572,7 +653,11 @@ def _e_ApiVersionsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsResponse_ApiVersion_v2(out, o):
@@ -583,7 +668,11 @@ def _e_ApiVersionsResponse_ApiVersion_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsResponse_SupportedFeatureKey_v2(out, o):
@@ -598,7 +687,11 @@ def _e_ApiVersionsResponse_SupportedFeatureKey_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsResponse_FinalizedFeatureKey_v2(out, o):
@@ -613,7 +706,11 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ApiVersionsResponse_v2(out, o):
@@ -634,7 +731,11 @@ def _e_ApiVersionsResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_ApiVersion_v3(buf, pos):
@@ -651,6 +752,10 @@ def _d_ApiVersionsResponse_ApiVersion_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse_ApiVersion(v0, v1, v2, u), pos
 
 
@@ -665,7 +770,11 @@ def _e_ApiVersionsResponse_ApiVersion_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos):
@@ -696,6 +805,10 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse_SupportedFeatureKey(v0, v1, v2, u), pos
 
 
@@ -722,7 +835,11 @@ def _e_ApiVersionsResponse_SupportedFeatureKey_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos):
@@ -753,6 +870,10 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse_FinalizedFeatureKey(v0, v1, v2, u), pos
 
 
@@ -779,7 +900,11 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ApiVersionsResponse_v3(buf, pos):
@@ -885,6 +1010,10 @@ def _d_ApiVersionsResponse_v3(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ApiVersionsResponse(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -956,7 +1085,11 @@ def _e_ApiVersionsResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ApiVersionsResponse.ApiVersion = ApiVersionsResponse_ApiVersion

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -192,6 +193,10 @@ def _d_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsRequest_PartitionData(v0, u), pos
 
 
@@ -206,7 +211,11 @@ def _e_AssignReplicasToDirsRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AssignReplicasToDirsRequest_TopicData_v0(buf, pos):
@@ -239,6 +248,10 @@ def _d_AssignReplicasToDirsRequest_TopicData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsRequest_TopicData(v0, v1, u), pos
 
 
@@ -265,7 +278,11 @@ def _e_AssignReplicasToDirsRequest_TopicData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos):
@@ -298,6 +315,10 @@ def _d_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsRequest_DirectoryData(v0, v1, u), pos
 
 
@@ -324,7 +345,11 @@ def _e_AssignReplicasToDirsRequest_DirectoryData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AssignReplicasToDirsRequest_v0(buf, pos):
@@ -356,6 +381,10 @@ def _d_AssignReplicasToDirsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsRequest(v0, v1, v2, u), pos
 
 
@@ -382,7 +411,11 @@ def _e_AssignReplicasToDirsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos):
@@ -399,6 +432,10 @@ def _d_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsResponse_PartitionData(v0, v1, u), pos
 
 
@@ -413,7 +450,11 @@ def _e_AssignReplicasToDirsResponse_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AssignReplicasToDirsResponse_TopicData_v0(buf, pos):
@@ -446,6 +487,10 @@ def _d_AssignReplicasToDirsResponse_TopicData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsResponse_TopicData(v0, v1, u), pos
 
 
@@ -472,7 +517,11 @@ def _e_AssignReplicasToDirsResponse_TopicData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos):
@@ -505,6 +554,10 @@ def _d_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsResponse_DirectoryData(v0, v1, u), pos
 
 
@@ -531,7 +584,11 @@ def _e_AssignReplicasToDirsResponse_DirectoryData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_AssignReplicasToDirsResponse_v0(buf, pos):
@@ -563,6 +620,10 @@ def _d_AssignReplicasToDirsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return AssignReplicasToDirsResponse(v0, v1, v2, u), pos
 
 
@@ -589,7 +650,11 @@ def _e_AssignReplicasToDirsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 AssignReplicasToDirsRequest.PartitionData = AssignReplicasToDirsRequest_PartitionData

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -204,6 +205,10 @@ def _d_BeginQuorumEpochRequest_PartitionData_v0(buf, pos):
         pos += 12
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest_PartitionData(v0, _ZERO_UUID, v2, v3, None), pos
 
 
@@ -215,7 +220,11 @@ def _e_BeginQuorumEpochRequest_PartitionData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochRequest_TopicData_v0(buf, pos):
@@ -246,6 +255,10 @@ def _d_BeginQuorumEpochRequest_TopicData_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest_TopicData(v0, v1, None), pos
 
 
@@ -271,7 +284,11 @@ def _e_BeginQuorumEpochRequest_TopicData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochRequest_LeaderEndpoint_v0(buf, pos):
@@ -280,6 +297,10 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest_LeaderEndpoint('', '', 0, None), pos
 
 
@@ -295,7 +316,11 @@ def _e_BeginQuorumEpochRequest_LeaderEndpoint_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochRequest_v0(buf, pos):
@@ -328,6 +353,10 @@ def _d_BeginQuorumEpochRequest_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest(v0, -1, v2, [], None), pos
 
 
@@ -353,7 +382,11 @@ def _e_BeginQuorumEpochRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochRequest_PartitionData_v1(buf, pos):
@@ -371,6 +404,10 @@ def _d_BeginQuorumEpochRequest_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest_PartitionData(v0, v1, v2, v3, u), pos
 
 
@@ -385,7 +422,11 @@ def _e_BeginQuorumEpochRequest_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochRequest_TopicData_v1(buf, pos):
@@ -428,6 +469,10 @@ def _d_BeginQuorumEpochRequest_TopicData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest_TopicData(v0, v1, u), pos
 
 
@@ -464,7 +509,11 @@ def _e_BeginQuorumEpochRequest_TopicData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
@@ -509,6 +558,10 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest_LeaderEndpoint(v0, v1, v2, u), pos
 
 
@@ -547,7 +600,11 @@ def _e_BeginQuorumEpochRequest_LeaderEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochRequest_v1(buf, pos):
@@ -610,6 +667,10 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochRequest(v0, v1, v2, v3, u), pos
 
 
@@ -660,7 +721,11 @@ def _e_BeginQuorumEpochRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_PartitionData_v0(buf, pos):
@@ -671,6 +736,10 @@ def _d_BeginQuorumEpochResponse_PartitionData_v0(buf, pos):
         pos += 14
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse_PartitionData(v0, v1, v2, v3, None), pos
 
 
@@ -682,7 +751,11 @@ def _e_BeginQuorumEpochResponse_PartitionData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_TopicData_v0(buf, pos):
@@ -713,6 +786,10 @@ def _d_BeginQuorumEpochResponse_TopicData_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse_TopicData(v0, v1, None), pos
 
 
@@ -738,7 +815,11 @@ def _e_BeginQuorumEpochResponse_TopicData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_NodeEndpoint_v0(buf, pos):
@@ -747,6 +828,10 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse_NodeEndpoint(0, '', 0, None), pos
 
 
@@ -762,7 +847,11 @@ def _e_BeginQuorumEpochResponse_NodeEndpoint_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_v0(buf, pos):
@@ -785,6 +874,10 @@ def _d_BeginQuorumEpochResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse(v0, v1, [], None), pos
 
 
@@ -806,7 +899,11 @@ def _e_BeginQuorumEpochResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_PartitionData_v1(buf, pos):
@@ -823,6 +920,10 @@ def _d_BeginQuorumEpochResponse_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse_PartitionData(v0, v1, v2, v3, u), pos
 
 
@@ -837,7 +938,11 @@ def _e_BeginQuorumEpochResponse_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_TopicData_v1(buf, pos):
@@ -880,6 +985,10 @@ def _d_BeginQuorumEpochResponse_TopicData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse_TopicData(v0, v1, u), pos
 
 
@@ -916,7 +1025,11 @@ def _e_BeginQuorumEpochResponse_TopicData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
@@ -950,6 +1063,10 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse_NodeEndpoint(v0, v1, v2, u), pos
 
 
@@ -978,7 +1095,11 @@ def _e_BeginQuorumEpochResponse_NodeEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BeginQuorumEpochResponse_v1(buf, pos):
@@ -1048,6 +1169,10 @@ def _d_BeginQuorumEpochResponse_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BeginQuorumEpochResponse(v0, v1, v2, u), pos
 
 
@@ -1090,7 +1215,11 @@ def _e_BeginQuorumEpochResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 BeginQuorumEpochRequest.PartitionData = BeginQuorumEpochRequest_PartitionData

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -108,6 +109,10 @@ def _d_BrokerHeartbeatRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerHeartbeatRequest(v0, v1, v2, v3, v4, [], None, u), pos
 
 
@@ -126,7 +131,11 @@ def _e_BrokerHeartbeatRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerHeartbeatRequest_v1(buf, pos):
@@ -181,6 +190,10 @@ def _d_BrokerHeartbeatRequest_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerHeartbeatRequest(v0, v1, v2, v3, v4, v5, None, u), pos
 
 
@@ -213,7 +226,11 @@ def _e_BrokerHeartbeatRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerHeartbeatRequest_v2(buf, pos):
@@ -289,6 +306,10 @@ def _d_BrokerHeartbeatRequest_v2(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -334,7 +355,11 @@ def _e_BrokerHeartbeatRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerHeartbeatResponse_v0(buf, pos):
@@ -351,6 +376,10 @@ def _d_BrokerHeartbeatResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerHeartbeatResponse(v0, v1, v2, v3, v4, u), pos
 
 
@@ -365,7 +394,11 @@ def _e_BrokerHeartbeatResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 BrokerHeartbeatRequest.API_KEY = 63

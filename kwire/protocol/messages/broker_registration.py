@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -179,6 +180,10 @@ def _d_BrokerRegistrationRequest_Listener_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerRegistrationRequest_Listener(v0, v1, v2, v3, u), pos
 
 
@@ -217,7 +222,11 @@ def _e_BrokerRegistrationRequest_Listener_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerRegistrationRequest_Feature_v0(buf, pos):
@@ -248,6 +257,10 @@ def _d_BrokerRegistrationRequest_Feature_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerRegistrationRequest_Feature(v0, v1, v2, u), pos
 
 
@@ -274,7 +287,11 @@ def _e_BrokerRegistrationRequest_Feature_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerRegistrationRequest_v0(buf, pos):
@@ -355,6 +372,10 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, False, [], -1, u), pos
 
 
@@ -421,7 +442,11 @@ def _e_BrokerRegistrationRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerRegistrationRequest_v1(buf, pos):
@@ -505,6 +530,10 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, v6, [], -1, u), pos
 
 
@@ -571,7 +600,11 @@ def _e_BrokerRegistrationRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerRegistrationRequest_v2(buf, pos):
@@ -670,6 +703,10 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, v6, v7, -1, u), pos
 
 
@@ -748,7 +785,11 @@ def _e_BrokerRegistrationRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerRegistrationRequest_v3(buf, pos):
@@ -850,6 +891,10 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -930,7 +975,11 @@ def _e_BrokerRegistrationRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_BrokerRegistrationResponse_v0(buf, pos):
@@ -947,6 +996,10 @@ def _d_BrokerRegistrationResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return BrokerRegistrationResponse(v0, v1, v2, u), pos
 
 
@@ -961,7 +1014,11 @@ def _e_BrokerRegistrationResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 BrokerRegistrationRequest.Listener = BrokerRegistrationRequest_Listener

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -207,6 +208,10 @@ def _d_ConsumerGroupDescribeRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeRequest(v0, v1, u), pos
 
 
@@ -233,7 +238,11 @@ def _e_ConsumerGroupDescribeRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos):
@@ -278,6 +287,10 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse_TopicPartitions(v0, v1, v2, u), pos
 
 
@@ -315,7 +328,11 @@ def _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos):
@@ -344,6 +361,10 @@ def _d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse_Assignment(v0, u), pos
 
 
@@ -368,7 +389,11 @@ def _e_ConsumerGroupDescribeResponse_Assignment_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
@@ -494,6 +519,10 @@ def _d_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, -1, u), pos
 
 
@@ -598,7 +627,11 @@ def _e_ConsumerGroupDescribeResponse_Member_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
@@ -694,6 +727,10 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -772,7 +809,11 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_v0(buf, pos):
@@ -804,6 +845,10 @@ def _d_ConsumerGroupDescribeResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse(v0, v1, u), pos
 
 
@@ -830,7 +875,11 @@ def _e_ConsumerGroupDescribeResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_Member_v1(buf, pos):
@@ -959,6 +1008,10 @@ def _d_ConsumerGroupDescribeResponse_Member_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
 
 
@@ -1065,7 +1118,11 @@ def _e_ConsumerGroupDescribeResponse_Member_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf, pos):
@@ -1161,6 +1218,10 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -1239,7 +1300,11 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupDescribeResponse_v1(buf, pos):
@@ -1271,6 +1336,10 @@ def _d_ConsumerGroupDescribeResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupDescribeResponse(v0, v1, u), pos
 
 
@@ -1297,7 +1366,11 @@ def _e_ConsumerGroupDescribeResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ConsumerGroupDescribeResponse.TopicPartitions = ConsumerGroupDescribeResponse_TopicPartitions

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -180,6 +181,10 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupHeartbeatRequest_TopicPartitions(v0, v1, u), pos
 
 
@@ -205,7 +210,11 @@ def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
@@ -335,6 +344,10 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, None, v8, v9, u), pos
 
 
@@ -437,7 +450,11 @@ def _e_ConsumerGroupHeartbeatRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
@@ -583,6 +600,10 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, u), pos
 
 
@@ -695,7 +716,11 @@ def _e_ConsumerGroupHeartbeatRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf, pos):
@@ -726,6 +751,10 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupHeartbeatResponse_TopicPartitions(v0, v1, u), pos
 
 
@@ -751,7 +780,11 @@ def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupHeartbeatResponse_Assignment_v0(buf, pos):
@@ -780,6 +813,10 @@ def _d_ConsumerGroupHeartbeatResponse_Assignment_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupHeartbeatResponse_Assignment(v0, u), pos
 
 
@@ -804,7 +841,11 @@ def _e_ConsumerGroupHeartbeatResponse_Assignment_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ConsumerGroupHeartbeatResponse_v0(buf, pos):
@@ -863,6 +904,10 @@ def _d_ConsumerGroupHeartbeatResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ConsumerGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -910,7 +955,11 @@ def _e_ConsumerGroupHeartbeatResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ConsumerGroupHeartbeatRequest.TopicPartitions = ConsumerGroupHeartbeatRequest_TopicPartitions

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -168,6 +169,10 @@ def _d_ControllerRegistrationRequest_Listener_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ControllerRegistrationRequest_Listener(v0, v1, v2, v3, u), pos
 
 
@@ -206,7 +211,11 @@ def _e_ControllerRegistrationRequest_Listener_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ControllerRegistrationRequest_Feature_v0(buf, pos):
@@ -237,6 +246,10 @@ def _d_ControllerRegistrationRequest_Feature_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ControllerRegistrationRequest_Feature(v0, v1, v2, u), pos
 
 
@@ -263,7 +276,11 @@ def _e_ControllerRegistrationRequest_Feature_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ControllerRegistrationRequest_v0(buf, pos):
@@ -311,6 +328,10 @@ def _d_ControllerRegistrationRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ControllerRegistrationRequest(v0, v1, v2, v3, v4, u), pos
 
 
@@ -349,7 +370,11 @@ def _e_ControllerRegistrationRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ControllerRegistrationResponse_v0(buf, pos):
@@ -382,6 +407,10 @@ def _d_ControllerRegistrationResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ControllerRegistrationResponse(v0, v1, v2, u), pos
 
 
@@ -408,7 +437,11 @@ def _e_ControllerRegistrationResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ControllerRegistrationRequest.Listener = ControllerRegistrationRequest_Listener

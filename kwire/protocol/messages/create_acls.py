@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -167,6 +168,10 @@ def _d_CreateAclsRequest_AclCreation_v1(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsRequest_AclCreation(v0, v1, v2, v3, v4, v5, v6, None), pos
 
 
@@ -206,7 +211,11 @@ def _e_CreateAclsRequest_AclCreation_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateAclsRequest_v1(buf, pos):
@@ -226,6 +235,10 @@ def _d_CreateAclsRequest_v1(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsRequest(v0, None), pos
 
 
@@ -243,7 +256,11 @@ def _e_CreateAclsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateAclsRequest_AclCreation_v2(buf, pos):
@@ -308,6 +325,10 @@ def _d_CreateAclsRequest_AclCreation_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsRequest_AclCreation(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -362,7 +383,11 @@ def _e_CreateAclsRequest_AclCreation_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateAclsRequest_v2(buf, pos):
@@ -391,6 +416,10 @@ def _d_CreateAclsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsRequest(v0, u), pos
 
 
@@ -415,7 +444,11 @@ def _e_CreateAclsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateAclsResponse_AclCreationResult_v1(buf, pos):
@@ -439,6 +472,10 @@ def _d_CreateAclsResponse_AclCreationResult_v1(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsResponse_AclCreationResult(v0, v1, None), pos
 
 
@@ -458,7 +495,11 @@ def _e_CreateAclsResponse_AclCreationResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateAclsResponse_v1(buf, pos):
@@ -481,6 +522,10 @@ def _d_CreateAclsResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsResponse(v0, v1, None), pos
 
 
@@ -500,7 +545,11 @@ def _e_CreateAclsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateAclsResponse_AclCreationResult_v2(buf, pos):
@@ -533,6 +582,10 @@ def _d_CreateAclsResponse_AclCreationResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsResponse_AclCreationResult(v0, v1, u), pos
 
 
@@ -559,7 +612,11 @@ def _e_CreateAclsResponse_AclCreationResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateAclsResponse_v2(buf, pos):
@@ -591,6 +648,10 @@ def _d_CreateAclsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateAclsResponse(v0, v1, u), pos
 
 
@@ -617,7 +678,11 @@ def _e_CreateAclsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 CreateAclsRequest.AclCreation = CreateAclsRequest_AclCreation

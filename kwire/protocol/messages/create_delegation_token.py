@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -145,6 +146,10 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_v1(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenRequest_CreatableRenewers(v0, v1, None), pos
 
 
@@ -170,7 +175,11 @@ def _e_CreateDelegationTokenRequest_CreatableRenewers_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateDelegationTokenRequest_v1(buf, pos):
@@ -193,6 +202,10 @@ def _d_CreateDelegationTokenRequest_v1(buf, pos):
         pos += 8
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenRequest('', '', v2, v3, None), pos
 
 
@@ -216,7 +229,11 @@ def _e_CreateDelegationTokenRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
@@ -258,6 +275,10 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenRequest_CreatableRenewers(v0, v1, u), pos
 
 
@@ -294,7 +315,11 @@ def _e_CreateDelegationTokenRequest_CreatableRenewers_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateDelegationTokenRequest_v2(buf, pos):
@@ -326,6 +351,10 @@ def _d_CreateDelegationTokenRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenRequest('', '', v2, v3, u), pos
 
 
@@ -356,7 +385,11 @@ def _e_CreateDelegationTokenRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateDelegationTokenRequest_v3(buf, pos):
@@ -420,6 +453,10 @@ def _d_CreateDelegationTokenRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenRequest(v0, v1, v2, v3, u), pos
 
 
@@ -470,7 +507,11 @@ def _e_CreateDelegationTokenRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateDelegationTokenResponse_v1(buf, pos):
@@ -531,6 +572,10 @@ def _d_CreateDelegationTokenResponse_v1(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenResponse(v0, v1, v2, '', '', v5, v6, v7, v8, v9, v10, None), pos
 
 
@@ -581,7 +626,11 @@ def _e_CreateDelegationTokenResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateDelegationTokenResponse_v2(buf, pos):
@@ -660,6 +709,10 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenResponse(v0, v1, v2, '', '', v5, v6, v7, v8, v9, v10, u), pos
 
 
@@ -729,7 +782,11 @@ def _e_CreateDelegationTokenResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateDelegationTokenResponse_v3(buf, pos):
@@ -836,6 +893,10 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateDelegationTokenResponse(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
 
 
@@ -925,7 +986,11 @@ def _e_CreateDelegationTokenResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 CreateDelegationTokenRequest.CreatableRenewers = CreateDelegationTokenRequest_CreatableRenewers

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -146,6 +147,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v0(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsRequest_CreatePartitionsAssignment(v0, None), pos
 
 
@@ -162,7 +167,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsTopic_v0(buf, pos):
@@ -198,6 +207,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsRequest_CreatePartitionsTopic(v0, v1, v2, None), pos
 
 
@@ -225,7 +238,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsRequest_v0(buf, pos):
@@ -248,6 +265,10 @@ def _d_CreatePartitionsRequest_v0(buf, pos):
         pos += 5
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsRequest(v0, v1, v2, None), pos
 
 
@@ -267,7 +288,11 @@ def _e_CreatePartitionsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v1(out, o):
@@ -283,7 +308,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsTopic_v1(out, o):
@@ -310,7 +339,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreatePartitionsRequest_v1(out, o):
@@ -329,7 +362,11 @@ def _e_CreatePartitionsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf, pos):
@@ -356,6 +393,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsRequest_CreatePartitionsAssignment(v0, u), pos
 
 
@@ -379,7 +420,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsTopic_v2(buf, pos):
@@ -427,6 +472,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsRequest_CreatePartitionsTopic(v0, v1, v2, u), pos
 
 
@@ -465,7 +514,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsRequest_v2(buf, pos):
@@ -497,6 +550,10 @@ def _d_CreatePartitionsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsRequest(v0, v1, v2, u), pos
 
 
@@ -523,7 +580,11 @@ def _e_CreatePartitionsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf, pos):
@@ -558,6 +619,10 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsResponse_CreatePartitionsTopicResult(v0, v1, v2, None), pos
 
 
@@ -585,7 +650,11 @@ def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsResponse_v0(buf, pos):
@@ -608,6 +677,10 @@ def _d_CreatePartitionsResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsResponse(v0, v1, None), pos
 
 
@@ -627,7 +700,11 @@ def _e_CreatePartitionsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v1(out, o):
@@ -654,7 +731,11 @@ def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreatePartitionsResponse_v1(out, o):
@@ -673,7 +754,11 @@ def _e_CreatePartitionsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf, pos):
@@ -720,6 +805,10 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsResponse_CreatePartitionsTopicResult(v0, v1, v2, u), pos
 
 
@@ -758,7 +847,11 @@ def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreatePartitionsResponse_v2(buf, pos):
@@ -790,6 +883,10 @@ def _d_CreatePartitionsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreatePartitionsResponse(v0, v1, u), pos
 
 
@@ -816,7 +913,11 @@ def _e_CreatePartitionsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 CreatePartitionsRequest.CreatePartitionsAssignment = CreatePartitionsRequest_CreatePartitionsAssignment

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -206,6 +207,10 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_v2(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest_CreatableReplicaAssignment(v0, v1, None), pos
 
 
@@ -224,7 +229,11 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsRequest_CreatableTopicConfig_v2(buf, pos):
@@ -256,6 +265,10 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_v2(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest_CreatableTopicConfig(v0, v1, None), pos
 
 
@@ -281,7 +294,11 @@ def _e_CreateTopicsRequest_CreatableTopicConfig_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsRequest_CreatableTopic_v2(buf, pos):
@@ -327,6 +344,10 @@ def _d_CreateTopicsRequest_CreatableTopic_v2(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest_CreatableTopic(v0, v1, v2, v3, v4, None), pos
 
 
@@ -362,7 +383,11 @@ def _e_CreateTopicsRequest_CreatableTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsRequest_v2(buf, pos):
@@ -385,6 +410,10 @@ def _d_CreateTopicsRequest_v2(buf, pos):
         pos += 5
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest(v0, v1, v2, None), pos
 
 
@@ -404,7 +433,11 @@ def _e_CreateTopicsRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v3(out, o):
@@ -422,7 +455,11 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_CreatableTopicConfig_v3(out, o):
@@ -447,7 +484,11 @@ def _e_CreateTopicsRequest_CreatableTopicConfig_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_CreatableTopic_v3(out, o):
@@ -482,7 +523,11 @@ def _e_CreateTopicsRequest_CreatableTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_v3(out, o):
@@ -501,7 +546,11 @@ def _e_CreateTopicsRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v4(out, o):
@@ -519,7 +568,11 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_CreatableTopicConfig_v4(out, o):
@@ -544,7 +597,11 @@ def _e_CreateTopicsRequest_CreatableTopicConfig_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_CreatableTopic_v4(out, o):
@@ -579,7 +636,11 @@ def _e_CreateTopicsRequest_CreatableTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsRequest_v4(out, o):
@@ -598,7 +659,11 @@ def _e_CreateTopicsRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf, pos):
@@ -628,6 +693,10 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest_CreatableReplicaAssignment(v0, v1, u), pos
 
 
@@ -653,7 +722,11 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos):
@@ -697,6 +770,10 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest_CreatableTopicConfig(v0, v1, u), pos
 
 
@@ -733,7 +810,11 @@ def _e_CreateTopicsRequest_CreatableTopicConfig_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsRequest_CreatableTopic_v5(buf, pos):
@@ -794,6 +875,10 @@ def _d_CreateTopicsRequest_CreatableTopic_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest_CreatableTopic(v0, v1, v2, v3, v4, u), pos
 
 
@@ -844,7 +929,11 @@ def _e_CreateTopicsRequest_CreatableTopic_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsRequest_v5(buf, pos):
@@ -876,6 +965,10 @@ def _d_CreateTopicsRequest_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsRequest(v0, v1, v2, u), pos
 
 
@@ -902,7 +995,11 @@ def _e_CreateTopicsRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_CreatableTopicConfigs_v2(buf, pos):
@@ -911,6 +1008,10 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_v2(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse_CreatableTopicConfigs('', '', False, -1, False, None), pos
 
 
@@ -928,7 +1029,11 @@ def _e_CreateTopicsResponse_CreatableTopicConfigs_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_CreatableTopicResult_v2(buf, pos):
@@ -963,6 +1068,10 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v2(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse_CreatableTopicResult(v0, _ZERO_UUID, v2, v3, 0, -1, -1, [], None), pos
 
 
@@ -990,7 +1099,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_v2(buf, pos):
@@ -1013,6 +1126,10 @@ def _d_CreateTopicsResponse_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse(v0, v1, None), pos
 
 
@@ -1032,7 +1149,11 @@ def _e_CreateTopicsResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsResponse_CreatableTopicConfigs_v3(out, o):
@@ -1049,7 +1170,11 @@ def _e_CreateTopicsResponse_CreatableTopicConfigs_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v3(out, o):
@@ -1076,7 +1201,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsResponse_v3(out, o):
@@ -1095,7 +1224,11 @@ def _e_CreateTopicsResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsResponse_CreatableTopicConfigs_v4(out, o):
@@ -1112,7 +1245,11 @@ def _e_CreateTopicsResponse_CreatableTopicConfigs_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v4(out, o):
@@ -1139,7 +1276,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_CreateTopicsResponse_v4(out, o):
@@ -1158,7 +1299,11 @@ def _e_CreateTopicsResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos):
@@ -1205,6 +1350,10 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse_CreatableTopicConfigs(v0, v1, v2, v3, v4, u), pos
 
 
@@ -1243,7 +1392,11 @@ def _e_CreateTopicsResponse_CreatableTopicConfigs_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos):
@@ -1336,6 +1489,10 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse_CreatableTopicResult(v0, _ZERO_UUID, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1395,7 +1552,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_v5(buf, pos):
@@ -1427,6 +1588,10 @@ def _d_CreateTopicsResponse_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse(v0, v1, u), pos
 
 
@@ -1453,7 +1618,11 @@ def _e_CreateTopicsResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos):
@@ -1547,6 +1716,10 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse_CreatableTopicResult(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1606,7 +1779,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_CreateTopicsResponse_v7(buf, pos):
@@ -1638,6 +1815,10 @@ def _d_CreateTopicsResponse_v7(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return CreateTopicsResponse(v0, v1, u), pos
 
 
@@ -1664,7 +1845,11 @@ def _e_CreateTopicsResponse_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 CreateTopicsRequest.CreatableReplicaAssignment = CreateTopicsRequest_CreatableReplicaAssignment

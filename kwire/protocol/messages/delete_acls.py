@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -205,6 +206,10 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsRequest_DeleteAclsFilter(v0, v1, v2, v3, v4, v5, v6, None), pos
 
 
@@ -244,7 +249,11 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsRequest_v1(buf, pos):
@@ -264,6 +273,10 @@ def _d_DeleteAclsRequest_v1(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsRequest(v0, None), pos
 
 
@@ -281,7 +294,11 @@ def _e_DeleteAclsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos):
@@ -352,6 +369,10 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsRequest_DeleteAclsFilter(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -406,7 +427,11 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsRequest_v2(buf, pos):
@@ -435,6 +460,10 @@ def _d_DeleteAclsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsRequest(v0, u), pos
 
 
@@ -459,7 +488,11 @@ def _e_DeleteAclsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
@@ -525,6 +558,10 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsResponse_DeleteAclsMatchingAcl(v0, v1, v2, v3, v4, v5, v6, v7, v8, None), pos
 
 
@@ -574,7 +611,11 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos):
@@ -610,6 +651,10 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsResponse_DeleteAclsFilterResult(v0, v1, v2, None), pos
 
 
@@ -637,7 +682,11 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsResponse_v1(buf, pos):
@@ -660,6 +709,10 @@ def _d_DeleteAclsResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsResponse(v0, v1, None), pos
 
 
@@ -679,7 +732,11 @@ def _e_DeleteAclsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
@@ -763,6 +820,10 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsResponse_DeleteAclsMatchingAcl(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -831,7 +892,11 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsResponse_DeleteAclsFilterResult_v2(buf, pos):
@@ -879,6 +944,10 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsResponse_DeleteAclsFilterResult(v0, v1, v2, u), pos
 
 
@@ -917,7 +986,11 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteAclsResponse_v2(buf, pos):
@@ -949,6 +1022,10 @@ def _d_DeleteAclsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteAclsResponse(v0, v1, u), pos
 
 
@@ -975,7 +1052,11 @@ def _e_DeleteAclsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DeleteAclsRequest.DeleteAclsFilter = DeleteAclsRequest_DeleteAclsFilter

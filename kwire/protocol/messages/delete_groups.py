@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -111,6 +112,10 @@ def _d_DeleteGroupsRequest_v0(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsRequest(v0, None), pos
 
 
@@ -128,7 +133,11 @@ def _e_DeleteGroupsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteGroupsRequest_v1(out, o):
@@ -145,7 +154,11 @@ def _e_DeleteGroupsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteGroupsRequest_v2(buf, pos):
@@ -174,6 +187,10 @@ def _d_DeleteGroupsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsRequest(v0, u), pos
 
 
@@ -198,7 +215,11 @@ def _e_DeleteGroupsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos):
@@ -220,6 +241,10 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsResponse_DeletableGroupResult(v0, v1, None, None), pos
 
 
@@ -239,7 +264,11 @@ def _e_DeleteGroupsResponse_DeletableGroupResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteGroupsResponse_v0(buf, pos):
@@ -262,6 +291,10 @@ def _d_DeleteGroupsResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsResponse(v0, v1, None), pos
 
 
@@ -281,7 +314,11 @@ def _e_DeleteGroupsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteGroupsResponse_DeletableGroupResult_v1(out, o):
@@ -300,7 +337,11 @@ def _e_DeleteGroupsResponse_DeletableGroupResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteGroupsResponse_v1(out, o):
@@ -319,7 +360,11 @@ def _e_DeleteGroupsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos):
@@ -350,6 +395,10 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsResponse_DeletableGroupResult(v0, v1, None, u), pos
 
 
@@ -376,7 +425,11 @@ def _e_DeleteGroupsResponse_DeletableGroupResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteGroupsResponse_v2(buf, pos):
@@ -408,6 +461,10 @@ def _d_DeleteGroupsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsResponse(v0, v1, u), pos
 
 
@@ -434,7 +491,11 @@ def _e_DeleteGroupsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteGroupsResponse_DeletableGroupResult_v3(buf, pos):
@@ -481,6 +542,10 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsResponse_DeletableGroupResult(v0, v1, v2, u), pos
 
 
@@ -519,7 +584,11 @@ def _e_DeleteGroupsResponse_DeletableGroupResult_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteGroupsResponse_v3(buf, pos):
@@ -551,6 +620,10 @@ def _d_DeleteGroupsResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteGroupsResponse(v0, v1, u), pos
 
 
@@ -577,7 +650,11 @@ def _e_DeleteGroupsResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DeleteGroupsResponse.DeletableGroupResult = DeleteGroupsResponse_DeletableGroupResult

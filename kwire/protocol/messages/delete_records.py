@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -153,6 +154,10 @@ def _d_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf, pos):
         pos += 12
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsRequest_DeleteRecordsPartition(v0, v1, None), pos
 
 
@@ -164,7 +169,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsPartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_v0(buf, pos):
@@ -195,6 +204,10 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsRequest_DeleteRecordsTopic(v0, v1, None), pos
 
 
@@ -220,7 +233,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsRequest_v0(buf, pos):
@@ -243,6 +260,10 @@ def _d_DeleteRecordsRequest_v0(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsRequest(v0, v1, None), pos
 
 
@@ -262,7 +283,11 @@ def _e_DeleteRecordsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsPartition_v1(out, o):
@@ -273,7 +298,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsPartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_v1(out, o):
@@ -298,7 +327,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteRecordsRequest_v1(out, o):
@@ -317,7 +350,11 @@ def _e_DeleteRecordsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos):
@@ -334,6 +371,10 @@ def _d_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsRequest_DeleteRecordsPartition(v0, v1, u), pos
 
 
@@ -348,7 +389,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos):
@@ -391,6 +436,10 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsRequest_DeleteRecordsTopic(v0, v1, u), pos
 
 
@@ -427,7 +476,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsRequest_v2(buf, pos):
@@ -459,6 +512,10 @@ def _d_DeleteRecordsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsRequest(v0, v1, u), pos
 
 
@@ -485,7 +542,11 @@ def _e_DeleteRecordsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos):
@@ -496,6 +557,10 @@ def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos):
         pos += 14
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsResponse_DeleteRecordsPartitionResult(v0, v1, v2, None), pos
 
 
@@ -507,7 +572,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf, pos):
@@ -538,6 +607,10 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsResponse_DeleteRecordsTopicResult(v0, v1, None), pos
 
 
@@ -563,7 +636,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsResponse_v0(buf, pos):
@@ -586,6 +663,10 @@ def _d_DeleteRecordsResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsResponse(v0, v1, None), pos
 
 
@@ -605,7 +686,11 @@ def _e_DeleteRecordsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1(out, o):
@@ -616,7 +701,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v1(out, o):
@@ -641,7 +730,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteRecordsResponse_v1(out, o):
@@ -660,7 +753,11 @@ def _e_DeleteRecordsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos):
@@ -677,6 +774,10 @@ def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsResponse_DeleteRecordsPartitionResult(v0, v1, v2, u), pos
 
 
@@ -691,7 +792,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos):
@@ -734,6 +839,10 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsResponse_DeleteRecordsTopicResult(v0, v1, u), pos
 
 
@@ -770,7 +879,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteRecordsResponse_v2(buf, pos):
@@ -802,6 +915,10 @@ def _d_DeleteRecordsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteRecordsResponse(v0, v1, u), pos
 
 
@@ -828,7 +945,11 @@ def _e_DeleteRecordsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DeleteRecordsRequest.DeleteRecordsPartition = DeleteRecordsRequest_DeleteRecordsPartition

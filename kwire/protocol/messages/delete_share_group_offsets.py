@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -141,6 +142,10 @@ def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(buf
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(v0, u), pos
 
 
@@ -165,7 +170,11 @@ def _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(out
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupOffsetsRequest_v0(buf, pos):
@@ -208,6 +217,10 @@ def _d_DeleteShareGroupOffsetsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupOffsetsRequest(v0, v1, u), pos
 
 
@@ -244,7 +257,11 @@ def _e_DeleteShareGroupOffsetsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(buf, pos):
@@ -292,6 +309,10 @@ def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(b
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(v0, v1, v2, v3, u), pos
 
 
@@ -330,7 +351,11 @@ def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(o
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupOffsetsResponse_v0(buf, pos):
@@ -378,6 +403,10 @@ def _d_DeleteShareGroupOffsetsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupOffsetsResponse(v0, v1, v2, v3, u), pos
 
 
@@ -416,7 +445,11 @@ def _e_DeleteShareGroupOffsetsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic = DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic

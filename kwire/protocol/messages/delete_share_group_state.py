@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -155,6 +156,10 @@ def _d_DeleteShareGroupStateRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupStateRequest_PartitionData(v0, u), pos
 
 
@@ -169,7 +174,11 @@ def _e_DeleteShareGroupStateRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupStateRequest_DeleteStateData_v0(buf, pos):
@@ -202,6 +211,10 @@ def _d_DeleteShareGroupStateRequest_DeleteStateData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupStateRequest_DeleteStateData(v0, v1, u), pos
 
 
@@ -228,7 +241,11 @@ def _e_DeleteShareGroupStateRequest_DeleteStateData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupStateRequest_v0(buf, pos):
@@ -271,6 +288,10 @@ def _d_DeleteShareGroupStateRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupStateRequest(v0, v1, u), pos
 
 
@@ -307,7 +328,11 @@ def _e_DeleteShareGroupStateRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupStateResponse_PartitionResult_v0(buf, pos):
@@ -340,6 +365,10 @@ def _d_DeleteShareGroupStateResponse_PartitionResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupStateResponse_PartitionResult(v0, v1, v2, u), pos
 
 
@@ -366,7 +395,11 @@ def _e_DeleteShareGroupStateResponse_PartitionResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf, pos):
@@ -399,6 +432,10 @@ def _d_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupStateResponse_DeleteStateResult(v0, v1, u), pos
 
 
@@ -425,7 +462,11 @@ def _e_DeleteShareGroupStateResponse_DeleteStateResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteShareGroupStateResponse_v0(buf, pos):
@@ -454,6 +495,10 @@ def _d_DeleteShareGroupStateResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteShareGroupStateResponse(v0, u), pos
 
 
@@ -478,7 +523,11 @@ def _e_DeleteShareGroupStateResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DeleteShareGroupStateRequest.PartitionData = DeleteShareGroupStateRequest_PartitionData

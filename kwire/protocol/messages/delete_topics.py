@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -124,6 +125,10 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v1(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsRequest_DeleteTopicState(None, _ZERO_UUID, None), pos
 
 
@@ -137,7 +142,11 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsRequest_v1(buf, pos):
@@ -160,6 +169,10 @@ def _d_DeleteTopicsRequest_v1(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsRequest([], v1, v2, None), pos
 
 
@@ -181,7 +194,11 @@ def _e_DeleteTopicsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v2(out, o):
@@ -194,7 +211,11 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsRequest_v2(out, o):
@@ -215,7 +236,11 @@ def _e_DeleteTopicsRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v3(out, o):
@@ -228,7 +253,11 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsRequest_v3(out, o):
@@ -249,7 +278,11 @@ def _e_DeleteTopicsRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsRequest_DeleteTopicState_v4(buf, pos):
@@ -263,6 +296,10 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsRequest_DeleteTopicState(None, _ZERO_UUID, u), pos
 
 
@@ -279,7 +316,11 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsRequest_v4(buf, pos):
@@ -311,6 +352,10 @@ def _d_DeleteTopicsRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsRequest([], v1, v2, u), pos
 
 
@@ -339,7 +384,11 @@ def _e_DeleteTopicsRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v5(out, o):
@@ -355,7 +404,11 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsRequest_v5(out, o):
@@ -383,7 +436,11 @@ def _e_DeleteTopicsRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos):
@@ -417,6 +474,10 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsRequest_DeleteTopicState(v0, v1, u), pos
 
 
@@ -443,7 +504,11 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsRequest_v6(buf, pos):
@@ -475,6 +540,10 @@ def _d_DeleteTopicsRequest_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsRequest(v0, [], v2, u), pos
 
 
@@ -501,7 +570,11 @@ def _e_DeleteTopicsRequest_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_DeletableTopicResult_v1(buf, pos):
@@ -523,6 +596,10 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v1(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse_DeletableTopicResult(v0, _ZERO_UUID, v2, None, None), pos
 
 
@@ -542,7 +619,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_v1(buf, pos):
@@ -565,6 +646,10 @@ def _d_DeleteTopicsResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse(v0, v1, None), pos
 
 
@@ -584,7 +669,11 @@ def _e_DeleteTopicsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v2(out, o):
@@ -603,7 +692,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsResponse_v2(out, o):
@@ -622,7 +715,11 @@ def _e_DeleteTopicsResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v3(out, o):
@@ -641,7 +738,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DeleteTopicsResponse_v3(out, o):
@@ -660,7 +761,11 @@ def _e_DeleteTopicsResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos):
@@ -691,6 +796,10 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse_DeletableTopicResult(v0, _ZERO_UUID, v2, None, u), pos
 
 
@@ -717,7 +826,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_v4(buf, pos):
@@ -749,6 +862,10 @@ def _d_DeleteTopicsResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse(v0, v1, u), pos
 
 
@@ -775,7 +892,11 @@ def _e_DeleteTopicsResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos):
@@ -822,6 +943,10 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse_DeletableTopicResult(v0, _ZERO_UUID, v2, v3, u), pos
 
 
@@ -860,7 +985,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_v5(buf, pos):
@@ -892,6 +1021,10 @@ def _d_DeleteTopicsResponse_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse(v0, v1, u), pos
 
 
@@ -918,7 +1051,11 @@ def _e_DeleteTopicsResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos):
@@ -968,6 +1105,10 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse_DeletableTopicResult(v0, v1, v2, v3, u), pos
 
 
@@ -1006,7 +1147,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DeleteTopicsResponse_v6(buf, pos):
@@ -1038,6 +1183,10 @@ def _d_DeleteTopicsResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DeleteTopicsResponse(v0, v1, u), pos
 
 
@@ -1064,7 +1213,11 @@ def _e_DeleteTopicsResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DeleteTopicsRequest.DeleteTopicState = DeleteTopicsRequest_DeleteTopicState

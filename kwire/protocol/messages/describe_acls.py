@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -186,6 +187,10 @@ def _d_DescribeAclsRequest_v1(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsRequest(v0, v1, v2, v3, v4, v5, v6, None), pos
 
 
@@ -225,7 +230,11 @@ def _e_DescribeAclsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeAclsRequest_v2(buf, pos):
@@ -296,6 +305,10 @@ def _d_DescribeAclsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsRequest(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -350,7 +363,11 @@ def _e_DescribeAclsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeAclsResponse_AclDescription_v1(buf, pos):
@@ -383,6 +400,10 @@ def _d_DescribeAclsResponse_AclDescription_v1(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsResponse_AclDescription(v0, v1, v2, v3, None), pos
 
 
@@ -410,7 +431,11 @@ def _e_DescribeAclsResponse_AclDescription_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos):
@@ -447,6 +472,10 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsResponse_DescribeAclsResource(v0, v1, v2, v3, None), pos
 
 
@@ -476,7 +505,11 @@ def _e_DescribeAclsResponse_DescribeAclsResource_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeAclsResponse_v1(buf, pos):
@@ -512,6 +545,10 @@ def _d_DescribeAclsResponse_v1(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsResponse(v0, v1, v2, v3, None), pos
 
 
@@ -539,7 +576,11 @@ def _e_DescribeAclsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeAclsResponse_AclDescription_v2(buf, pos):
@@ -584,6 +625,10 @@ def _d_DescribeAclsResponse_AclDescription_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsResponse_AclDescription(v0, v1, v2, v3, u), pos
 
 
@@ -622,7 +667,11 @@ def _e_DescribeAclsResponse_AclDescription_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeAclsResponse_DescribeAclsResource_v2(buf, pos):
@@ -671,6 +720,10 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsResponse_DescribeAclsResource(v0, v1, v2, v3, u), pos
 
 
@@ -711,7 +764,11 @@ def _e_DescribeAclsResponse_DescribeAclsResource_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeAclsResponse_v2(buf, pos):
@@ -759,6 +816,10 @@ def _d_DescribeAclsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeAclsResponse(v0, v1, v2, v3, u), pos
 
 
@@ -797,7 +858,11 @@ def _e_DescribeAclsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeAclsResponse.AclDescription = DescribeAclsResponse_AclDescription

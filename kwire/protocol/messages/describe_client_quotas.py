@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -182,6 +183,10 @@ def _d_DescribeClientQuotasRequest_ComponentData_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasRequest_ComponentData(v0, v1, v2, None), pos
 
 
@@ -209,7 +214,11 @@ def _e_DescribeClientQuotasRequest_ComponentData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasRequest_v0(buf, pos):
@@ -232,6 +241,10 @@ def _d_DescribeClientQuotasRequest_v0(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasRequest(v0, v1, None), pos
 
 
@@ -251,7 +264,11 @@ def _e_DescribeClientQuotasRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasRequest_ComponentData_v1(buf, pos):
@@ -298,6 +315,10 @@ def _d_DescribeClientQuotasRequest_ComponentData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasRequest_ComponentData(v0, v1, v2, u), pos
 
 
@@ -336,7 +357,11 @@ def _e_DescribeClientQuotasRequest_ComponentData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasRequest_v1(buf, pos):
@@ -368,6 +393,10 @@ def _d_DescribeClientQuotasRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasRequest(v0, v1, u), pos
 
 
@@ -394,7 +423,11 @@ def _e_DescribeClientQuotasRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_EntityData_v0(buf, pos):
@@ -426,6 +459,10 @@ def _d_DescribeClientQuotasResponse_EntityData_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse_EntityData(v0, v1, None), pos
 
 
@@ -451,7 +488,11 @@ def _e_DescribeClientQuotasResponse_EntityData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_ValueData_v0(buf, pos):
@@ -473,6 +514,10 @@ def _d_DescribeClientQuotasResponse_ValueData_v0(buf, pos):
         pos += 8
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse_ValueData(v0, v1, None), pos
 
 
@@ -492,7 +537,11 @@ def _e_DescribeClientQuotasResponse_ValueData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_EntryData_v0(buf, pos):
@@ -524,6 +573,10 @@ def _d_DescribeClientQuotasResponse_EntryData_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse_EntryData(v0, v1, None), pos
 
 
@@ -549,7 +602,11 @@ def _e_DescribeClientQuotasResponse_EntryData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_v0(buf, pos):
@@ -587,6 +644,10 @@ def _d_DescribeClientQuotasResponse_v0(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse(v0, v1, v2, v3, None), pos
 
 
@@ -614,7 +675,11 @@ def _e_DescribeClientQuotasResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_EntityData_v1(buf, pos):
@@ -658,6 +723,10 @@ def _d_DescribeClientQuotasResponse_EntityData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse_EntityData(v0, v1, u), pos
 
 
@@ -694,7 +763,11 @@ def _e_DescribeClientQuotasResponse_EntityData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_ValueData_v1(buf, pos):
@@ -725,6 +798,10 @@ def _d_DescribeClientQuotasResponse_ValueData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse_ValueData(v0, v1, u), pos
 
 
@@ -751,7 +828,11 @@ def _e_DescribeClientQuotasResponse_ValueData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_EntryData_v1(buf, pos):
@@ -795,6 +876,10 @@ def _d_DescribeClientQuotasResponse_EntryData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse_EntryData(v0, v1, u), pos
 
 
@@ -831,7 +916,11 @@ def _e_DescribeClientQuotasResponse_EntryData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClientQuotasResponse_v1(buf, pos):
@@ -881,6 +970,10 @@ def _d_DescribeClientQuotasResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClientQuotasResponse(v0, v1, v2, v3, u), pos
 
 
@@ -919,7 +1012,11 @@ def _e_DescribeClientQuotasResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeClientQuotasRequest.ComponentData = DescribeClientQuotasRequest_ComponentData

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -132,6 +133,10 @@ def _d_DescribeClusterRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterRequest(v0, 1, False, u), pos
 
 
@@ -150,7 +155,11 @@ def _e_DescribeClusterRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClusterRequest_v1(buf, pos):
@@ -167,6 +176,10 @@ def _d_DescribeClusterRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterRequest(v0, v1, False, u), pos
 
 
@@ -183,7 +196,11 @@ def _e_DescribeClusterRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClusterRequest_v2(buf, pos):
@@ -200,6 +217,10 @@ def _d_DescribeClusterRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterRequest(v0, v1, v2, u), pos
 
 
@@ -214,7 +235,11 @@ def _e_DescribeClusterRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos):
@@ -264,6 +289,10 @@ def _d_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterResponse_DescribeClusterBroker(v0, v1, v2, v3, False, u), pos
 
 
@@ -306,7 +335,11 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClusterResponse_v0(buf, pos):
@@ -374,6 +407,10 @@ def _d_DescribeClusterResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterResponse(v0, v1, v2, 1, v4, v5, v6, v7, u), pos
 
 
@@ -430,7 +467,11 @@ def _e_DescribeClusterResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeClusterResponse_DescribeClusterBroker_v1(out, o):
@@ -472,7 +513,11 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClusterResponse_v1(buf, pos):
@@ -543,6 +588,10 @@ def _d_DescribeClusterResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterResponse(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -599,7 +648,11 @@ def _e_DescribeClusterResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClusterResponse_DescribeClusterBroker_v2(buf, pos):
@@ -652,6 +705,10 @@ def _d_DescribeClusterResponse_DescribeClusterBroker_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterResponse_DescribeClusterBroker(v0, v1, v2, v3, v4, u), pos
 
 
@@ -694,7 +751,11 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeClusterResponse_v2(buf, pos):
@@ -765,6 +826,10 @@ def _d_DescribeClusterResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeClusterResponse(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -821,7 +886,11 @@ def _e_DescribeClusterResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeClusterResponse.DescribeClusterBroker = DescribeClusterResponse_DescribeClusterBroker

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -203,6 +204,10 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsRequest_DescribeConfigsResource(v0, v1, v2, None), pos
 
 
@@ -230,7 +235,11 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsRequest_v1(buf, pos):
@@ -253,6 +262,10 @@ def _d_DescribeConfigsRequest_v1(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsRequest(v0, v1, False, None), pos
 
 
@@ -274,7 +287,11 @@ def _e_DescribeConfigsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_v2(out, o):
@@ -301,7 +318,11 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsRequest_v2(out, o):
@@ -322,7 +343,11 @@ def _e_DescribeConfigsRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_v3(out, o):
@@ -349,7 +374,11 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsRequest_v3(buf, pos):
@@ -372,6 +401,10 @@ def _d_DescribeConfigsRequest_v3(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsRequest(v0, v1, v2, None), pos
 
 
@@ -391,7 +424,11 @@ def _e_DescribeConfigsRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos):
@@ -439,6 +476,10 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsRequest_DescribeConfigsResource(v0, v1, v2, u), pos
 
 
@@ -477,7 +518,11 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsRequest_v4(buf, pos):
@@ -509,6 +554,10 @@ def _d_DescribeConfigsRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsRequest(v0, v1, v2, u), pos
 
 
@@ -535,7 +584,11 @@ def _e_DescribeConfigsRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos):
@@ -570,6 +623,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsSynonym(v0, v1, v2, None), pos
 
 
@@ -597,7 +654,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos):
@@ -644,6 +705,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsResourceResult(v0, v1, v2, v3, v4, v5, 0, '', None), pos
 
 
@@ -679,7 +744,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos):
@@ -729,6 +798,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsResult(v0, v1, v2, v3, v4, None), pos
 
 
@@ -766,7 +839,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_v1(buf, pos):
@@ -789,6 +866,10 @@ def _d_DescribeConfigsResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse(v0, v1, None), pos
 
 
@@ -808,7 +889,11 @@ def _e_DescribeConfigsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v2(out, o):
@@ -835,7 +920,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(out, o):
@@ -870,7 +959,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResult_v2(out, o):
@@ -907,7 +1000,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsResponse_v2(out, o):
@@ -926,7 +1023,11 @@ def _e_DescribeConfigsResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v3(out, o):
@@ -953,7 +1054,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos):
@@ -1016,6 +1121,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsResourceResult(v0, v1, v2, v3, v4, v5, v6, v7, None), pos
 
 
@@ -1061,7 +1170,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos):
@@ -1111,6 +1224,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsResult(v0, v1, v2, v3, v4, None), pos
 
 
@@ -1148,7 +1265,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_v3(buf, pos):
@@ -1171,6 +1292,10 @@ def _d_DescribeConfigsResponse_v3(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse(v0, v1, None), pos
 
 
@@ -1190,7 +1315,11 @@ def _e_DescribeConfigsResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos):
@@ -1237,6 +1366,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsSynonym(v0, v1, v2, u), pos
 
 
@@ -1275,7 +1408,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos):
@@ -1356,6 +1493,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsResourceResult(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1420,7 +1561,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos):
@@ -1485,6 +1630,10 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse_DescribeConfigsResult(v0, v1, v2, v3, v4, u), pos
 
 
@@ -1537,7 +1686,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeConfigsResponse_v4(buf, pos):
@@ -1569,6 +1722,10 @@ def _d_DescribeConfigsResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeConfigsResponse(v0, v1, u), pos
 
 
@@ -1595,7 +1752,11 @@ def _e_DescribeConfigsResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeConfigsRequest.DescribeConfigsResource = DescribeConfigsRequest_DescribeConfigsResource

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -170,6 +171,10 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(v0, v1, None), pos
 
 
@@ -195,7 +200,11 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenRequest_v1(buf, pos):
@@ -217,6 +226,10 @@ def _d_DescribeDelegationTokenRequest_v1(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenRequest(v0, None), pos
 
 
@@ -234,7 +247,11 @@ def _e_DescribeDelegationTokenRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(buf, pos):
@@ -276,6 +293,10 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(v0, v1, u), pos
 
 
@@ -312,7 +333,11 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenRequest_v2(buf, pos):
@@ -343,6 +368,10 @@ def _d_DescribeDelegationTokenRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenRequest(v0, u), pos
 
 
@@ -367,7 +396,11 @@ def _e_DescribeDelegationTokenRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(buf, pos):
@@ -397,6 +430,10 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(buf, p
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(v0, v1, None), pos
 
 
@@ -422,7 +459,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(out, o
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(buf, pos):
@@ -489,6 +530,10 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(buf, pos):
                 v9.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse_DescribedDelegationToken(v0, v1, '', '', v4, v5, v6, v7, v8, v9, None), pos
 
 
@@ -543,7 +588,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_v1(buf, pos):
@@ -569,6 +618,10 @@ def _d_DescribeDelegationTokenResponse_v1(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse(v0, v1, v2, None), pos
 
 
@@ -590,7 +643,11 @@ def _e_DescribeDelegationTokenResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf, pos):
@@ -632,6 +689,10 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf, p
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(v0, v1, u), pos
 
 
@@ -668,7 +729,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(out, o
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos):
@@ -756,6 +821,10 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse_DescribedDelegationToken(v0, v1, '', '', v4, v5, v6, v7, v8, v9, u), pos
 
 
@@ -833,7 +902,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_v2(buf, pos):
@@ -868,6 +941,10 @@ def _d_DescribeDelegationTokenResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse(v0, v1, v2, u), pos
 
 
@@ -896,7 +973,11 @@ def _e_DescribeDelegationTokenResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
@@ -1012,6 +1093,10 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse_DescribedDelegationToken(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, u), pos
 
 
@@ -1109,7 +1194,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeDelegationTokenResponse_v3(buf, pos):
@@ -1144,6 +1233,10 @@ def _d_DescribeDelegationTokenResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeDelegationTokenResponse(v0, v1, v2, u), pos
 
 
@@ -1172,7 +1265,11 @@ def _e_DescribeDelegationTokenResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeDelegationTokenRequest.DescribeDelegationTokenOwner = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -148,6 +149,10 @@ def _d_DescribeGroupsRequest_v0(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsRequest(v0, False, None), pos
 
 
@@ -167,7 +172,11 @@ def _e_DescribeGroupsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsRequest_v1(out, o):
@@ -186,7 +195,11 @@ def _e_DescribeGroupsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsRequest_v2(out, o):
@@ -205,7 +218,11 @@ def _e_DescribeGroupsRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsRequest_v3(buf, pos):
@@ -228,6 +245,10 @@ def _d_DescribeGroupsRequest_v3(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsRequest(v0, v1, None), pos
 
 
@@ -247,7 +268,11 @@ def _e_DescribeGroupsRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsRequest_v4(out, o):
@@ -266,7 +291,11 @@ def _e_DescribeGroupsRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsRequest_v5(buf, pos):
@@ -298,6 +327,10 @@ def _d_DescribeGroupsRequest_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsRequest(v0, v1, u), pos
 
 
@@ -324,7 +357,11 @@ def _e_DescribeGroupsRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
@@ -387,6 +424,10 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroupMember(v0, None, v2, v3, v4, v5, None), pos
 
 
@@ -434,7 +475,11 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
@@ -501,6 +546,10 @@ def _d_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
                 v6.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, -2147483648, None), pos
 
 
@@ -556,7 +605,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_v0(buf, pos):
@@ -576,6 +629,10 @@ def _d_DescribeGroupsResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse(0, v1, None), pos
 
 
@@ -593,7 +650,11 @@ def _e_DescribeGroupsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsResponse_DescribedGroupMember_v1(out, o):
@@ -640,7 +701,11 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_v1(out, o):
@@ -695,7 +760,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_v1(buf, pos):
@@ -718,6 +787,10 @@ def _d_DescribeGroupsResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse(v0, v1, None), pos
 
 
@@ -737,7 +810,11 @@ def _e_DescribeGroupsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsResponse_DescribedGroupMember_v2(out, o):
@@ -784,7 +861,11 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_v2(out, o):
@@ -839,7 +920,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsResponse_v2(out, o):
@@ -858,7 +943,11 @@ def _e_DescribeGroupsResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeGroupsResponse_DescribedGroupMember_v3(out, o):
@@ -905,7 +994,11 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
@@ -975,6 +1068,10 @@ def _d_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, v7, None), pos
 
 
@@ -1030,7 +1127,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_v3(buf, pos):
@@ -1053,6 +1154,10 @@ def _d_DescribeGroupsResponse_v3(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse(v0, v1, None), pos
 
 
@@ -1072,7 +1177,11 @@ def _e_DescribeGroupsResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
@@ -1148,6 +1257,10 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroupMember(v0, v1, v2, v3, v4, v5, None), pos
 
 
@@ -1203,7 +1316,11 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
@@ -1273,6 +1390,10 @@ def _d_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, v7, None), pos
 
 
@@ -1328,7 +1449,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_v4(buf, pos):
@@ -1351,6 +1476,10 @@ def _d_DescribeGroupsResponse_v4(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse(v0, v1, None), pos
 
 
@@ -1370,7 +1499,11 @@ def _e_DescribeGroupsResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
@@ -1470,6 +1603,10 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroupMember(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -1552,7 +1689,11 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
@@ -1643,6 +1784,10 @@ def _d_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1721,7 +1866,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_v5(buf, pos):
@@ -1753,6 +1902,10 @@ def _d_DescribeGroupsResponse_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse(v0, v1, u), pos
 
 
@@ -1779,7 +1932,11 @@ def _e_DescribeGroupsResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_DescribedGroup_v6(buf, pos):
@@ -1886,6 +2043,10 @@ def _d_DescribeGroupsResponse_DescribedGroup_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1974,7 +2135,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeGroupsResponse_v6(buf, pos):
@@ -2006,6 +2171,10 @@ def _d_DescribeGroupsResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeGroupsResponse(v0, v1, u), pos
 
 
@@ -2032,7 +2201,11 @@ def _e_DescribeGroupsResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeGroupsResponse.DescribedGroupMember = DescribeGroupsResponse_DescribedGroupMember

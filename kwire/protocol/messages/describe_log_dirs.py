@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -184,6 +185,10 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_v1(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsRequest_DescribableLogDirTopic(v0, v1, None), pos
 
 
@@ -208,7 +213,11 @@ def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsRequest_v1(buf, pos):
@@ -230,6 +239,10 @@ def _d_DescribeLogDirsRequest_v1(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsRequest(v0, None), pos
 
 
@@ -247,7 +260,11 @@ def _e_DescribeLogDirsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf, pos):
@@ -288,6 +305,10 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsRequest_DescribableLogDirTopic(v0, v1, u), pos
 
 
@@ -323,7 +344,11 @@ def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsRequest_v2(buf, pos):
@@ -354,6 +379,10 @@ def _d_DescribeLogDirsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsRequest(v0, u), pos
 
 
@@ -378,7 +407,11 @@ def _e_DescribeLogDirsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v1(buf, pos):
@@ -389,6 +422,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v1(buf, pos):
         pos += 21
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsPartition(v0, v1, v2, v3, None), pos
 
 
@@ -400,7 +437,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v1(buf, pos):
@@ -431,6 +472,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsTopic(v0, v1, None), pos
 
 
@@ -456,7 +501,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v1(buf, pos):
@@ -490,6 +539,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, -1, -1, False, None), pos
 
 
@@ -517,7 +570,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_v1(buf, pos):
@@ -540,6 +597,10 @@ def _d_DescribeLogDirsResponse_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse(v0, 0, v2, None), pos
 
 
@@ -559,7 +620,11 @@ def _e_DescribeLogDirsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf, pos):
@@ -576,6 +641,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsPartition(v0, v1, v2, v3, u), pos
 
 
@@ -590,7 +659,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos):
@@ -633,6 +706,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsTopic(v0, v1, u), pos
 
 
@@ -669,7 +746,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos):
@@ -715,6 +796,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, -1, -1, False, u), pos
 
 
@@ -753,7 +838,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_v2(buf, pos):
@@ -785,6 +874,10 @@ def _d_DescribeLogDirsResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse(v0, 0, v2, u), pos
 
 
@@ -811,7 +904,11 @@ def _e_DescribeLogDirsResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_v3(buf, pos):
@@ -843,6 +940,10 @@ def _d_DescribeLogDirsResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse(v0, v1, v2, u), pos
 
 
@@ -869,7 +970,11 @@ def _e_DescribeLogDirsResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos):
@@ -918,6 +1023,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, v3, v4, False, u), pos
 
 
@@ -958,7 +1067,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_v4(buf, pos):
@@ -990,6 +1103,10 @@ def _d_DescribeLogDirsResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse(v0, v1, v2, u), pos
 
 
@@ -1016,7 +1133,11 @@ def _e_DescribeLogDirsResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v5(buf, pos):
@@ -1065,6 +1186,10 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -1105,7 +1230,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeLogDirsResponse_v5(buf, pos):
@@ -1137,6 +1266,10 @@ def _d_DescribeLogDirsResponse_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeLogDirsResponse(v0, v1, v2, u), pos
 
 
@@ -1163,7 +1296,11 @@ def _e_DescribeLogDirsResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeLogDirsRequest.DescribableLogDirTopic = DescribeLogDirsRequest_DescribableLogDirTopic

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -191,6 +192,10 @@ def _d_DescribeProducersRequest_TopicRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeProducersRequest_TopicRequest(v0, v1, u), pos
 
 
@@ -226,7 +231,11 @@ def _e_DescribeProducersRequest_TopicRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeProducersRequest_v0(buf, pos):
@@ -255,6 +264,10 @@ def _d_DescribeProducersRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeProducersRequest(v0, u), pos
 
 
@@ -279,7 +292,11 @@ def _e_DescribeProducersRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeProducersResponse_ProducerState_v0(buf, pos):
@@ -296,6 +313,10 @@ def _d_DescribeProducersResponse_ProducerState_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeProducersResponse_ProducerState(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -310,7 +331,11 @@ def _e_DescribeProducersResponse_ProducerState_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeProducersResponse_PartitionResponse_v0(buf, pos):
@@ -358,6 +383,10 @@ def _d_DescribeProducersResponse_PartitionResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeProducersResponse_PartitionResponse(v0, v1, v2, v3, u), pos
 
 
@@ -396,7 +425,11 @@ def _e_DescribeProducersResponse_PartitionResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeProducersResponse_TopicResponse_v0(buf, pos):
@@ -439,6 +472,10 @@ def _d_DescribeProducersResponse_TopicResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeProducersResponse_TopicResponse(v0, v1, u), pos
 
 
@@ -475,7 +512,11 @@ def _e_DescribeProducersResponse_TopicResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeProducersResponse_v0(buf, pos):
@@ -507,6 +548,10 @@ def _d_DescribeProducersResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeProducersResponse(v0, v1, u), pos
 
 
@@ -533,7 +578,11 @@ def _e_DescribeProducersResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeProducersRequest.TopicRequest = DescribeProducersRequest_TopicRequest

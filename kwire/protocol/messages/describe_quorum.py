@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -231,6 +232,10 @@ def _d_DescribeQuorumRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumRequest_PartitionData(v0, u), pos
 
 
@@ -245,7 +250,11 @@ def _e_DescribeQuorumRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumRequest_TopicData_v0(buf, pos):
@@ -288,6 +297,10 @@ def _d_DescribeQuorumRequest_TopicData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumRequest_TopicData(v0, v1, u), pos
 
 
@@ -324,7 +337,11 @@ def _e_DescribeQuorumRequest_TopicData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumRequest_v0(buf, pos):
@@ -353,6 +370,10 @@ def _d_DescribeQuorumRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumRequest(v0, u), pos
 
 
@@ -377,7 +398,11 @@ def _e_DescribeQuorumRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_ReplicaState_v0(buf, pos):
@@ -394,6 +419,10 @@ def _d_DescribeQuorumResponse_ReplicaState_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_ReplicaState(v0, _ZERO_UUID, v2, -1, -1, u), pos
 
 
@@ -410,7 +439,11 @@ def _e_DescribeQuorumResponse_ReplicaState_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_PartitionData_v0(buf, pos):
@@ -457,6 +490,10 @@ def _d_DescribeQuorumResponse_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_PartitionData(v0, v1, '', v3, v4, v5, v6, v7, u), pos
 
 
@@ -495,7 +532,11 @@ def _e_DescribeQuorumResponse_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_TopicData_v0(buf, pos):
@@ -538,6 +579,10 @@ def _d_DescribeQuorumResponse_TopicData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_TopicData(v0, v1, u), pos
 
 
@@ -574,7 +619,11 @@ def _e_DescribeQuorumResponse_TopicData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_Listener_v0(buf, pos):
@@ -588,6 +637,10 @@ def _d_DescribeQuorumResponse_Listener_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_Listener('', '', 0, u), pos
 
 
@@ -606,7 +659,11 @@ def _e_DescribeQuorumResponse_Listener_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_Node_v0(buf, pos):
@@ -620,6 +677,10 @@ def _d_DescribeQuorumResponse_Node_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_Node(0, [], u), pos
 
 
@@ -636,7 +697,11 @@ def _e_DescribeQuorumResponse_Node_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_v0(buf, pos):
@@ -668,6 +733,10 @@ def _d_DescribeQuorumResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse(v0, '', v2, [], u), pos
 
 
@@ -696,7 +765,11 @@ def _e_DescribeQuorumResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_ReplicaState_v1(buf, pos):
@@ -713,6 +786,10 @@ def _d_DescribeQuorumResponse_ReplicaState_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_ReplicaState(v0, _ZERO_UUID, v2, v3, v4, u), pos
 
 
@@ -729,7 +806,11 @@ def _e_DescribeQuorumResponse_ReplicaState_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_PartitionData_v1(buf, pos):
@@ -776,6 +857,10 @@ def _d_DescribeQuorumResponse_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_PartitionData(v0, v1, '', v3, v4, v5, v6, v7, u), pos
 
 
@@ -814,7 +899,11 @@ def _e_DescribeQuorumResponse_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_TopicData_v1(buf, pos):
@@ -857,6 +946,10 @@ def _d_DescribeQuorumResponse_TopicData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_TopicData(v0, v1, u), pos
 
 
@@ -893,7 +986,11 @@ def _e_DescribeQuorumResponse_TopicData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeQuorumResponse_Listener_v1(out, o):
@@ -911,7 +1008,11 @@ def _e_DescribeQuorumResponse_Listener_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_DescribeQuorumResponse_Node_v1(out, o):
@@ -927,7 +1028,11 @@ def _e_DescribeQuorumResponse_Node_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_v1(buf, pos):
@@ -959,6 +1064,10 @@ def _d_DescribeQuorumResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse(v0, '', v2, [], u), pos
 
 
@@ -987,7 +1096,11 @@ def _e_DescribeQuorumResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_ReplicaState_v2(buf, pos):
@@ -1005,6 +1118,10 @@ def _d_DescribeQuorumResponse_ReplicaState_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_ReplicaState(v0, v1, v2, v3, v4, u), pos
 
 
@@ -1019,7 +1136,11 @@ def _e_DescribeQuorumResponse_ReplicaState_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_PartitionData_v2(buf, pos):
@@ -1085,6 +1206,10 @@ def _d_DescribeQuorumResponse_PartitionData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1137,7 +1262,11 @@ def _e_DescribeQuorumResponse_PartitionData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_TopicData_v2(buf, pos):
@@ -1180,6 +1309,10 @@ def _d_DescribeQuorumResponse_TopicData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_TopicData(v0, v1, u), pos
 
 
@@ -1216,7 +1349,11 @@ def _e_DescribeQuorumResponse_TopicData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_Listener_v2(buf, pos):
@@ -1261,6 +1398,10 @@ def _d_DescribeQuorumResponse_Listener_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_Listener(v0, v1, v2, u), pos
 
 
@@ -1299,7 +1440,11 @@ def _e_DescribeQuorumResponse_Listener_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_Node_v2(buf, pos):
@@ -1331,6 +1476,10 @@ def _d_DescribeQuorumResponse_Node_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse_Node(v0, v1, u), pos
 
 
@@ -1357,7 +1506,11 @@ def _e_DescribeQuorumResponse_Node_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeQuorumResponse_v2(buf, pos):
@@ -1420,6 +1573,10 @@ def _d_DescribeQuorumResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeQuorumResponse(v0, v1, v2, v3, u), pos
 
 
@@ -1470,7 +1627,11 @@ def _e_DescribeQuorumResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeQuorumRequest.PartitionData = DescribeQuorumRequest_PartitionData

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -211,6 +212,10 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_v0
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(v0, v1, u), pos
 
 
@@ -246,7 +251,11 @@ def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_v0
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(buf, pos):
@@ -291,6 +300,10 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(v0, v1, u), pos
 
 
@@ -327,7 +340,11 @@ def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsRequest_v0(buf, pos):
@@ -356,6 +373,10 @@ def _d_DescribeShareGroupOffsetsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsRequest(v0, u), pos
 
 
@@ -380,7 +401,11 @@ def _e_DescribeShareGroupOffsetsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_v0(buf, pos):
@@ -413,6 +438,10 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(v0, v1, v2, -1, v4, v5, u), pos
 
 
@@ -439,7 +468,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos):
@@ -486,6 +519,10 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(v0, v1, v2, u), pos
 
 
@@ -524,7 +561,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(buf, pos):
@@ -586,6 +627,10 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(v0, v1, v2, v3, u), pos
 
 
@@ -636,7 +681,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_v0(buf, pos):
@@ -668,6 +717,10 @@ def _d_DescribeShareGroupOffsetsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse(v0, v1, u), pos
 
 
@@ -694,7 +747,11 @@ def _e_DescribeShareGroupOffsetsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos):
@@ -727,6 +784,10 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -753,7 +814,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos):
@@ -800,6 +865,10 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(v0, v1, v2, u), pos
 
 
@@ -838,7 +907,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos):
@@ -900,6 +973,10 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(v0, v1, v2, v3, u), pos
 
 
@@ -950,7 +1027,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeShareGroupOffsetsResponse_v1(buf, pos):
@@ -982,6 +1063,10 @@ def _d_DescribeShareGroupOffsetsResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeShareGroupOffsetsResponse(v0, v1, u), pos
 
 
@@ -1008,7 +1093,11 @@ def _e_DescribeShareGroupOffsetsResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic

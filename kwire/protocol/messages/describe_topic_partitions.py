@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -209,6 +210,10 @@ def _d_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTopicPartitionsRequest_TopicRequest(v0, u), pos
 
 
@@ -233,7 +238,11 @@ def _e_DescribeTopicPartitionsRequest_TopicRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos):
@@ -264,6 +273,10 @@ def _d_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTopicPartitionsRequest_Cursor(v0, v1, u), pos
 
 
@@ -290,7 +303,11 @@ def _e_DescribeTopicPartitionsRequest_Cursor_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTopicPartitionsRequest_v0(buf, pos):
@@ -329,6 +346,10 @@ def _d_DescribeTopicPartitionsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTopicPartitionsRequest(v0, v1, v2, u), pos
 
 
@@ -362,7 +383,11 @@ def _e_DescribeTopicPartitionsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf, pos):
@@ -448,6 +473,10 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -517,7 +546,11 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
@@ -572,6 +605,10 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(b
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -614,7 +651,11 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(o
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos):
@@ -645,6 +686,10 @@ def _d_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTopicPartitionsResponse_Cursor(v0, v1, u), pos
 
 
@@ -671,7 +716,11 @@ def _e_DescribeTopicPartitionsResponse_Cursor_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTopicPartitionsResponse_v0(buf, pos):
@@ -710,6 +759,10 @@ def _d_DescribeTopicPartitionsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTopicPartitionsResponse(v0, v1, v2, u), pos
 
 
@@ -743,7 +796,11 @@ def _e_DescribeTopicPartitionsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeTopicPartitionsRequest.TopicRequest = DescribeTopicPartitionsRequest_TopicRequest

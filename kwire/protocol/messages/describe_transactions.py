@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -147,6 +148,10 @@ def _d_DescribeTransactionsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTransactionsRequest(v0, u), pos
 
 
@@ -171,7 +176,11 @@ def _e_DescribeTransactionsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTransactionsResponse_TopicData_v0(buf, pos):
@@ -212,6 +221,10 @@ def _d_DescribeTransactionsResponse_TopicData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTransactionsResponse_TopicData(v0, v1, u), pos
 
 
@@ -247,7 +260,11 @@ def _e_DescribeTransactionsResponse_TopicData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTransactionsResponse_TransactionState_v0(buf, pos):
@@ -310,6 +327,10 @@ def _d_DescribeTransactionsResponse_TransactionState_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTransactionsResponse_TransactionState(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -362,7 +383,11 @@ def _e_DescribeTransactionsResponse_TransactionState_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeTransactionsResponse_v0(buf, pos):
@@ -394,6 +419,10 @@ def _d_DescribeTransactionsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeTransactionsResponse(v0, v1, u), pos
 
 
@@ -420,7 +449,11 @@ def _e_DescribeTransactionsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeTransactionsResponse.TopicData = DescribeTransactionsResponse_TopicData

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -156,6 +157,10 @@ def _d_DescribeUserScramCredentialsRequest_UserName_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeUserScramCredentialsRequest_UserName(v0, u), pos
 
 
@@ -180,7 +185,11 @@ def _e_DescribeUserScramCredentialsRequest_UserName_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeUserScramCredentialsRequest_v0(buf, pos):
@@ -211,6 +220,10 @@ def _d_DescribeUserScramCredentialsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeUserScramCredentialsRequest(v0, u), pos
 
 
@@ -235,7 +248,11 @@ def _e_DescribeUserScramCredentialsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos):
@@ -252,6 +269,10 @@ def _d_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeUserScramCredentialsResponse_CredentialInfo(v0, v1, u), pos
 
 
@@ -266,7 +287,11 @@ def _e_DescribeUserScramCredentialsResponse_CredentialInfo_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(buf, pos):
@@ -328,6 +353,10 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(v0, v1, v2, v3, u), pos
 
 
@@ -378,7 +407,11 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_DescribeUserScramCredentialsResponse_v0(buf, pos):
@@ -426,6 +459,10 @@ def _d_DescribeUserScramCredentialsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return DescribeUserScramCredentialsResponse(v0, v1, v2, v3, u), pos
 
 
@@ -464,7 +501,11 @@ def _e_DescribeUserScramCredentialsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 DescribeUserScramCredentialsRequest.UserName = DescribeUserScramCredentialsRequest_UserName

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -159,6 +160,10 @@ def _d_ElectLeadersRequest_TopicPartitions_v0(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersRequest_TopicPartitions(v0, v1, None), pos
 
 
@@ -183,7 +188,11 @@ def _e_ElectLeadersRequest_TopicPartitions_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersRequest_v0(buf, pos):
@@ -208,6 +217,10 @@ def _d_ElectLeadersRequest_v0(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersRequest(0, v1, v2, None), pos
 
 
@@ -229,7 +242,11 @@ def _e_ElectLeadersRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ElectLeadersRequest_TopicPartitions_v1(out, o):
@@ -253,7 +270,11 @@ def _e_ElectLeadersRequest_TopicPartitions_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersRequest_v1(buf, pos):
@@ -281,6 +302,10 @@ def _d_ElectLeadersRequest_v1(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersRequest(v0, v1, v2, None), pos
 
 
@@ -302,7 +327,11 @@ def _e_ElectLeadersRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersRequest_TopicPartitions_v2(buf, pos):
@@ -343,6 +372,10 @@ def _d_ElectLeadersRequest_TopicPartitions_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersRequest_TopicPartitions(v0, v1, u), pos
 
 
@@ -378,7 +411,11 @@ def _e_ElectLeadersRequest_TopicPartitions_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersRequest_v2(buf, pos):
@@ -415,6 +452,10 @@ def _d_ElectLeadersRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersRequest(v0, v1, v2, u), pos
 
 
@@ -443,7 +484,11 @@ def _e_ElectLeadersRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersResponse_PartitionResult_v0(buf, pos):
@@ -467,6 +512,10 @@ def _d_ElectLeadersResponse_PartitionResult_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersResponse_PartitionResult(v0, v1, v2, None), pos
 
 
@@ -486,7 +535,11 @@ def _e_ElectLeadersResponse_PartitionResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos):
@@ -517,6 +570,10 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersResponse_ReplicaElectionResult(v0, v1, None), pos
 
 
@@ -542,7 +599,11 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersResponse_v0(buf, pos):
@@ -565,6 +626,10 @@ def _d_ElectLeadersResponse_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersResponse(v0, 0, v2, None), pos
 
 
@@ -586,7 +651,11 @@ def _e_ElectLeadersResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ElectLeadersResponse_PartitionResult_v1(out, o):
@@ -605,7 +674,11 @@ def _e_ElectLeadersResponse_PartitionResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ElectLeadersResponse_ReplicaElectionResult_v1(out, o):
@@ -630,7 +703,11 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersResponse_v1(buf, pos):
@@ -653,6 +730,10 @@ def _d_ElectLeadersResponse_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersResponse(v0, v1, v2, None), pos
 
 
@@ -672,7 +753,11 @@ def _e_ElectLeadersResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersResponse_PartitionResult_v2(buf, pos):
@@ -705,6 +790,10 @@ def _d_ElectLeadersResponse_PartitionResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersResponse_PartitionResult(v0, v1, v2, u), pos
 
 
@@ -731,7 +820,11 @@ def _e_ElectLeadersResponse_PartitionResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos):
@@ -774,6 +867,10 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersResponse_ReplicaElectionResult(v0, v1, u), pos
 
 
@@ -810,7 +907,11 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ElectLeadersResponse_v2(buf, pos):
@@ -842,6 +943,10 @@ def _d_ElectLeadersResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ElectLeadersResponse(v0, v1, v2, u), pos
 
 
@@ -868,7 +973,11 @@ def _e_ElectLeadersResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ElectLeadersRequest.TopicPartitions = ElectLeadersRequest_TopicPartitions

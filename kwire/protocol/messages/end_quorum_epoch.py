@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -218,6 +219,10 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_ReplicaInfo(0, _ZERO_UUID, None), pos
 
 
@@ -231,7 +236,11 @@ def _e_EndQuorumEpochRequest_ReplicaInfo_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_PartitionData_v0(buf, pos):
@@ -252,6 +261,10 @@ def _d_EndQuorumEpochRequest_PartitionData_v0(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_PartitionData(v0, v1, v2, v3, [], None), pos
 
 
@@ -270,7 +283,11 @@ def _e_EndQuorumEpochRequest_PartitionData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_TopicData_v0(buf, pos):
@@ -301,6 +318,10 @@ def _d_EndQuorumEpochRequest_TopicData_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_TopicData(v0, v1, None), pos
 
 
@@ -326,7 +347,11 @@ def _e_EndQuorumEpochRequest_TopicData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_LeaderEndpoint_v0(buf, pos):
@@ -335,6 +360,10 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_LeaderEndpoint('', '', 0, None), pos
 
 
@@ -350,7 +379,11 @@ def _e_EndQuorumEpochRequest_LeaderEndpoint_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_v0(buf, pos):
@@ -383,6 +416,10 @@ def _d_EndQuorumEpochRequest_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest(v0, v1, [], None), pos
 
 
@@ -408,7 +445,11 @@ def _e_EndQuorumEpochRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos):
@@ -426,6 +467,10 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_ReplicaInfo(v0, v1, u), pos
 
 
@@ -440,7 +485,11 @@ def _e_EndQuorumEpochRequest_ReplicaInfo_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_PartitionData_v1(buf, pos):
@@ -472,6 +521,10 @@ def _d_EndQuorumEpochRequest_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_PartitionData(v0, v1, v2, [], v4, u), pos
 
 
@@ -498,7 +551,11 @@ def _e_EndQuorumEpochRequest_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_TopicData_v1(buf, pos):
@@ -541,6 +598,10 @@ def _d_EndQuorumEpochRequest_TopicData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_TopicData(v0, v1, u), pos
 
 
@@ -577,7 +638,11 @@ def _e_EndQuorumEpochRequest_TopicData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
@@ -622,6 +687,10 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest_LeaderEndpoint(v0, v1, v2, u), pos
 
 
@@ -660,7 +729,11 @@ def _e_EndQuorumEpochRequest_LeaderEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochRequest_v1(buf, pos):
@@ -720,6 +793,10 @@ def _d_EndQuorumEpochRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochRequest(v0, v1, v2, u), pos
 
 
@@ -768,7 +845,11 @@ def _e_EndQuorumEpochRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_PartitionData_v0(buf, pos):
@@ -779,6 +860,10 @@ def _d_EndQuorumEpochResponse_PartitionData_v0(buf, pos):
         pos += 14
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse_PartitionData(v0, v1, v2, v3, None), pos
 
 
@@ -790,7 +875,11 @@ def _e_EndQuorumEpochResponse_PartitionData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_TopicData_v0(buf, pos):
@@ -821,6 +910,10 @@ def _d_EndQuorumEpochResponse_TopicData_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse_TopicData(v0, v1, None), pos
 
 
@@ -846,7 +939,11 @@ def _e_EndQuorumEpochResponse_TopicData_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_NodeEndpoint_v0(buf, pos):
@@ -855,6 +952,10 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse_NodeEndpoint(0, '', 0, None), pos
 
 
@@ -870,7 +971,11 @@ def _e_EndQuorumEpochResponse_NodeEndpoint_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_v0(buf, pos):
@@ -893,6 +998,10 @@ def _d_EndQuorumEpochResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse(v0, v1, [], None), pos
 
 
@@ -914,7 +1023,11 @@ def _e_EndQuorumEpochResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_PartitionData_v1(buf, pos):
@@ -931,6 +1044,10 @@ def _d_EndQuorumEpochResponse_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse_PartitionData(v0, v1, v2, v3, u), pos
 
 
@@ -945,7 +1062,11 @@ def _e_EndQuorumEpochResponse_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_TopicData_v1(buf, pos):
@@ -988,6 +1109,10 @@ def _d_EndQuorumEpochResponse_TopicData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse_TopicData(v0, v1, u), pos
 
 
@@ -1024,7 +1149,11 @@ def _e_EndQuorumEpochResponse_TopicData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
@@ -1058,6 +1187,10 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse_NodeEndpoint(v0, v1, v2, u), pos
 
 
@@ -1086,7 +1219,11 @@ def _e_EndQuorumEpochResponse_NodeEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_EndQuorumEpochResponse_v1(buf, pos):
@@ -1156,6 +1293,10 @@ def _d_EndQuorumEpochResponse_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return EndQuorumEpochResponse(v0, v1, v2, u), pos
 
 
@@ -1198,7 +1339,11 @@ def _e_EndQuorumEpochResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 EndQuorumEpochRequest.ReplicaInfo = EndQuorumEpochRequest_ReplicaInfo

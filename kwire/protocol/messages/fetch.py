@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -341,6 +342,10 @@ def _d_FetchRequest_ReplicaState_v4(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_ReplicaState(-1, -1, None), pos
 
 
@@ -354,7 +359,11 @@ def _e_FetchRequest_ReplicaState_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchPartition_v4(buf, pos):
@@ -365,6 +374,10 @@ def _d_FetchRequest_FetchPartition_v4(buf, pos):
         pos += 16
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchPartition(v0, -1, v2, -1, -1, v5, _ZERO_UUID, 9223372036854775807, None), pos
 
 
@@ -378,7 +391,11 @@ def _e_FetchRequest_FetchPartition_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchTopic_v4(buf, pos):
@@ -409,6 +426,10 @@ def _d_FetchRequest_FetchTopic_v4(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -434,7 +455,11 @@ def _e_FetchRequest_FetchTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_ForgottenTopic_v4(buf, pos):
@@ -443,6 +468,10 @@ def _d_FetchRequest_ForgottenTopic_v4(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_ForgottenTopic('', _ZERO_UUID, [], None), pos
 
 
@@ -454,7 +483,11 @@ def _e_FetchRequest_ForgottenTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v4(buf, pos):
@@ -477,6 +510,10 @@ def _d_FetchRequest_v4(buf, pos):
                 v9.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, 0, -1, v9, [], '', None), pos
 
 
@@ -500,7 +537,11 @@ def _e_FetchRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v5(out, o):
@@ -513,7 +554,11 @@ def _e_FetchRequest_ReplicaState_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchPartition_v5(buf, pos):
@@ -524,6 +569,10 @@ def _d_FetchRequest_FetchPartition_v5(buf, pos):
         pos += 24
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchPartition(v0, -1, v2, -1, v4, v5, _ZERO_UUID, 9223372036854775807, None), pos
 
 
@@ -537,7 +586,11 @@ def _e_FetchRequest_FetchPartition_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchTopic_v5(buf, pos):
@@ -568,6 +621,10 @@ def _d_FetchRequest_FetchTopic_v5(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -593,7 +650,11 @@ def _e_FetchRequest_FetchTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ForgottenTopic_v5(out, o):
@@ -604,7 +665,11 @@ def _e_FetchRequest_ForgottenTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v5(buf, pos):
@@ -627,6 +692,10 @@ def _d_FetchRequest_v5(buf, pos):
                 v9.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, 0, -1, v9, [], '', None), pos
 
 
@@ -650,7 +719,11 @@ def _e_FetchRequest_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v6(out, o):
@@ -663,7 +736,11 @@ def _e_FetchRequest_ReplicaState_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchPartition_v6(out, o):
@@ -676,7 +753,11 @@ def _e_FetchRequest_FetchPartition_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchTopic_v6(out, o):
@@ -701,7 +782,11 @@ def _e_FetchRequest_FetchTopic_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ForgottenTopic_v6(out, o):
@@ -712,7 +797,11 @@ def _e_FetchRequest_ForgottenTopic_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_v6(out, o):
@@ -735,7 +824,11 @@ def _e_FetchRequest_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v7(out, o):
@@ -748,7 +841,11 @@ def _e_FetchRequest_ReplicaState_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchPartition_v7(out, o):
@@ -761,7 +858,11 @@ def _e_FetchRequest_FetchPartition_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchTopic_v7(out, o):
@@ -786,7 +887,11 @@ def _e_FetchRequest_FetchTopic_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_ForgottenTopic_v7(buf, pos):
@@ -815,6 +920,10 @@ def _d_FetchRequest_ForgottenTopic_v7(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_ForgottenTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -839,7 +948,11 @@ def _e_FetchRequest_ForgottenTopic_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v7(buf, pos):
@@ -874,6 +987,10 @@ def _d_FetchRequest_v7(buf, pos):
                 v10.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, '', None), pos
 
 
@@ -903,7 +1020,11 @@ def _e_FetchRequest_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v8(out, o):
@@ -916,7 +1037,11 @@ def _e_FetchRequest_ReplicaState_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchPartition_v8(out, o):
@@ -929,7 +1054,11 @@ def _e_FetchRequest_FetchPartition_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchTopic_v8(out, o):
@@ -954,7 +1083,11 @@ def _e_FetchRequest_FetchTopic_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ForgottenTopic_v8(out, o):
@@ -978,7 +1111,11 @@ def _e_FetchRequest_ForgottenTopic_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_v8(out, o):
@@ -1007,7 +1144,11 @@ def _e_FetchRequest_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v9(out, o):
@@ -1020,7 +1161,11 @@ def _e_FetchRequest_ReplicaState_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchPartition_v9(buf, pos):
@@ -1031,6 +1176,10 @@ def _d_FetchRequest_FetchPartition_v9(buf, pos):
         pos += 28
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchPartition(v0, v1, v2, -1, v4, v5, _ZERO_UUID, 9223372036854775807, None), pos
 
 
@@ -1044,7 +1193,11 @@ def _e_FetchRequest_FetchPartition_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchTopic_v9(buf, pos):
@@ -1075,6 +1228,10 @@ def _d_FetchRequest_FetchTopic_v9(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -1100,7 +1257,11 @@ def _e_FetchRequest_FetchTopic_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ForgottenTopic_v9(out, o):
@@ -1124,7 +1285,11 @@ def _e_FetchRequest_ForgottenTopic_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v9(buf, pos):
@@ -1159,6 +1324,10 @@ def _d_FetchRequest_v9(buf, pos):
                 v10.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, '', None), pos
 
 
@@ -1188,7 +1357,11 @@ def _e_FetchRequest_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v10(out, o):
@@ -1201,7 +1374,11 @@ def _e_FetchRequest_ReplicaState_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchPartition_v10(out, o):
@@ -1214,7 +1391,11 @@ def _e_FetchRequest_FetchPartition_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchTopic_v10(out, o):
@@ -1239,7 +1420,11 @@ def _e_FetchRequest_FetchTopic_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ForgottenTopic_v10(out, o):
@@ -1263,7 +1448,11 @@ def _e_FetchRequest_ForgottenTopic_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_v10(out, o):
@@ -1292,7 +1481,11 @@ def _e_FetchRequest_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v11(out, o):
@@ -1305,7 +1498,11 @@ def _e_FetchRequest_ReplicaState_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchPartition_v11(out, o):
@@ -1318,7 +1515,11 @@ def _e_FetchRequest_FetchPartition_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_FetchTopic_v11(out, o):
@@ -1343,7 +1544,11 @@ def _e_FetchRequest_FetchTopic_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ForgottenTopic_v11(out, o):
@@ -1367,7 +1572,11 @@ def _e_FetchRequest_ForgottenTopic_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v11(buf, pos):
@@ -1413,6 +1622,10 @@ def _d_FetchRequest_v11(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, v11, None), pos
 
 
@@ -1450,7 +1663,11 @@ def _e_FetchRequest_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_ReplicaState_v12(buf, pos):
@@ -1464,6 +1681,10 @@ def _d_FetchRequest_ReplicaState_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_ReplicaState(-1, -1, u), pos
 
 
@@ -1480,7 +1701,11 @@ def _e_FetchRequest_ReplicaState_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchPartition_v12(buf, pos):
@@ -1497,6 +1722,10 @@ def _d_FetchRequest_FetchPartition_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchPartition(v0, v1, v2, v3, v4, v5, _ZERO_UUID, 9223372036854775807, u), pos
 
 
@@ -1511,7 +1740,11 @@ def _e_FetchRequest_FetchPartition_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchTopic_v12(buf, pos):
@@ -1554,6 +1787,10 @@ def _d_FetchRequest_FetchTopic_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -1590,7 +1827,11 @@ def _e_FetchRequest_FetchTopic_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_ForgottenTopic_v12(buf, pos):
@@ -1631,6 +1872,10 @@ def _d_FetchRequest_ForgottenTopic_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_ForgottenTopic(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -1666,7 +1911,11 @@ def _e_FetchRequest_ForgottenTopic_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v12(buf, pos):
@@ -1766,6 +2015,10 @@ def _d_FetchRequest_v12(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(v0, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
 
 
@@ -1834,7 +2087,11 @@ def _e_FetchRequest_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v13(out, o):
@@ -1850,7 +2107,11 @@ def _e_FetchRequest_ReplicaState_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchTopic_v13(buf, pos):
@@ -1883,6 +2144,10 @@ def _d_FetchRequest_FetchTopic_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchTopic('', v1, v2, u), pos
 
 
@@ -1909,7 +2174,11 @@ def _e_FetchRequest_FetchTopic_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_ForgottenTopic_v13(buf, pos):
@@ -1940,6 +2209,10 @@ def _d_FetchRequest_ForgottenTopic_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_ForgottenTopic('', v1, v2, u), pos
 
 
@@ -1965,7 +2238,11 @@ def _e_FetchRequest_ForgottenTopic_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v13(buf, pos):
@@ -2065,6 +2342,10 @@ def _d_FetchRequest_v13(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(v0, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
 
 
@@ -2133,7 +2414,11 @@ def _e_FetchRequest_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_ReplicaState_v14(out, o):
@@ -2149,7 +2434,11 @@ def _e_FetchRequest_ReplicaState_v14(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_v14(out, o):
@@ -2217,7 +2506,11 @@ def _e_FetchRequest_v14(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_ReplicaState_v15(buf, pos):
@@ -2234,6 +2527,10 @@ def _d_FetchRequest_ReplicaState_v15(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_ReplicaState(v0, v1, u), pos
 
 
@@ -2248,7 +2545,11 @@ def _e_FetchRequest_ReplicaState_v15(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v15(buf, pos):
@@ -2354,6 +2655,10 @@ def _d_FetchRequest_v15(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(v0, -1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
 
 
@@ -2428,7 +2733,11 @@ def _e_FetchRequest_v15(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchRequest_v16(out, o):
@@ -2502,7 +2811,11 @@ def _e_FetchRequest_v16(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchPartition_v17(buf, pos):
@@ -2546,6 +2859,10 @@ def _d_FetchRequest_FetchPartition_v17(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchPartition(v0, v1, v2, v3, v4, v5, v6, 9223372036854775807, u), pos
 
 
@@ -2567,7 +2884,11 @@ def _e_FetchRequest_FetchPartition_v17(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchTopic_v17(buf, pos):
@@ -2600,6 +2921,10 @@ def _d_FetchRequest_FetchTopic_v17(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchTopic('', v1, v2, u), pos
 
 
@@ -2626,7 +2951,11 @@ def _e_FetchRequest_FetchTopic_v17(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v17(buf, pos):
@@ -2732,6 +3061,10 @@ def _d_FetchRequest_v17(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(v0, -1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
 
 
@@ -2806,7 +3139,11 @@ def _e_FetchRequest_v17(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchPartition_v18(buf, pos):
@@ -2857,6 +3194,10 @@ def _d_FetchRequest_FetchPartition_v18(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchPartition(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -2884,7 +3225,11 @@ def _e_FetchRequest_FetchPartition_v18(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_FetchTopic_v18(buf, pos):
@@ -2917,6 +3262,10 @@ def _d_FetchRequest_FetchTopic_v18(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest_FetchTopic('', v1, v2, u), pos
 
 
@@ -2943,7 +3292,11 @@ def _e_FetchRequest_FetchTopic_v18(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchRequest_v18(buf, pos):
@@ -3049,6 +3402,10 @@ def _d_FetchRequest_v18(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchRequest(v0, -1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
 
 
@@ -3123,7 +3480,11 @@ def _e_FetchRequest_v18(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_EpochEndOffset_v4(buf, pos):
@@ -3132,6 +3493,10 @@ def _d_FetchResponse_EpochEndOffset_v4(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_EpochEndOffset(-1, -1, None), pos
 
 
@@ -3145,7 +3510,11 @@ def _e_FetchResponse_EpochEndOffset_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_LeaderIdAndEpoch_v4(buf, pos):
@@ -3154,6 +3523,10 @@ def _d_FetchResponse_LeaderIdAndEpoch_v4(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_LeaderIdAndEpoch(-1, -1, None), pos
 
 
@@ -3167,7 +3540,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_SnapshotId_v4(buf, pos):
@@ -3178,6 +3555,10 @@ def _d_FetchResponse_SnapshotId_v4(buf, pos):
         pos += 12
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_SnapshotId(v0, v1, None), pos
 
 
@@ -3189,7 +3570,11 @@ def _e_FetchResponse_SnapshotId_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_AbortedTransaction_v4(buf, pos):
@@ -3200,6 +3585,10 @@ def _d_FetchResponse_AbortedTransaction_v4(buf, pos):
         pos += 16
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_AbortedTransaction(v0, v1, None), pos
 
 
@@ -3211,7 +3600,11 @@ def _e_FetchResponse_AbortedTransaction_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_PartitionData_v4(buf, pos):
@@ -3249,6 +3642,10 @@ def _d_FetchResponse_PartitionData_v4(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_PartitionData(v0, v1, v2, v3, -1, FetchResponse_EpochEndOffset(), FetchResponse_LeaderIdAndEpoch(), FetchResponse_SnapshotId(), v8, -1, v10, None), pos
 
 
@@ -3283,7 +3680,11 @@ def _e_FetchResponse_PartitionData_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_FetchableTopicResponse_v4(buf, pos):
@@ -3314,6 +3715,10 @@ def _d_FetchResponse_FetchableTopicResponse_v4(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -3339,7 +3744,11 @@ def _e_FetchResponse_FetchableTopicResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_NodeEndpoint_v4(buf, pos):
@@ -3348,6 +3757,10 @@ def _d_FetchResponse_NodeEndpoint_v4(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_NodeEndpoint(0, '', 0, None, None), pos
 
 
@@ -3365,7 +3778,11 @@ def _e_FetchResponse_NodeEndpoint_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_v4(buf, pos):
@@ -3388,6 +3805,10 @@ def _d_FetchResponse_v4(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse(v0, 0, 0, v3, [], None), pos
 
 
@@ -3411,7 +3832,11 @@ def _e_FetchResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_EpochEndOffset_v5(out, o):
@@ -3424,7 +3849,11 @@ def _e_FetchResponse_EpochEndOffset_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v5(out, o):
@@ -3437,7 +3866,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_SnapshotId_v5(out, o):
@@ -3448,7 +3881,11 @@ def _e_FetchResponse_SnapshotId_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_AbortedTransaction_v5(out, o):
@@ -3459,7 +3896,11 @@ def _e_FetchResponse_AbortedTransaction_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_PartitionData_v5(buf, pos):
@@ -3497,6 +3938,10 @@ def _d_FetchResponse_PartitionData_v5(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_PartitionData(v0, v1, v2, v3, v4, FetchResponse_EpochEndOffset(), FetchResponse_LeaderIdAndEpoch(), FetchResponse_SnapshotId(), v8, -1, v10, None), pos
 
 
@@ -3531,7 +3976,11 @@ def _e_FetchResponse_PartitionData_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_FetchableTopicResponse_v5(buf, pos):
@@ -3562,6 +4011,10 @@ def _d_FetchResponse_FetchableTopicResponse_v5(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -3587,7 +4040,11 @@ def _e_FetchResponse_FetchableTopicResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v5(out, o):
@@ -3604,7 +4061,11 @@ def _e_FetchResponse_NodeEndpoint_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_v5(buf, pos):
@@ -3627,6 +4088,10 @@ def _d_FetchResponse_v5(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse(v0, 0, 0, v3, [], None), pos
 
 
@@ -3650,7 +4115,11 @@ def _e_FetchResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_EpochEndOffset_v6(out, o):
@@ -3663,7 +4132,11 @@ def _e_FetchResponse_EpochEndOffset_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v6(out, o):
@@ -3676,7 +4149,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_SnapshotId_v6(out, o):
@@ -3687,7 +4164,11 @@ def _e_FetchResponse_SnapshotId_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_AbortedTransaction_v6(out, o):
@@ -3698,7 +4179,11 @@ def _e_FetchResponse_AbortedTransaction_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_PartitionData_v6(out, o):
@@ -3732,7 +4217,11 @@ def _e_FetchResponse_PartitionData_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_FetchableTopicResponse_v6(out, o):
@@ -3757,7 +4246,11 @@ def _e_FetchResponse_FetchableTopicResponse_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v6(out, o):
@@ -3774,7 +4267,11 @@ def _e_FetchResponse_NodeEndpoint_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_v6(out, o):
@@ -3797,7 +4294,11 @@ def _e_FetchResponse_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_EpochEndOffset_v7(out, o):
@@ -3810,7 +4311,11 @@ def _e_FetchResponse_EpochEndOffset_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v7(out, o):
@@ -3823,7 +4328,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_SnapshotId_v7(out, o):
@@ -3834,7 +4343,11 @@ def _e_FetchResponse_SnapshotId_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_AbortedTransaction_v7(out, o):
@@ -3845,7 +4358,11 @@ def _e_FetchResponse_AbortedTransaction_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_PartitionData_v7(out, o):
@@ -3879,7 +4396,11 @@ def _e_FetchResponse_PartitionData_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_FetchableTopicResponse_v7(out, o):
@@ -3904,7 +4425,11 @@ def _e_FetchResponse_FetchableTopicResponse_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v7(out, o):
@@ -3921,7 +4446,11 @@ def _e_FetchResponse_NodeEndpoint_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_v7(buf, pos):
@@ -3944,6 +4473,10 @@ def _d_FetchResponse_v7(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse(v0, v1, v2, v3, [], None), pos
 
 
@@ -3965,7 +4498,11 @@ def _e_FetchResponse_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_EpochEndOffset_v8(out, o):
@@ -3978,7 +4515,11 @@ def _e_FetchResponse_EpochEndOffset_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v8(out, o):
@@ -3991,7 +4532,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_SnapshotId_v8(out, o):
@@ -4002,7 +4547,11 @@ def _e_FetchResponse_SnapshotId_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_AbortedTransaction_v8(out, o):
@@ -4013,7 +4562,11 @@ def _e_FetchResponse_AbortedTransaction_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_PartitionData_v8(out, o):
@@ -4047,7 +4600,11 @@ def _e_FetchResponse_PartitionData_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_FetchableTopicResponse_v8(out, o):
@@ -4072,7 +4629,11 @@ def _e_FetchResponse_FetchableTopicResponse_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v8(out, o):
@@ -4089,7 +4650,11 @@ def _e_FetchResponse_NodeEndpoint_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_v8(out, o):
@@ -4110,7 +4675,11 @@ def _e_FetchResponse_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_EpochEndOffset_v9(out, o):
@@ -4123,7 +4692,11 @@ def _e_FetchResponse_EpochEndOffset_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v9(out, o):
@@ -4136,7 +4709,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_SnapshotId_v9(out, o):
@@ -4147,7 +4724,11 @@ def _e_FetchResponse_SnapshotId_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_AbortedTransaction_v9(out, o):
@@ -4158,7 +4739,11 @@ def _e_FetchResponse_AbortedTransaction_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_PartitionData_v9(out, o):
@@ -4192,7 +4777,11 @@ def _e_FetchResponse_PartitionData_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_FetchableTopicResponse_v9(out, o):
@@ -4217,7 +4806,11 @@ def _e_FetchResponse_FetchableTopicResponse_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v9(out, o):
@@ -4234,7 +4827,11 @@ def _e_FetchResponse_NodeEndpoint_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_v9(out, o):
@@ -4255,7 +4852,11 @@ def _e_FetchResponse_v9(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_EpochEndOffset_v10(out, o):
@@ -4268,7 +4869,11 @@ def _e_FetchResponse_EpochEndOffset_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v10(out, o):
@@ -4281,7 +4886,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_SnapshotId_v10(out, o):
@@ -4292,7 +4901,11 @@ def _e_FetchResponse_SnapshotId_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_AbortedTransaction_v10(out, o):
@@ -4303,7 +4916,11 @@ def _e_FetchResponse_AbortedTransaction_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_PartitionData_v10(out, o):
@@ -4337,7 +4954,11 @@ def _e_FetchResponse_PartitionData_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_FetchableTopicResponse_v10(out, o):
@@ -4362,7 +4983,11 @@ def _e_FetchResponse_FetchableTopicResponse_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v10(out, o):
@@ -4379,7 +5004,11 @@ def _e_FetchResponse_NodeEndpoint_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_v10(out, o):
@@ -4400,7 +5029,11 @@ def _e_FetchResponse_v10(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_EpochEndOffset_v11(out, o):
@@ -4413,7 +5046,11 @@ def _e_FetchResponse_EpochEndOffset_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v11(out, o):
@@ -4426,7 +5063,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_SnapshotId_v11(out, o):
@@ -4437,7 +5078,11 @@ def _e_FetchResponse_SnapshotId_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_AbortedTransaction_v11(out, o):
@@ -4448,7 +5093,11 @@ def _e_FetchResponse_AbortedTransaction_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_PartitionData_v11(buf, pos):
@@ -4489,6 +5138,10 @@ def _d_FetchResponse_PartitionData_v11(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_PartitionData(v0, v1, v2, v3, v4, FetchResponse_EpochEndOffset(), FetchResponse_LeaderIdAndEpoch(), FetchResponse_SnapshotId(), v8, v9, v10, None), pos
 
 
@@ -4523,7 +5176,11 @@ def _e_FetchResponse_PartitionData_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_FetchableTopicResponse_v11(buf, pos):
@@ -4554,6 +5211,10 @@ def _d_FetchResponse_FetchableTopicResponse_v11(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -4579,7 +5240,11 @@ def _e_FetchResponse_FetchableTopicResponse_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v11(out, o):
@@ -4596,7 +5261,11 @@ def _e_FetchResponse_NodeEndpoint_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_v11(buf, pos):
@@ -4619,6 +5288,10 @@ def _d_FetchResponse_v11(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse(v0, v1, v2, v3, [], None), pos
 
 
@@ -4640,7 +5313,11 @@ def _e_FetchResponse_v11(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_EpochEndOffset_v12(buf, pos):
@@ -4657,6 +5334,10 @@ def _d_FetchResponse_EpochEndOffset_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_EpochEndOffset(v0, v1, u), pos
 
 
@@ -4671,7 +5352,11 @@ def _e_FetchResponse_EpochEndOffset_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_LeaderIdAndEpoch_v12(buf, pos):
@@ -4688,6 +5373,10 @@ def _d_FetchResponse_LeaderIdAndEpoch_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_LeaderIdAndEpoch(v0, v1, u), pos
 
 
@@ -4702,7 +5391,11 @@ def _e_FetchResponse_LeaderIdAndEpoch_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_SnapshotId_v12(buf, pos):
@@ -4719,6 +5412,10 @@ def _d_FetchResponse_SnapshotId_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_SnapshotId(v0, v1, u), pos
 
 
@@ -4733,7 +5430,11 @@ def _e_FetchResponse_SnapshotId_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_AbortedTransaction_v12(buf, pos):
@@ -4750,6 +5451,10 @@ def _d_FetchResponse_AbortedTransaction_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_AbortedTransaction(v0, v1, u), pos
 
 
@@ -4764,7 +5469,11 @@ def _e_FetchResponse_AbortedTransaction_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_PartitionData_v12(buf, pos):
@@ -4854,6 +5563,10 @@ def _d_FetchResponse_PartitionData_v12(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
 
 
@@ -4912,7 +5625,11 @@ def _e_FetchResponse_PartitionData_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_FetchableTopicResponse_v12(buf, pos):
@@ -4955,6 +5672,10 @@ def _d_FetchResponse_FetchableTopicResponse_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -4991,7 +5712,11 @@ def _e_FetchResponse_FetchableTopicResponse_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_NodeEndpoint_v12(buf, pos):
@@ -5005,6 +5730,10 @@ def _d_FetchResponse_NodeEndpoint_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_NodeEndpoint(0, '', 0, None, u), pos
 
 
@@ -5025,7 +5754,11 @@ def _e_FetchResponse_NodeEndpoint_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_v12(buf, pos):
@@ -5057,6 +5790,10 @@ def _d_FetchResponse_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse(v0, v1, v2, v3, [], u), pos
 
 
@@ -5085,7 +5822,11 @@ def _e_FetchResponse_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_FetchableTopicResponse_v13(buf, pos):
@@ -5118,6 +5859,10 @@ def _d_FetchResponse_FetchableTopicResponse_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_FetchableTopicResponse('', v1, v2, u), pos
 
 
@@ -5144,7 +5889,11 @@ def _e_FetchResponse_FetchableTopicResponse_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v13(out, o):
@@ -5164,7 +5913,11 @@ def _e_FetchResponse_NodeEndpoint_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_v13(buf, pos):
@@ -5196,6 +5949,10 @@ def _d_FetchResponse_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse(v0, v1, v2, v3, [], u), pos
 
 
@@ -5224,7 +5981,11 @@ def _e_FetchResponse_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v14(out, o):
@@ -5244,7 +6005,11 @@ def _e_FetchResponse_NodeEndpoint_v14(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_v14(out, o):
@@ -5272,7 +6037,11 @@ def _e_FetchResponse_v14(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_NodeEndpoint_v15(out, o):
@@ -5292,7 +6061,11 @@ def _e_FetchResponse_NodeEndpoint_v15(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FetchResponse_v15(out, o):
@@ -5320,7 +6093,11 @@ def _e_FetchResponse_v15(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_NodeEndpoint_v16(buf, pos):
@@ -5370,6 +6147,10 @@ def _d_FetchResponse_NodeEndpoint_v16(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
 
 
@@ -5410,7 +6191,11 @@ def _e_FetchResponse_NodeEndpoint_v16(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchResponse_v16(buf, pos):
@@ -5480,6 +6265,10 @@ def _d_FetchResponse_v16(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchResponse(v0, v1, v2, v3, v4, u), pos
 
 
@@ -5522,7 +6311,11 @@ def _e_FetchResponse_v16(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 FetchRequest.ReplicaState = FetchRequest_ReplicaState

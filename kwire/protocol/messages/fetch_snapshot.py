@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -252,6 +253,10 @@ def _d_FetchSnapshotRequest_SnapshotId_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotRequest_SnapshotId(v0, v1, u), pos
 
 
@@ -266,7 +271,11 @@ def _e_FetchSnapshotRequest_SnapshotId_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos):
@@ -288,6 +297,10 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotRequest_PartitionSnapshot(v0, v1, v2, v3, _ZERO_UUID, u), pos
 
 
@@ -307,7 +320,11 @@ def _e_FetchSnapshotRequest_PartitionSnapshot_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos):
@@ -350,6 +367,10 @@ def _d_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotRequest_TopicSnapshot(v0, v1, u), pos
 
 
@@ -386,7 +407,11 @@ def _e_FetchSnapshotRequest_TopicSnapshot_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotRequest_v0(buf, pos):
@@ -457,6 +482,10 @@ def _d_FetchSnapshotRequest_v0(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotRequest(v0, v1, v2, v3, u), pos
 
 
@@ -499,7 +528,11 @@ def _e_FetchSnapshotRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos):
@@ -548,6 +581,10 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotRequest_PartitionSnapshot(v0, v1, v2, v3, v4, u), pos
 
 
@@ -574,7 +611,11 @@ def _e_FetchSnapshotRequest_PartitionSnapshot_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos):
@@ -617,6 +658,10 @@ def _d_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotRequest_TopicSnapshot(v0, v1, u), pos
 
 
@@ -653,7 +698,11 @@ def _e_FetchSnapshotRequest_TopicSnapshot_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotRequest_v1(buf, pos):
@@ -724,6 +773,10 @@ def _d_FetchSnapshotRequest_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotRequest(v0, v1, v2, v3, u), pos
 
 
@@ -766,7 +819,11 @@ def _e_FetchSnapshotRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_SnapshotId_v0(buf, pos):
@@ -783,6 +840,10 @@ def _d_FetchSnapshotResponse_SnapshotId_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse_SnapshotId(v0, v1, u), pos
 
 
@@ -797,7 +858,11 @@ def _e_FetchSnapshotResponse_SnapshotId_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_LeaderIdAndEpoch_v0(buf, pos):
@@ -814,6 +879,10 @@ def _d_FetchSnapshotResponse_LeaderIdAndEpoch_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse_LeaderIdAndEpoch(v0, v1, u), pos
 
 
@@ -828,7 +897,11 @@ def _e_FetchSnapshotResponse_LeaderIdAndEpoch_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos):
@@ -889,6 +962,10 @@ def _d_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse_PartitionSnapshot(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -926,7 +1003,11 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
@@ -969,6 +1050,10 @@ def _d_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse_TopicSnapshot(v0, v1, u), pos
 
 
@@ -1005,7 +1090,11 @@ def _e_FetchSnapshotResponse_TopicSnapshot_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_NodeEndpoint_v0(buf, pos):
@@ -1019,6 +1108,10 @@ def _d_FetchSnapshotResponse_NodeEndpoint_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse_NodeEndpoint(0, '', 0, u), pos
 
 
@@ -1037,7 +1130,11 @@ def _e_FetchSnapshotResponse_NodeEndpoint_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_v0(buf, pos):
@@ -1069,6 +1166,10 @@ def _d_FetchSnapshotResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse(v0, v1, v2, [], u), pos
 
 
@@ -1097,7 +1198,11 @@ def _e_FetchSnapshotResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos):
@@ -1131,6 +1236,10 @@ def _d_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse_NodeEndpoint(v0, v1, v2, u), pos
 
 
@@ -1159,7 +1268,11 @@ def _e_FetchSnapshotResponse_NodeEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FetchSnapshotResponse_v1(buf, pos):
@@ -1229,6 +1342,10 @@ def _d_FetchSnapshotResponse_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FetchSnapshotResponse(v0, v1, v2, v3, u), pos
 
 
@@ -1271,7 +1388,11 @@ def _e_FetchSnapshotResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 FetchSnapshotRequest.SnapshotId = FetchSnapshotRequest_SnapshotId

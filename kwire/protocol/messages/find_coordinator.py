@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -132,6 +133,10 @@ def _d_FindCoordinatorRequest_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorRequest(v0, 0, [], None), pos
 
 
@@ -153,7 +158,11 @@ def _e_FindCoordinatorRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorRequest_v1(buf, pos):
@@ -175,6 +184,10 @@ def _d_FindCoordinatorRequest_v1(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorRequest(v0, v1, [], None), pos
 
 
@@ -196,7 +209,11 @@ def _e_FindCoordinatorRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorRequest_v2(out, o):
@@ -217,7 +234,11 @@ def _e_FindCoordinatorRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorRequest_v3(buf, pos):
@@ -248,6 +269,10 @@ def _d_FindCoordinatorRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorRequest(v0, v1, [], u), pos
 
 
@@ -276,7 +301,11 @@ def _e_FindCoordinatorRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorRequest_v4(buf, pos):
@@ -308,6 +337,10 @@ def _d_FindCoordinatorRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorRequest('', v1, v2, u), pos
 
 
@@ -336,7 +369,11 @@ def _e_FindCoordinatorRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorRequest_v5(out, o):
@@ -364,7 +401,11 @@ def _e_FindCoordinatorRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorRequest_v6(out, o):
@@ -392,7 +433,11 @@ def _e_FindCoordinatorRequest_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorResponse_Coordinator_v0(buf, pos):
@@ -401,6 +446,10 @@ def _d_FindCoordinatorResponse_Coordinator_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorResponse_Coordinator('', 0, '', 0, 0, '', None), pos
 
 
@@ -420,7 +469,11 @@ def _e_FindCoordinatorResponse_Coordinator_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorResponse_v0(buf, pos):
@@ -445,6 +498,10 @@ def _d_FindCoordinatorResponse_v0(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorResponse(0, v1, '', v3, v4, v5, [], None), pos
 
 
@@ -468,7 +525,11 @@ def _e_FindCoordinatorResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorResponse_Coordinator_v1(out, o):
@@ -487,7 +548,11 @@ def _e_FindCoordinatorResponse_Coordinator_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorResponse_v1(buf, pos):
@@ -528,6 +593,10 @@ def _d_FindCoordinatorResponse_v1(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorResponse(v0, v1, v2, v3, v4, v5, [], None), pos
 
 
@@ -561,7 +630,11 @@ def _e_FindCoordinatorResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorResponse_Coordinator_v2(out, o):
@@ -580,7 +653,11 @@ def _e_FindCoordinatorResponse_Coordinator_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorResponse_v2(out, o):
@@ -613,7 +690,11 @@ def _e_FindCoordinatorResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorResponse_Coordinator_v3(buf, pos):
@@ -627,6 +708,10 @@ def _d_FindCoordinatorResponse_Coordinator_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorResponse_Coordinator('', 0, '', 0, 0, '', u), pos
 
 
@@ -649,7 +734,11 @@ def _e_FindCoordinatorResponse_Coordinator_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorResponse_v3(buf, pos):
@@ -702,6 +791,10 @@ def _d_FindCoordinatorResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorResponse(v0, v1, v2, v3, v4, v5, [], u), pos
 
 
@@ -746,7 +839,11 @@ def _e_FindCoordinatorResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorResponse_Coordinator_v4(buf, pos):
@@ -810,6 +907,10 @@ def _d_FindCoordinatorResponse_Coordinator_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorResponse_Coordinator(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -862,7 +963,11 @@ def _e_FindCoordinatorResponse_Coordinator_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_FindCoordinatorResponse_v4(buf, pos):
@@ -894,6 +999,10 @@ def _d_FindCoordinatorResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return FindCoordinatorResponse(v0, 0, '', 0, '', 0, v6, u), pos
 
 
@@ -928,7 +1037,11 @@ def _e_FindCoordinatorResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorResponse_v5(out, o):
@@ -962,7 +1075,11 @@ def _e_FindCoordinatorResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_FindCoordinatorResponse_v6(out, o):
@@ -996,7 +1113,11 @@ def _e_FindCoordinatorResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 FindCoordinatorResponse.Coordinator = FindCoordinatorResponse_Coordinator

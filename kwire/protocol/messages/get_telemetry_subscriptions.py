@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -106,6 +107,10 @@ def _d_GetTelemetrySubscriptionsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GetTelemetrySubscriptionsRequest(v0, u), pos
 
 
@@ -120,7 +125,11 @@ def _e_GetTelemetrySubscriptionsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
@@ -169,6 +178,10 @@ def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return GetTelemetrySubscriptionsResponse(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -208,7 +221,11 @@ def _e_GetTelemetrySubscriptionsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 GetTelemetrySubscriptionsRequest.API_KEY = 71

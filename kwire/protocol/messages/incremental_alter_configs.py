@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -168,6 +169,10 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsRequest_AlterableConfig(v0, v1, v2, None), pos
 
 
@@ -195,7 +200,11 @@ def _e_IncrementalAlterConfigsRequest_AlterableConfig_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
@@ -229,6 +238,10 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsRequest_AlterConfigsResource(v0, v1, v2, None), pos
 
 
@@ -256,7 +269,11 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsRequest_v0(buf, pos):
@@ -279,6 +296,10 @@ def _d_IncrementalAlterConfigsRequest_v0(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsRequest(v0, v1, None), pos
 
 
@@ -298,7 +319,11 @@ def _e_IncrementalAlterConfigsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos):
@@ -345,6 +370,10 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsRequest_AlterableConfig(v0, v1, v2, u), pos
 
 
@@ -383,7 +412,11 @@ def _e_IncrementalAlterConfigsRequest_AlterableConfig_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos):
@@ -429,6 +462,10 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsRequest_AlterConfigsResource(v0, v1, v2, u), pos
 
 
@@ -467,7 +504,11 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsRequest_v1(buf, pos):
@@ -499,6 +540,10 @@ def _d_IncrementalAlterConfigsRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsRequest(v0, v1, u), pos
 
 
@@ -525,7 +570,11 @@ def _e_IncrementalAlterConfigsRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos):
@@ -563,6 +612,10 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos)
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, None), pos
 
 
@@ -592,7 +645,11 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsResponse_v0(buf, pos):
@@ -615,6 +672,10 @@ def _d_IncrementalAlterConfigsResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsResponse(v0, v1, None), pos
 
 
@@ -634,7 +695,11 @@ def _e_IncrementalAlterConfigsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, pos):
@@ -684,6 +749,10 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, pos)
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, u), pos
 
 
@@ -724,7 +793,11 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_IncrementalAlterConfigsResponse_v1(buf, pos):
@@ -756,6 +829,10 @@ def _d_IncrementalAlterConfigsResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return IncrementalAlterConfigsResponse(v0, v1, u), pos
 
 
@@ -782,7 +859,11 @@ def _e_IncrementalAlterConfigsResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 IncrementalAlterConfigsRequest.AlterableConfig = IncrementalAlterConfigsRequest_AlterableConfig

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -118,6 +119,10 @@ def _d_InitProducerIdRequest_v0(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitProducerIdRequest(v0, v1, -1, -1, False, False, None), pos
 
 
@@ -145,7 +150,11 @@ def _e_InitProducerIdRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_InitProducerIdRequest_v1(out, o):
@@ -172,7 +181,11 @@ def _e_InitProducerIdRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitProducerIdRequest_v2(buf, pos):
@@ -205,6 +218,10 @@ def _d_InitProducerIdRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitProducerIdRequest(v0, v1, -1, -1, False, False, u), pos
 
 
@@ -239,7 +256,11 @@ def _e_InitProducerIdRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitProducerIdRequest_v3(buf, pos):
@@ -272,6 +293,10 @@ def _d_InitProducerIdRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitProducerIdRequest(v0, v1, v2, v3, False, False, u), pos
 
 
@@ -302,7 +327,11 @@ def _e_InitProducerIdRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_InitProducerIdRequest_v4(out, o):
@@ -332,7 +361,11 @@ def _e_InitProducerIdRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_InitProducerIdRequest_v5(out, o):
@@ -362,7 +395,11 @@ def _e_InitProducerIdRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitProducerIdRequest_v6(buf, pos):
@@ -395,6 +432,10 @@ def _d_InitProducerIdRequest_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitProducerIdRequest(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -421,7 +462,11 @@ def _e_InitProducerIdRequest_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitProducerIdResponse_v0(buf, pos):
@@ -432,6 +477,10 @@ def _d_InitProducerIdResponse_v0(buf, pos):
         pos += 16
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitProducerIdResponse(v0, v1, v2, v3, -1, -1, None), pos
 
 
@@ -447,7 +496,11 @@ def _e_InitProducerIdResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_InitProducerIdResponse_v1(out, o):
@@ -462,7 +515,11 @@ def _e_InitProducerIdResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitProducerIdResponse_v2(buf, pos):
@@ -479,6 +536,10 @@ def _d_InitProducerIdResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitProducerIdResponse(v0, v1, v2, v3, -1, -1, u), pos
 
 
@@ -497,7 +558,11 @@ def _e_InitProducerIdResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_InitProducerIdResponse_v3(out, o):
@@ -515,7 +580,11 @@ def _e_InitProducerIdResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_InitProducerIdResponse_v4(out, o):
@@ -533,7 +602,11 @@ def _e_InitProducerIdResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_InitProducerIdResponse_v5(out, o):
@@ -551,7 +624,11 @@ def _e_InitProducerIdResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitProducerIdResponse_v6(buf, pos):
@@ -568,6 +645,10 @@ def _d_InitProducerIdResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitProducerIdResponse(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -582,7 +663,11 @@ def _e_InitProducerIdResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 InitProducerIdRequest.API_KEY = 22

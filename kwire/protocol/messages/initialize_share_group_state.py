@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -159,6 +160,10 @@ def _d_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitializeShareGroupStateRequest_PartitionData(v0, v1, v2, u), pos
 
 
@@ -173,7 +178,11 @@ def _e_InitializeShareGroupStateRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos):
@@ -206,6 +215,10 @@ def _d_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitializeShareGroupStateRequest_InitializeStateData(v0, v1, u), pos
 
 
@@ -232,7 +245,11 @@ def _e_InitializeShareGroupStateRequest_InitializeStateData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitializeShareGroupStateRequest_v0(buf, pos):
@@ -275,6 +292,10 @@ def _d_InitializeShareGroupStateRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitializeShareGroupStateRequest(v0, v1, u), pos
 
 
@@ -311,7 +332,11 @@ def _e_InitializeShareGroupStateRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos):
@@ -344,6 +369,10 @@ def _d_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitializeShareGroupStateResponse_PartitionResult(v0, v1, v2, u), pos
 
 
@@ -370,7 +399,11 @@ def _e_InitializeShareGroupStateResponse_PartitionResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos):
@@ -403,6 +436,10 @@ def _d_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitializeShareGroupStateResponse_InitializeStateResult(v0, v1, u), pos
 
 
@@ -429,7 +466,11 @@ def _e_InitializeShareGroupStateResponse_InitializeStateResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_InitializeShareGroupStateResponse_v0(buf, pos):
@@ -458,6 +499,10 @@ def _d_InitializeShareGroupStateResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return InitializeShareGroupStateResponse(v0, u), pos
 
 
@@ -482,7 +527,11 @@ def _e_InitializeShareGroupStateResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 InitializeShareGroupStateRequest.PartitionData = InitializeShareGroupStateRequest_PartitionData

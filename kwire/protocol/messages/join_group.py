@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -168,6 +169,10 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupRequest_JoinGroupRequestProtocol(v0, v1, None), pos
 
 
@@ -192,7 +197,11 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupRequest_v0(buf, pos):
@@ -248,6 +257,10 @@ def _d_JoinGroupRequest_v0(buf, pos):
                 v6.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupRequest(v0, v1, -1, v3, None, v5, v6, None, None), pos
 
 
@@ -293,7 +306,11 @@ def _e_JoinGroupRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v1(out, o):
@@ -317,7 +334,11 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupRequest_v1(buf, pos):
@@ -373,6 +394,10 @@ def _d_JoinGroupRequest_v1(buf, pos):
                 v6.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupRequest(v0, v1, v2, v3, None, v5, v6, None, None), pos
 
 
@@ -418,7 +443,11 @@ def _e_JoinGroupRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v2(out, o):
@@ -442,7 +471,11 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_v2(out, o):
@@ -487,7 +520,11 @@ def _e_JoinGroupRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v3(out, o):
@@ -511,7 +548,11 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_v3(out, o):
@@ -556,7 +597,11 @@ def _e_JoinGroupRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v4(out, o):
@@ -580,7 +625,11 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_v4(out, o):
@@ -625,7 +674,11 @@ def _e_JoinGroupRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v5(out, o):
@@ -649,7 +702,11 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupRequest_v5(buf, pos):
@@ -718,6 +775,10 @@ def _d_JoinGroupRequest_v5(buf, pos):
                 v6.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupRequest(v0, v1, v2, v3, v4, v5, v6, None, None), pos
 
 
@@ -769,7 +830,11 @@ def _e_JoinGroupRequest_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos):
@@ -811,6 +876,10 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupRequest_JoinGroupRequestProtocol(v0, v1, u), pos
 
 
@@ -846,7 +915,11 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupRequest_v6(buf, pos):
@@ -936,6 +1009,10 @@ def _d_JoinGroupRequest_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupRequest(v0, v1, v2, v3, v4, v5, v6, None, u), pos
 
 
@@ -1010,7 +1087,11 @@ def _e_JoinGroupRequest_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupRequest_v8(buf, pos):
@@ -1116,6 +1197,10 @@ def _d_JoinGroupRequest_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupRequest(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1202,7 +1287,11 @@ def _e_JoinGroupRequest_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos):
@@ -1232,6 +1321,10 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse_JoinGroupResponseMember(v0, None, v2, None), pos
 
 
@@ -1256,7 +1349,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_v0(buf, pos):
@@ -1312,6 +1409,10 @@ def _d_JoinGroupResponse_v0(buf, pos):
                 v8.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse(0, v1, v2, None, v4, v5, False, v7, v8, None), pos
 
 
@@ -1357,7 +1458,11 @@ def _e_JoinGroupResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v1(out, o):
@@ -1381,7 +1486,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_v1(out, o):
@@ -1426,7 +1535,11 @@ def _e_JoinGroupResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v2(out, o):
@@ -1450,7 +1563,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_v2(buf, pos):
@@ -1506,6 +1623,10 @@ def _d_JoinGroupResponse_v2(buf, pos):
                 v8.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse(v0, v1, v2, None, v4, v5, False, v7, v8, None), pos
 
 
@@ -1551,7 +1672,11 @@ def _e_JoinGroupResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v3(out, o):
@@ -1575,7 +1700,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_v3(out, o):
@@ -1620,7 +1749,11 @@ def _e_JoinGroupResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v4(out, o):
@@ -1644,7 +1777,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_v4(out, o):
@@ -1689,7 +1826,11 @@ def _e_JoinGroupResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos):
@@ -1732,6 +1873,10 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse_JoinGroupResponseMember(v0, v1, v2, None), pos
 
 
@@ -1764,7 +1909,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_v5(buf, pos):
@@ -1820,6 +1969,10 @@ def _d_JoinGroupResponse_v5(buf, pos):
                 v8.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse(v0, v1, v2, None, v4, v5, False, v7, v8, None), pos
 
 
@@ -1865,7 +2018,11 @@ def _e_JoinGroupResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos):
@@ -1923,6 +2080,10 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse_JoinGroupResponseMember(v0, v1, v2, u), pos
 
 
@@ -1970,7 +2131,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_v6(buf, pos):
@@ -2044,6 +2209,10 @@ def _d_JoinGroupResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse(v0, v1, v2, None, v4, v5, False, v7, v8, u), pos
 
 
@@ -2108,7 +2277,11 @@ def _e_JoinGroupResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_v7(buf, pos):
@@ -2200,6 +2373,10 @@ def _d_JoinGroupResponse_v7(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse(v0, v1, v2, v3, v4, v5, False, v7, v8, u), pos
 
 
@@ -2276,7 +2453,11 @@ def _e_JoinGroupResponse_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_JoinGroupResponse_v8(out, o):
@@ -2352,7 +2533,11 @@ def _e_JoinGroupResponse_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_JoinGroupResponse_v9(buf, pos):
@@ -2447,6 +2632,10 @@ def _d_JoinGroupResponse_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return JoinGroupResponse(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -2523,7 +2712,11 @@ def _e_JoinGroupResponse_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 JoinGroupRequest.JoinGroupRequestProtocol = JoinGroupRequest_JoinGroupRequestProtocol

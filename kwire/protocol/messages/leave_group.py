@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -124,6 +125,10 @@ def _d_LeaveGroupRequest_MemberIdentity_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest_MemberIdentity('', None, None, None), pos
 
 
@@ -137,7 +142,11 @@ def _e_LeaveGroupRequest_MemberIdentity_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupRequest_v0(buf, pos):
@@ -167,6 +176,10 @@ def _d_LeaveGroupRequest_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest(v0, v1, [], None), pos
 
 
@@ -194,7 +207,11 @@ def _e_LeaveGroupRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_LeaveGroupRequest_MemberIdentity_v1(out, o):
@@ -207,7 +224,11 @@ def _e_LeaveGroupRequest_MemberIdentity_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_LeaveGroupRequest_v1(out, o):
@@ -234,7 +255,11 @@ def _e_LeaveGroupRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_LeaveGroupRequest_MemberIdentity_v2(out, o):
@@ -247,7 +272,11 @@ def _e_LeaveGroupRequest_MemberIdentity_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_LeaveGroupRequest_v2(out, o):
@@ -274,7 +303,11 @@ def _e_LeaveGroupRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupRequest_MemberIdentity_v3(buf, pos):
@@ -306,6 +339,10 @@ def _d_LeaveGroupRequest_MemberIdentity_v3(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest_MemberIdentity(v0, v1, None, None), pos
 
 
@@ -331,7 +368,11 @@ def _e_LeaveGroupRequest_MemberIdentity_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupRequest_v3(buf, pos):
@@ -362,6 +403,10 @@ def _d_LeaveGroupRequest_v3(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest(v0, '', v2, None), pos
 
 
@@ -389,7 +434,11 @@ def _e_LeaveGroupRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupRequest_MemberIdentity_v4(buf, pos):
@@ -433,6 +482,10 @@ def _d_LeaveGroupRequest_MemberIdentity_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest_MemberIdentity(v0, v1, None, u), pos
 
 
@@ -469,7 +522,11 @@ def _e_LeaveGroupRequest_MemberIdentity_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupRequest_v4(buf, pos):
@@ -512,6 +569,10 @@ def _d_LeaveGroupRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest(v0, '', v2, u), pos
 
 
@@ -550,7 +611,11 @@ def _e_LeaveGroupRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
@@ -610,6 +675,10 @@ def _d_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest_MemberIdentity(v0, v1, v2, u), pos
 
 
@@ -658,7 +727,11 @@ def _e_LeaveGroupRequest_MemberIdentity_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupRequest_v5(buf, pos):
@@ -701,6 +774,10 @@ def _d_LeaveGroupRequest_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupRequest(v0, '', v2, u), pos
 
 
@@ -739,7 +816,11 @@ def _e_LeaveGroupRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupResponse_MemberResponse_v0(buf, pos):
@@ -748,6 +829,10 @@ def _d_LeaveGroupResponse_MemberResponse_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupResponse_MemberResponse('', '', 0, None), pos
 
 
@@ -763,7 +848,11 @@ def _e_LeaveGroupResponse_MemberResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupResponse_v0(buf, pos):
@@ -774,6 +863,10 @@ def _d_LeaveGroupResponse_v0(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupResponse(0, v1, [], None), pos
 
 
@@ -787,7 +880,11 @@ def _e_LeaveGroupResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_LeaveGroupResponse_MemberResponse_v1(out, o):
@@ -802,7 +899,11 @@ def _e_LeaveGroupResponse_MemberResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupResponse_v1(buf, pos):
@@ -813,6 +914,10 @@ def _d_LeaveGroupResponse_v1(buf, pos):
         pos += 6
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupResponse(v0, v1, [], None), pos
 
 
@@ -826,7 +931,11 @@ def _e_LeaveGroupResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_LeaveGroupResponse_MemberResponse_v2(out, o):
@@ -841,7 +950,11 @@ def _e_LeaveGroupResponse_MemberResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_LeaveGroupResponse_v2(out, o):
@@ -854,7 +967,11 @@ def _e_LeaveGroupResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupResponse_MemberResponse_v3(buf, pos):
@@ -889,6 +1006,10 @@ def _d_LeaveGroupResponse_MemberResponse_v3(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupResponse_MemberResponse(v0, v1, v2, None), pos
 
 
@@ -916,7 +1037,11 @@ def _e_LeaveGroupResponse_MemberResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupResponse_v3(buf, pos):
@@ -939,6 +1064,10 @@ def _d_LeaveGroupResponse_v3(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupResponse(v0, v1, v2, None), pos
 
 
@@ -958,7 +1087,11 @@ def _e_LeaveGroupResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupResponse_MemberResponse_v4(buf, pos):
@@ -1005,6 +1138,10 @@ def _d_LeaveGroupResponse_MemberResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupResponse_MemberResponse(v0, v1, v2, u), pos
 
 
@@ -1043,7 +1180,11 @@ def _e_LeaveGroupResponse_MemberResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_LeaveGroupResponse_v4(buf, pos):
@@ -1075,6 +1216,10 @@ def _d_LeaveGroupResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return LeaveGroupResponse(v0, v1, v2, u), pos
 
 
@@ -1101,7 +1246,11 @@ def _e_LeaveGroupResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 LeaveGroupRequest.MemberIdentity = LeaveGroupRequest_MemberIdentity

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -105,6 +106,10 @@ def _d_ListConfigResourcesRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListConfigResourcesRequest([], u), pos
 
 
@@ -119,7 +124,11 @@ def _e_ListConfigResourcesRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListConfigResourcesRequest_v1(buf, pos):
@@ -146,6 +155,10 @@ def _d_ListConfigResourcesRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListConfigResourcesRequest(v0, u), pos
 
 
@@ -169,7 +182,11 @@ def _e_ListConfigResourcesRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListConfigResourcesResponse_ConfigResource_v0(buf, pos):
@@ -197,6 +214,10 @@ def _d_ListConfigResourcesResponse_ConfigResource_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListConfigResourcesResponse_ConfigResource(v0, 16, u), pos
 
 
@@ -221,7 +242,11 @@ def _e_ListConfigResourcesResponse_ConfigResource_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListConfigResourcesResponse_v0(buf, pos):
@@ -253,6 +278,10 @@ def _d_ListConfigResourcesResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListConfigResourcesResponse(v0, v1, v2, u), pos
 
 
@@ -279,7 +308,11 @@ def _e_ListConfigResourcesResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListConfigResourcesResponse_ConfigResource_v1(buf, pos):
@@ -310,6 +343,10 @@ def _d_ListConfigResourcesResponse_ConfigResource_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListConfigResourcesResponse_ConfigResource(v0, v1, u), pos
 
 
@@ -336,7 +373,11 @@ def _e_ListConfigResourcesResponse_ConfigResource_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListConfigResourcesResponse_v1(buf, pos):
@@ -368,6 +409,10 @@ def _d_ListConfigResourcesResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListConfigResourcesResponse(v0, v1, v2, u), pos
 
 
@@ -394,7 +439,11 @@ def _e_ListConfigResourcesResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ListConfigResourcesResponse.ConfigResource = ListConfigResourcesResponse_ConfigResource

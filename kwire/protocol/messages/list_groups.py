@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -106,6 +107,10 @@ def _d_ListGroupsRequest_v0(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsRequest([], [], None), pos
 
 
@@ -119,7 +124,11 @@ def _e_ListGroupsRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListGroupsRequest_v1(out, o):
@@ -132,7 +141,11 @@ def _e_ListGroupsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListGroupsRequest_v2(out, o):
@@ -145,7 +158,11 @@ def _e_ListGroupsRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsRequest_v3(buf, pos):
@@ -159,6 +176,10 @@ def _d_ListGroupsRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsRequest([], [], u), pos
 
 
@@ -175,7 +196,11 @@ def _e_ListGroupsRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsRequest_v4(buf, pos):
@@ -204,6 +229,10 @@ def _d_ListGroupsRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsRequest(v0, [], u), pos
 
 
@@ -230,7 +259,11 @@ def _e_ListGroupsRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsRequest_v5(buf, pos):
@@ -274,6 +307,10 @@ def _d_ListGroupsRequest_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsRequest(v0, v1, u), pos
 
 
@@ -310,7 +347,11 @@ def _e_ListGroupsRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_ListedGroup_v0(buf, pos):
@@ -340,6 +381,10 @@ def _d_ListGroupsResponse_ListedGroup_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse_ListedGroup(v0, v1, '', '', None), pos
 
 
@@ -365,7 +410,11 @@ def _e_ListGroupsResponse_ListedGroup_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_v0(buf, pos):
@@ -388,6 +437,10 @@ def _d_ListGroupsResponse_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse(0, v1, v2, None), pos
 
 
@@ -407,7 +460,11 @@ def _e_ListGroupsResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListGroupsResponse_ListedGroup_v1(out, o):
@@ -432,7 +489,11 @@ def _e_ListGroupsResponse_ListedGroup_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_v1(buf, pos):
@@ -455,6 +516,10 @@ def _d_ListGroupsResponse_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse(v0, v1, v2, None), pos
 
 
@@ -474,7 +539,11 @@ def _e_ListGroupsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListGroupsResponse_ListedGroup_v2(out, o):
@@ -499,7 +568,11 @@ def _e_ListGroupsResponse_ListedGroup_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListGroupsResponse_v2(out, o):
@@ -518,7 +591,11 @@ def _e_ListGroupsResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_ListedGroup_v3(buf, pos):
@@ -560,6 +637,10 @@ def _d_ListGroupsResponse_ListedGroup_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse_ListedGroup(v0, v1, '', '', u), pos
 
 
@@ -596,7 +677,11 @@ def _e_ListGroupsResponse_ListedGroup_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_v3(buf, pos):
@@ -628,6 +713,10 @@ def _d_ListGroupsResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse(v0, v1, v2, u), pos
 
 
@@ -654,7 +743,11 @@ def _e_ListGroupsResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_ListedGroup_v4(buf, pos):
@@ -710,6 +803,10 @@ def _d_ListGroupsResponse_ListedGroup_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse_ListedGroup(v0, v1, v2, '', u), pos
 
 
@@ -758,7 +855,11 @@ def _e_ListGroupsResponse_ListedGroup_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_v4(buf, pos):
@@ -790,6 +891,10 @@ def _d_ListGroupsResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse(v0, v1, v2, u), pos
 
 
@@ -816,7 +921,11 @@ def _e_ListGroupsResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_ListedGroup_v5(buf, pos):
@@ -886,6 +995,10 @@ def _d_ListGroupsResponse_ListedGroup_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse_ListedGroup(v0, v1, v2, v3, u), pos
 
 
@@ -946,7 +1059,11 @@ def _e_ListGroupsResponse_ListedGroup_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListGroupsResponse_v5(buf, pos):
@@ -978,6 +1095,10 @@ def _d_ListGroupsResponse_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListGroupsResponse(v0, v1, v2, u), pos
 
 
@@ -1004,7 +1125,11 @@ def _e_ListGroupsResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ListGroupsResponse.ListedGroup = ListGroupsResponse_ListedGroup

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -166,6 +167,10 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_v1(buf, pos):
         pos += 12
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest_ListOffsetsPartition(v0, -1, v2, None), pos
 
 
@@ -177,7 +182,11 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos):
@@ -208,6 +217,10 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest_ListOffsetsTopic(v0, v1, None), pos
 
 
@@ -233,7 +246,11 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_v1(buf, pos):
@@ -256,6 +273,10 @@ def _d_ListOffsetsRequest_v1(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest(v0, 0, v2, 0, None), pos
 
 
@@ -277,7 +298,11 @@ def _e_ListOffsetsRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v2(out, o):
@@ -288,7 +313,11 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_v2(out, o):
@@ -313,7 +342,11 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_v2(buf, pos):
@@ -336,6 +369,10 @@ def _d_ListOffsetsRequest_v2(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest(v0, v1, v2, 0, None), pos
 
 
@@ -355,7 +392,11 @@ def _e_ListOffsetsRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v3(out, o):
@@ -366,7 +407,11 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_v3(out, o):
@@ -391,7 +436,11 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_v3(out, o):
@@ -410,7 +459,11 @@ def _e_ListOffsetsRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos):
@@ -421,6 +474,10 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos):
         pos += 16
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest_ListOffsetsPartition(v0, v1, v2, None), pos
 
 
@@ -432,7 +489,11 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v4(buf, pos):
@@ -463,6 +524,10 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_v4(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest_ListOffsetsTopic(v0, v1, None), pos
 
 
@@ -488,7 +553,11 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_v4(buf, pos):
@@ -511,6 +580,10 @@ def _d_ListOffsetsRequest_v4(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest(v0, v1, v2, 0, None), pos
 
 
@@ -530,7 +603,11 @@ def _e_ListOffsetsRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v5(out, o):
@@ -541,7 +618,11 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_v5(out, o):
@@ -566,7 +647,11 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsRequest_v5(out, o):
@@ -585,7 +670,11 @@ def _e_ListOffsetsRequest_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos):
@@ -602,6 +691,10 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest_ListOffsetsPartition(v0, v1, v2, u), pos
 
 
@@ -616,7 +709,11 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos):
@@ -659,6 +756,10 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest_ListOffsetsTopic(v0, v1, u), pos
 
 
@@ -695,7 +796,11 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_v6(buf, pos):
@@ -727,6 +832,10 @@ def _d_ListOffsetsRequest_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest(v0, v1, v2, 0, u), pos
 
 
@@ -753,7 +862,11 @@ def _e_ListOffsetsRequest_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsRequest_v10(buf, pos):
@@ -788,6 +901,10 @@ def _d_ListOffsetsRequest_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsRequest(v0, v1, v2, v3, u), pos
 
 
@@ -816,7 +933,11 @@ def _e_ListOffsetsRequest_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos):
@@ -827,6 +948,10 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos):
         pos += 22
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse_ListOffsetsPartitionResponse(v0, v1, v2, v3, -1, None), pos
 
 
@@ -840,7 +965,11 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos):
@@ -871,6 +1000,10 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse_ListOffsetsTopicResponse(v0, v1, None), pos
 
 
@@ -896,7 +1029,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_v1(buf, pos):
@@ -916,6 +1053,10 @@ def _d_ListOffsetsResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse(0, v1, None), pos
 
 
@@ -933,7 +1074,11 @@ def _e_ListOffsetsResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v2(out, o):
@@ -946,7 +1091,11 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v2(out, o):
@@ -971,7 +1120,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_v2(buf, pos):
@@ -994,6 +1147,10 @@ def _d_ListOffsetsResponse_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse(v0, v1, None), pos
 
 
@@ -1013,7 +1170,11 @@ def _e_ListOffsetsResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v3(out, o):
@@ -1026,7 +1187,11 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v3(out, o):
@@ -1051,7 +1216,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_v3(out, o):
@@ -1070,7 +1239,11 @@ def _e_ListOffsetsResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos):
@@ -1081,6 +1254,10 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos):
         pos += 26
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse_ListOffsetsPartitionResponse(v0, v1, v2, v3, v4, None), pos
 
 
@@ -1092,7 +1269,11 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos):
@@ -1123,6 +1304,10 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse_ListOffsetsTopicResponse(v0, v1, None), pos
 
 
@@ -1148,7 +1333,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_v4(buf, pos):
@@ -1171,6 +1360,10 @@ def _d_ListOffsetsResponse_v4(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse(v0, v1, None), pos
 
 
@@ -1190,7 +1383,11 @@ def _e_ListOffsetsResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5(out, o):
@@ -1201,7 +1398,11 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v5(out, o):
@@ -1226,7 +1427,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ListOffsetsResponse_v5(out, o):
@@ -1245,7 +1450,11 @@ def _e_ListOffsetsResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos):
@@ -1262,6 +1471,10 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse_ListOffsetsPartitionResponse(v0, v1, v2, v3, v4, u), pos
 
 
@@ -1276,7 +1489,11 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos):
@@ -1319,6 +1536,10 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse_ListOffsetsTopicResponse(v0, v1, u), pos
 
 
@@ -1355,7 +1576,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListOffsetsResponse_v6(buf, pos):
@@ -1387,6 +1612,10 @@ def _d_ListOffsetsResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListOffsetsResponse(v0, v1, u), pos
 
 
@@ -1413,7 +1642,11 @@ def _e_ListOffsetsResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ListOffsetsRequest.ListOffsetsPartition = ListOffsetsRequest_ListOffsetsPartition

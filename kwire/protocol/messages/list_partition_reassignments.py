@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -172,6 +173,10 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(v0, v1, u), pos
 
 
@@ -207,7 +212,11 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(out
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListPartitionReassignmentsRequest_v0(buf, pos):
@@ -241,6 +250,10 @@ def _d_ListPartitionReassignmentsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListPartitionReassignmentsRequest(v0, v1, u), pos
 
 
@@ -267,7 +280,11 @@ def _e_ListPartitionReassignmentsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, pos):
@@ -323,6 +340,10 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, p
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListPartitionReassignmentsResponse_OngoingPartitionReassignment(v0, v1, v2, v3, u), pos
 
 
@@ -370,7 +391,11 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, o
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos):
@@ -413,6 +438,10 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListPartitionReassignmentsResponse_OngoingTopicReassignment(v0, v1, u), pos
 
 
@@ -449,7 +478,11 @@ def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListPartitionReassignmentsResponse_v0(buf, pos):
@@ -497,6 +530,10 @@ def _d_ListPartitionReassignmentsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListPartitionReassignmentsResponse(v0, v1, v2, v3, u), pos
 
 
@@ -535,7 +572,11 @@ def _e_ListPartitionReassignmentsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -143,6 +144,10 @@ def _d_ListTransactionsRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListTransactionsRequest(v0, v1, -1, None, u), pos
 
 
@@ -182,7 +187,11 @@ def _e_ListTransactionsRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListTransactionsRequest_v1(buf, pos):
@@ -227,6 +236,10 @@ def _d_ListTransactionsRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListTransactionsRequest(v0, v1, v2, None, u), pos
 
 
@@ -266,7 +279,11 @@ def _e_ListTransactionsRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListTransactionsRequest_v2(buf, pos):
@@ -327,6 +344,10 @@ def _d_ListTransactionsRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListTransactionsRequest(v0, v1, v2, v3, u), pos
 
 
@@ -376,7 +397,11 @@ def _e_ListTransactionsRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListTransactionsResponse_TransactionState_v0(buf, pos):
@@ -421,6 +446,10 @@ def _d_ListTransactionsResponse_TransactionState_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListTransactionsResponse_TransactionState(v0, v1, v2, u), pos
 
 
@@ -459,7 +488,11 @@ def _e_ListTransactionsResponse_TransactionState_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ListTransactionsResponse_v0(buf, pos):
@@ -506,6 +539,10 @@ def _d_ListTransactionsResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ListTransactionsResponse(v0, v1, v2, v3, u), pos
 
 
@@ -544,7 +581,11 @@ def _e_ListTransactionsResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ListTransactionsResponse.TransactionState = ListTransactionsResponse_TransactionState

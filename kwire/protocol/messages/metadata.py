@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -201,6 +202,10 @@ def _d_MetadataRequest_MetadataRequestTopic_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest_MetadataRequestTopic(_ZERO_UUID, v1, None), pos
 
 
@@ -218,7 +223,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_v0(buf, pos):
@@ -238,6 +247,10 @@ def _d_MetadataRequest_v0(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest(v0, True, False, False, None), pos
 
 
@@ -261,7 +274,11 @@ def _e_MetadataRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v1(out, o):
@@ -278,7 +295,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_v1(buf, pos):
@@ -300,6 +321,10 @@ def _d_MetadataRequest_v1(buf, pos):
                 v0.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest(v0, True, False, False, None), pos
 
 
@@ -323,7 +348,11 @@ def _e_MetadataRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v2(out, o):
@@ -340,7 +369,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_v2(out, o):
@@ -363,7 +396,11 @@ def _e_MetadataRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v3(out, o):
@@ -380,7 +417,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_v3(out, o):
@@ -403,7 +444,11 @@ def _e_MetadataRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v4(out, o):
@@ -420,7 +465,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_v4(buf, pos):
@@ -445,6 +494,10 @@ def _d_MetadataRequest_v4(buf, pos):
         pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest(v0, v1, False, False, None), pos
 
 
@@ -468,7 +521,11 @@ def _e_MetadataRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v5(out, o):
@@ -485,7 +542,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_v5(out, o):
@@ -508,7 +569,11 @@ def _e_MetadataRequest_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v6(out, o):
@@ -525,7 +590,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_v6(out, o):
@@ -548,7 +617,11 @@ def _e_MetadataRequest_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v7(out, o):
@@ -565,7 +638,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_v7(out, o):
@@ -588,7 +665,11 @@ def _e_MetadataRequest_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v8(out, o):
@@ -605,7 +686,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_v8(buf, pos):
@@ -630,6 +715,10 @@ def _d_MetadataRequest_v8(buf, pos):
         pos += 3
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest(v0, v1, v2, v3, None), pos
 
 
@@ -649,7 +738,11 @@ def _e_MetadataRequest_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_MetadataRequestTopic_v9(buf, pos):
@@ -677,6 +770,10 @@ def _d_MetadataRequest_MetadataRequestTopic_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest_MetadataRequestTopic(_ZERO_UUID, v1, u), pos
 
 
@@ -701,7 +798,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_v9(buf, pos):
@@ -735,6 +836,10 @@ def _d_MetadataRequest_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest(v0, v1, v2, v3, u), pos
 
 
@@ -761,7 +866,11 @@ def _e_MetadataRequest_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_MetadataRequestTopic_v10(buf, pos):
@@ -795,6 +904,10 @@ def _d_MetadataRequest_MetadataRequestTopic_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest_MetadataRequestTopic(v0, v1, u), pos
 
 
@@ -821,7 +934,11 @@ def _e_MetadataRequest_MetadataRequestTopic_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_v10(buf, pos):
@@ -855,6 +972,10 @@ def _d_MetadataRequest_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest(v0, v1, v2, v3, u), pos
 
 
@@ -881,7 +1002,11 @@ def _e_MetadataRequest_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataRequest_v11(buf, pos):
@@ -915,6 +1040,10 @@ def _d_MetadataRequest_v11(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataRequest(v0, v1, False, v3, u), pos
 
 
@@ -943,7 +1072,11 @@ def _e_MetadataRequest_v11(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_v12(out, o):
@@ -971,7 +1104,11 @@ def _e_MetadataRequest_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataRequest_v13(out, o):
@@ -999,7 +1136,11 @@ def _e_MetadataRequest_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseBroker_v0(buf, pos):
@@ -1024,6 +1165,10 @@ def _d_MetadataResponse_MetadataResponseBroker_v0(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseBroker(v0, v1, v2, None, None), pos
 
 
@@ -1045,7 +1190,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
@@ -1076,6 +1225,10 @@ def _d_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponsePartition(v0, v1, v2, -1, v4, v5, [], None), pos
 
 
@@ -1101,7 +1254,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v0(buf, pos):
@@ -1135,6 +1292,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v0(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, False, v4, -2147483648, None), pos
 
 
@@ -1164,7 +1325,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v0(buf, pos):
@@ -1196,6 +1361,10 @@ def _d_MetadataResponse_v0(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(0, v1, None, -1, v4, -2147483648, 0, None), pos
 
 
@@ -1223,7 +1392,11 @@ def _e_MetadataResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseBroker_v1(buf, pos):
@@ -1261,6 +1434,10 @@ def _d_MetadataResponse_MetadataResponseBroker_v1(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseBroker(v0, v1, v2, v3, None), pos
 
 
@@ -1290,7 +1467,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v1(out, o):
@@ -1315,7 +1496,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v1(buf, pos):
@@ -1352,6 +1537,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v1(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, -2147483648, None), pos
 
 
@@ -1383,7 +1572,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v1(buf, pos):
@@ -1418,6 +1611,10 @@ def _d_MetadataResponse_v1(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(0, v1, None, v3, v4, -2147483648, 0, None), pos
 
 
@@ -1447,7 +1644,11 @@ def _e_MetadataResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v2(out, o):
@@ -1476,7 +1677,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v2(out, o):
@@ -1501,7 +1706,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v2(out, o):
@@ -1532,7 +1741,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v2(buf, pos):
@@ -1580,6 +1793,10 @@ def _d_MetadataResponse_v2(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(0, v1, v2, v3, v4, -2147483648, 0, None), pos
 
 
@@ -1617,7 +1834,11 @@ def _e_MetadataResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v3(out, o):
@@ -1646,7 +1867,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v3(out, o):
@@ -1671,7 +1896,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v3(out, o):
@@ -1702,7 +1931,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v3(buf, pos):
@@ -1753,6 +1986,10 @@ def _d_MetadataResponse_v3(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, None), pos
 
 
@@ -1792,7 +2029,11 @@ def _e_MetadataResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v4(out, o):
@@ -1821,7 +2062,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v4(out, o):
@@ -1846,7 +2091,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v4(out, o):
@@ -1877,7 +2126,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_v4(out, o):
@@ -1916,7 +2169,11 @@ def _e_MetadataResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v5(out, o):
@@ -1945,7 +2202,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
@@ -1986,6 +2247,10 @@ def _d_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponsePartition(v0, v1, v2, -1, v4, v5, v6, None), pos
 
 
@@ -2018,7 +2283,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v5(buf, pos):
@@ -2055,6 +2324,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v5(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, -2147483648, None), pos
 
 
@@ -2086,7 +2359,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v5(buf, pos):
@@ -2137,6 +2414,10 @@ def _d_MetadataResponse_v5(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, None), pos
 
 
@@ -2176,7 +2457,11 @@ def _e_MetadataResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v6(out, o):
@@ -2205,7 +2490,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v6(out, o):
@@ -2237,7 +2526,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v6(out, o):
@@ -2268,7 +2561,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_v6(out, o):
@@ -2307,7 +2604,11 @@ def _e_MetadataResponse_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v7(out, o):
@@ -2336,7 +2637,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
@@ -2377,6 +2682,10 @@ def _d_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponsePartition(v0, v1, v2, v3, v4, v5, v6, None), pos
 
 
@@ -2409,7 +2718,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v7(buf, pos):
@@ -2446,6 +2759,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v7(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, -2147483648, None), pos
 
 
@@ -2477,7 +2794,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v7(buf, pos):
@@ -2528,6 +2849,10 @@ def _d_MetadataResponse_v7(buf, pos):
                 v4.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, None), pos
 
 
@@ -2567,7 +2892,11 @@ def _e_MetadataResponse_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v8(out, o):
@@ -2596,7 +2925,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v8(out, o):
@@ -2628,7 +2961,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v8(buf, pos):
@@ -2668,6 +3005,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v8(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, v5, None), pos
 
 
@@ -2699,7 +3040,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v8(buf, pos):
@@ -2753,6 +3098,10 @@ def _d_MetadataResponse_v8(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, v5, 0, None), pos
 
 
@@ -2792,7 +3141,11 @@ def _e_MetadataResponse_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseBroker_v9(buf, pos):
@@ -2842,6 +3195,10 @@ def _d_MetadataResponse_MetadataResponseBroker_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseBroker(v0, v1, v2, v3, u), pos
 
 
@@ -2882,7 +3239,11 @@ def _e_MetadataResponse_MetadataResponseBroker_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
@@ -2938,6 +3299,10 @@ def _d_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponsePartition(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -2985,7 +3350,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v9(buf, pos):
@@ -3037,6 +3406,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, v5, u), pos
 
 
@@ -3079,7 +3452,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v9(buf, pos):
@@ -3148,6 +3525,10 @@ def _d_MetadataResponse_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, v5, 0, u), pos
 
 
@@ -3202,7 +3583,11 @@ def _e_MetadataResponse_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v10(buf, pos):
@@ -3255,6 +3640,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -3297,7 +3686,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v10(buf, pos):
@@ -3366,6 +3759,10 @@ def _d_MetadataResponse_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, v5, 0, u), pos
 
 
@@ -3420,7 +3817,11 @@ def _e_MetadataResponse_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v11(buf, pos):
@@ -3486,6 +3887,10 @@ def _d_MetadataResponse_v11(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, u), pos
 
 
@@ -3540,7 +3945,11 @@ def _e_MetadataResponse_v11(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v12(buf, pos):
@@ -3595,6 +4004,10 @@ def _d_MetadataResponse_MetadataResponseTopic_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse_MetadataResponseTopic(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -3637,7 +4050,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v12(buf, pos):
@@ -3703,6 +4120,10 @@ def _d_MetadataResponse_v12(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, u), pos
 
 
@@ -3757,7 +4178,11 @@ def _e_MetadataResponse_v12(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_MetadataResponse_v13(buf, pos):
@@ -3826,6 +4251,10 @@ def _d_MetadataResponse_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, v6, u), pos
 
 
@@ -3882,7 +4311,11 @@ def _e_MetadataResponse_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 MetadataRequest.MetadataRequestTopic = MetadataRequest_MetadataRequestTopic

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -183,6 +184,10 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v2(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest_OffsetCommitRequestPartition(v0, v1, -1, v3, None), pos
 
 
@@ -202,7 +207,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v2(buf, pos):
@@ -233,6 +242,10 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v2(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest_OffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -258,7 +271,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_v2(buf, pos):
@@ -306,6 +323,10 @@ def _d_OffsetCommitRequest_v2(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest(v0, v1, v2, None, v4, v5, None), pos
 
 
@@ -345,7 +366,11 @@ def _e_OffsetCommitRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v3(out, o):
@@ -364,7 +389,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v3(out, o):
@@ -389,7 +418,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_v3(out, o):
@@ -428,7 +461,11 @@ def _e_OffsetCommitRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v4(out, o):
@@ -447,7 +484,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v4(out, o):
@@ -472,7 +513,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_v4(out, o):
@@ -511,7 +556,11 @@ def _e_OffsetCommitRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v5(out, o):
@@ -530,7 +579,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v5(out, o):
@@ -555,7 +608,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_v5(buf, pos):
@@ -600,6 +657,10 @@ def _d_OffsetCommitRequest_v5(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest(v0, v1, v2, None, -1, v5, None), pos
 
 
@@ -637,7 +698,11 @@ def _e_OffsetCommitRequest_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos):
@@ -661,6 +726,10 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest_OffsetCommitRequestPartition(v0, v1, v2, v3, None), pos
 
 
@@ -680,7 +749,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos):
@@ -711,6 +784,10 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest_OffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -736,7 +813,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_v6(buf, pos):
@@ -781,6 +862,10 @@ def _d_OffsetCommitRequest_v6(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest(v0, v1, v2, None, -1, v5, None), pos
 
 
@@ -818,7 +903,11 @@ def _e_OffsetCommitRequest_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v7(out, o):
@@ -837,7 +926,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v7(out, o):
@@ -862,7 +955,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_v7(buf, pos):
@@ -920,6 +1017,10 @@ def _d_OffsetCommitRequest_v7(buf, pos):
                 v5.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest(v0, v1, v2, v3, -1, v5, None), pos
 
 
@@ -963,7 +1064,11 @@ def _e_OffsetCommitRequest_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos):
@@ -996,6 +1101,10 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest_OffsetCommitRequestPartition(v0, v1, v2, v3, u), pos
 
 
@@ -1022,7 +1131,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos):
@@ -1065,6 +1178,10 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest_OffsetCommitRequestTopic(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -1101,7 +1218,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_v8(buf, pos):
@@ -1177,6 +1298,10 @@ def _d_OffsetCommitRequest_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest(v0, v1, v2, v3, -1, v5, u), pos
 
 
@@ -1239,7 +1364,11 @@ def _e_OffsetCommitRequest_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v10(buf, pos):
@@ -1272,6 +1401,10 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest_OffsetCommitRequestTopic('', v1, v2, u), pos
 
 
@@ -1298,7 +1431,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitRequest_v10(buf, pos):
@@ -1374,6 +1511,10 @@ def _d_OffsetCommitRequest_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitRequest(v0, v1, v2, v3, -1, v5, u), pos
 
 
@@ -1436,7 +1577,11 @@ def _e_OffsetCommitRequest_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v2(buf, pos):
@@ -1447,6 +1592,10 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v2(buf, pos):
         pos += 6
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse_OffsetCommitResponsePartition(v0, v1, None), pos
 
 
@@ -1458,7 +1607,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v2(buf, pos):
@@ -1489,6 +1642,10 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v2(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse_OffsetCommitResponseTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -1514,7 +1671,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_v2(buf, pos):
@@ -1534,6 +1695,10 @@ def _d_OffsetCommitResponse_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse(0, v1, None), pos
 
 
@@ -1551,7 +1716,11 @@ def _e_OffsetCommitResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v3(out, o):
@@ -1562,7 +1731,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v3(out, o):
@@ -1587,7 +1760,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_v3(buf, pos):
@@ -1610,6 +1787,10 @@ def _d_OffsetCommitResponse_v3(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse(v0, v1, None), pos
 
 
@@ -1629,7 +1810,11 @@ def _e_OffsetCommitResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v4(out, o):
@@ -1640,7 +1825,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v4(out, o):
@@ -1665,7 +1854,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_v4(out, o):
@@ -1684,7 +1877,11 @@ def _e_OffsetCommitResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v5(out, o):
@@ -1695,7 +1892,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v5(out, o):
@@ -1720,7 +1921,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_v5(out, o):
@@ -1739,7 +1944,11 @@ def _e_OffsetCommitResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v6(out, o):
@@ -1750,7 +1959,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v6(out, o):
@@ -1775,7 +1988,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_v6(out, o):
@@ -1794,7 +2011,11 @@ def _e_OffsetCommitResponse_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v7(out, o):
@@ -1805,7 +2026,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v7(out, o):
@@ -1830,7 +2055,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetCommitResponse_v7(out, o):
@@ -1849,7 +2078,11 @@ def _e_OffsetCommitResponse_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos):
@@ -1866,6 +2099,10 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse_OffsetCommitResponsePartition(v0, v1, u), pos
 
 
@@ -1880,7 +2117,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos):
@@ -1923,6 +2164,10 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse_OffsetCommitResponseTopic(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -1959,7 +2204,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_v8(buf, pos):
@@ -1991,6 +2240,10 @@ def _d_OffsetCommitResponse_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse(v0, v1, u), pos
 
 
@@ -2017,7 +2270,11 @@ def _e_OffsetCommitResponse_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v10(buf, pos):
@@ -2050,6 +2307,10 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse_OffsetCommitResponseTopic('', v1, v2, u), pos
 
 
@@ -2076,7 +2337,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetCommitResponse_v10(buf, pos):
@@ -2108,6 +2373,10 @@ def _d_OffsetCommitResponse_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetCommitResponse(v0, v1, u), pos
 
 
@@ -2134,7 +2403,11 @@ def _e_OffsetCommitResponse_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 OffsetCommitRequest.OffsetCommitRequestPartition = OffsetCommitRequest_OffsetCommitRequestPartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -151,6 +152,10 @@ def _d_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetDeleteRequest_OffsetDeleteRequestPartition(v0, None), pos
 
 
@@ -162,7 +167,11 @@ def _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos):
@@ -193,6 +202,10 @@ def _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetDeleteRequest_OffsetDeleteRequestTopic(v0, v1, None), pos
 
 
@@ -218,7 +231,11 @@ def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetDeleteRequest_v0(buf, pos):
@@ -249,6 +266,10 @@ def _d_OffsetDeleteRequest_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetDeleteRequest(v0, v1, None), pos
 
 
@@ -274,7 +295,11 @@ def _e_OffsetDeleteRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos):
@@ -285,6 +310,10 @@ def _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos):
         pos += 6
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetDeleteResponse_OffsetDeleteResponsePartition(v0, v1, None), pos
 
 
@@ -296,7 +325,11 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos):
@@ -327,6 +360,10 @@ def _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetDeleteResponse_OffsetDeleteResponseTopic(v0, v1, None), pos
 
 
@@ -352,7 +389,11 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetDeleteResponse_v0(buf, pos):
@@ -375,6 +416,10 @@ def _d_OffsetDeleteResponse_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetDeleteResponse(v0, v1, v2, None), pos
 
 
@@ -394,7 +439,11 @@ def _e_OffsetDeleteResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 OffsetDeleteRequest.OffsetDeleteRequestPartition = OffsetDeleteRequest_OffsetDeleteRequestPartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -266,6 +267,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v1(buf, pos):
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestTopic(v0, v1, None), pos
 
 
@@ -290,7 +295,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v1(buf, pos):
@@ -299,6 +308,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v1(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestTopics('', _ZERO_UUID, [], None), pos
 
 
@@ -310,7 +323,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v1(buf, pos):
@@ -319,6 +336,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v1(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestGroup('', None, -1, [], None), pos
 
 
@@ -332,7 +353,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_v1(buf, pos):
@@ -363,6 +388,10 @@ def _d_OffsetFetchRequest_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest(v0, v1, [], False, None), pos
 
 
@@ -392,7 +421,11 @@ def _e_OffsetFetchRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v2(out, o):
@@ -416,7 +449,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v2(out, o):
@@ -427,7 +464,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v2(out, o):
@@ -440,7 +481,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_v2(buf, pos):
@@ -473,6 +518,10 @@ def _d_OffsetFetchRequest_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest(v0, v1, [], False, None), pos
 
 
@@ -502,7 +551,11 @@ def _e_OffsetFetchRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v3(out, o):
@@ -526,7 +579,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v3(out, o):
@@ -537,7 +594,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v3(out, o):
@@ -550,7 +611,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_v3(out, o):
@@ -579,7 +644,11 @@ def _e_OffsetFetchRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v4(out, o):
@@ -603,7 +672,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v4(out, o):
@@ -614,7 +687,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v4(out, o):
@@ -627,7 +704,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_v4(out, o):
@@ -656,7 +737,11 @@ def _e_OffsetFetchRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v5(out, o):
@@ -680,7 +765,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v5(out, o):
@@ -691,7 +780,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v5(out, o):
@@ -704,7 +797,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_v5(out, o):
@@ -733,7 +830,11 @@ def _e_OffsetFetchRequest_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos):
@@ -774,6 +875,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestTopic(v0, v1, u), pos
 
 
@@ -809,7 +914,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v6(buf, pos):
@@ -823,6 +932,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestTopics('', _ZERO_UUID, [], u), pos
 
 
@@ -837,7 +950,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v6(buf, pos):
@@ -851,6 +968,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestGroup('', None, -1, [], u), pos
 
 
@@ -867,7 +988,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_v6(buf, pos):
@@ -912,6 +1037,10 @@ def _d_OffsetFetchRequest_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest(v0, v1, [], False, u), pos
 
 
@@ -952,7 +1081,11 @@ def _e_OffsetFetchRequest_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v7(out, o):
@@ -966,7 +1099,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v7(out, o):
@@ -982,7 +1119,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_v7(buf, pos):
@@ -1030,6 +1171,10 @@ def _d_OffsetFetchRequest_v7(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest(v0, v1, [], v3, u), pos
 
 
@@ -1070,7 +1215,11 @@ def _e_OffsetFetchRequest_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v8(buf, pos):
@@ -1084,6 +1233,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestTopic('', [], u), pos
 
 
@@ -1100,7 +1253,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
@@ -1141,6 +1298,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestTopics(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -1176,7 +1337,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos):
@@ -1221,6 +1386,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestGroup(v0, None, -1, v3, u), pos
 
 
@@ -1257,7 +1426,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_v8(buf, pos):
@@ -1289,6 +1462,10 @@ def _d_OffsetFetchRequest_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest('', [], v2, v3, u), pos
 
 
@@ -1319,7 +1496,11 @@ def _e_OffsetFetchRequest_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v9(out, o):
@@ -1335,7 +1516,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos):
@@ -1399,6 +1584,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestGroup(v0, v1, v2, v3, u), pos
 
 
@@ -1449,7 +1638,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_v9(buf, pos):
@@ -1481,6 +1674,10 @@ def _d_OffsetFetchRequest_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest('', [], v2, v3, u), pos
 
 
@@ -1511,7 +1708,11 @@ def _e_OffsetFetchRequest_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v10(out, o):
@@ -1527,7 +1728,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf, pos):
@@ -1558,6 +1763,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestTopics('', v1, v2, u), pos
 
 
@@ -1583,7 +1792,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v10(buf, pos):
@@ -1647,6 +1860,10 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest_OffsetFetchRequestGroup(v0, v1, v2, v3, u), pos
 
 
@@ -1697,7 +1914,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchRequest_v10(buf, pos):
@@ -1729,6 +1950,10 @@ def _d_OffsetFetchRequest_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchRequest('', [], v2, v3, u), pos
 
 
@@ -1759,7 +1984,11 @@ def _e_OffsetFetchRequest_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v1(buf, pos):
@@ -1786,6 +2015,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v1(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponsePartition(v0, v1, -1, v3, v4, None), pos
 
 
@@ -1807,7 +2040,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v1(buf, pos):
@@ -1838,6 +2075,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopic(v0, v1, None), pos
 
 
@@ -1863,7 +2104,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v1(buf, pos):
@@ -1872,6 +2117,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v1(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponsePartitions(0, 0, -1, '', 0, None), pos
 
 
@@ -1889,7 +2138,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v1(buf, pos):
@@ -1898,6 +2151,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v1(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopics('', _ZERO_UUID, [], None), pos
 
 
@@ -1909,7 +2166,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v1(buf, pos):
@@ -1918,6 +2179,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v1(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseGroup('', [], 0, None), pos
 
 
@@ -1933,7 +2198,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_v1(buf, pos):
@@ -1953,6 +2222,10 @@ def _d_OffsetFetchResponse_v1(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse(0, v1, 0, [], None), pos
 
 
@@ -1972,7 +2245,11 @@ def _e_OffsetFetchResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v2(out, o):
@@ -1993,7 +2270,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v2(out, o):
@@ -2018,7 +2299,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v2(out, o):
@@ -2035,7 +2320,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v2(out, o):
@@ -2046,7 +2335,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v2(out, o):
@@ -2061,7 +2354,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_v2(buf, pos):
@@ -2084,6 +2381,10 @@ def _d_OffsetFetchResponse_v2(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse(0, v1, v2, [], None), pos
 
 
@@ -2105,7 +2406,11 @@ def _e_OffsetFetchResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v3(out, o):
@@ -2126,7 +2431,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v3(out, o):
@@ -2151,7 +2460,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v3(out, o):
@@ -2168,7 +2481,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v3(out, o):
@@ -2179,7 +2496,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v3(out, o):
@@ -2194,7 +2515,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_v3(buf, pos):
@@ -2220,6 +2545,10 @@ def _d_OffsetFetchResponse_v3(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse(v0, v1, v2, [], None), pos
 
 
@@ -2243,7 +2572,11 @@ def _e_OffsetFetchResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v4(out, o):
@@ -2264,7 +2597,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v4(out, o):
@@ -2289,7 +2626,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v4(out, o):
@@ -2306,7 +2647,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v4(out, o):
@@ -2317,7 +2662,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v4(out, o):
@@ -2332,7 +2681,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_v4(out, o):
@@ -2355,7 +2708,11 @@ def _e_OffsetFetchResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos):
@@ -2382,6 +2739,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponsePartition(v0, v1, v2, v3, v4, None), pos
 
 
@@ -2403,7 +2764,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos):
@@ -2434,6 +2799,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopic(v0, v1, None), pos
 
 
@@ -2459,7 +2828,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v5(out, o):
@@ -2476,7 +2849,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v5(out, o):
@@ -2487,7 +2864,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v5(out, o):
@@ -2502,7 +2883,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_v5(buf, pos):
@@ -2528,6 +2913,10 @@ def _d_OffsetFetchResponse_v5(buf, pos):
         pos += 2
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse(v0, v1, v2, [], None), pos
 
 
@@ -2551,7 +2940,11 @@ def _e_OffsetFetchResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos):
@@ -2587,6 +2980,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponsePartition(v0, v1, v2, v3, v4, u), pos
 
 
@@ -2615,7 +3012,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos):
@@ -2658,6 +3059,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopic(v0, v1, u), pos
 
 
@@ -2694,7 +3099,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(buf, pos):
@@ -2708,6 +3117,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponsePartitions(0, 0, -1, '', 0, u), pos
 
 
@@ -2728,7 +3141,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v6(buf, pos):
@@ -2742,6 +3159,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopics('', _ZERO_UUID, [], u), pos
 
 
@@ -2756,7 +3177,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v6(buf, pos):
@@ -2770,6 +3195,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseGroup('', [], 0, u), pos
 
 
@@ -2788,7 +3217,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_v6(buf, pos):
@@ -2823,6 +3256,10 @@ def _d_OffsetFetchResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse(v0, v1, v2, [], u), pos
 
 
@@ -2853,7 +3290,11 @@ def _e_OffsetFetchResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v7(out, o):
@@ -2873,7 +3314,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v7(out, o):
@@ -2887,7 +3332,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v7(out, o):
@@ -2905,7 +3354,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_v7(out, o):
@@ -2935,7 +3388,11 @@ def _e_OffsetFetchResponse_v7(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v8(buf, pos):
@@ -2949,6 +3406,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponsePartition(0, 0, -1, '', 0, u), pos
 
 
@@ -2969,7 +3430,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v8(buf, pos):
@@ -2983,6 +3448,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopic('', [], u), pos
 
 
@@ -2999,7 +3468,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos):
@@ -3035,6 +3508,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponsePartitions(v0, v1, v2, v3, v4, u), pos
 
 
@@ -3063,7 +3540,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos):
@@ -3106,6 +3587,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopics(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -3142,7 +3627,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos):
@@ -3188,6 +3677,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseGroup(v0, v1, v2, u), pos
 
 
@@ -3226,7 +3719,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_v8(buf, pos):
@@ -3258,6 +3755,10 @@ def _d_OffsetFetchResponse_v8(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse(v0, [], 0, v3, u), pos
 
 
@@ -3286,7 +3787,11 @@ def _e_OffsetFetchResponse_v8(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v9(out, o):
@@ -3306,7 +3811,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v9(out, o):
@@ -3322,7 +3831,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_v9(out, o):
@@ -3350,7 +3863,11 @@ def _e_OffsetFetchResponse_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v10(out, o):
@@ -3370,7 +3887,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v10(out, o):
@@ -3386,7 +3907,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v10(buf, pos):
@@ -3419,6 +3944,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseTopics('', v1, v2, u), pos
 
 
@@ -3445,7 +3974,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v10(buf, pos):
@@ -3491,6 +4024,10 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse_OffsetFetchResponseGroup(v0, v1, v2, u), pos
 
 
@@ -3529,7 +4066,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetFetchResponse_v10(buf, pos):
@@ -3561,6 +4102,10 @@ def _d_OffsetFetchResponse_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetFetchResponse(v0, [], 0, v3, u), pos
 
 
@@ -3589,7 +4134,11 @@ def _e_OffsetFetchResponse_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 OffsetFetchRequest.OffsetFetchRequestTopic = OffsetFetchRequest_OffsetFetchRequestTopic

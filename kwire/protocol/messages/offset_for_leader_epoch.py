@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -157,6 +158,10 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(buf, pos):
         pos += 12
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochRequest_OffsetForLeaderPartition(v0, v1, v2, None), pos
 
 
@@ -168,7 +173,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(buf, pos):
@@ -199,6 +208,10 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochRequest_OffsetForLeaderTopic(v0, v1, None), pos
 
 
@@ -224,7 +237,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochRequest_v2(buf, pos):
@@ -244,6 +261,10 @@ def _d_OffsetForLeaderEpochRequest_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochRequest(-2, v1, None), pos
 
 
@@ -261,7 +282,11 @@ def _e_OffsetForLeaderEpochRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3(out, o):
@@ -272,7 +297,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3(out, o):
@@ -297,7 +326,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochRequest_v3(buf, pos):
@@ -320,6 +353,10 @@ def _d_OffsetForLeaderEpochRequest_v3(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochRequest(v0, v1, None), pos
 
 
@@ -339,7 +376,11 @@ def _e_OffsetForLeaderEpochRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos):
@@ -356,6 +397,10 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochRequest_OffsetForLeaderPartition(v0, v1, v2, u), pos
 
 
@@ -370,7 +415,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos):
@@ -413,6 +462,10 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochRequest_OffsetForLeaderTopic(v0, v1, u), pos
 
 
@@ -449,7 +502,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochRequest_v4(buf, pos):
@@ -481,6 +538,10 @@ def _d_OffsetForLeaderEpochRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochRequest(v0, v1, u), pos
 
 
@@ -507,7 +568,11 @@ def _e_OffsetForLeaderEpochRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v2(buf, pos):
@@ -518,6 +583,10 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v2(buf, pos):
         pos += 18
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochResponse_EpochEndOffset(v0, v1, v2, v3, None), pos
 
 
@@ -529,7 +598,11 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(buf, pos):
@@ -560,6 +633,10 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(v0, v1, None), pos
 
 
@@ -585,7 +662,11 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochResponse_v2(buf, pos):
@@ -608,6 +689,10 @@ def _d_OffsetForLeaderEpochResponse_v2(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochResponse(v0, v1, None), pos
 
 
@@ -627,7 +712,11 @@ def _e_OffsetForLeaderEpochResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v3(out, o):
@@ -638,7 +727,11 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3(out, o):
@@ -663,7 +756,11 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_OffsetForLeaderEpochResponse_v3(out, o):
@@ -682,7 +779,11 @@ def _e_OffsetForLeaderEpochResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos):
@@ -699,6 +800,10 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochResponse_EpochEndOffset(v0, v1, v2, v3, u), pos
 
 
@@ -713,7 +818,11 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos):
@@ -756,6 +865,10 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(v0, v1, u), pos
 
 
@@ -792,7 +905,11 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_OffsetForLeaderEpochResponse_v4(buf, pos):
@@ -824,6 +941,10 @@ def _d_OffsetForLeaderEpochResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return OffsetForLeaderEpochResponse(v0, v1, u), pos
 
 
@@ -850,7 +971,11 @@ def _e_OffsetForLeaderEpochResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 OffsetForLeaderEpochRequest.OffsetForLeaderPartition = OffsetForLeaderEpochRequest_OffsetForLeaderPartition

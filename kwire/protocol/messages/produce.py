@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -241,6 +242,10 @@ def _d_ProduceRequest_PartitionProduceData_v3(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest_PartitionProduceData(v0, v1, None), pos
 
 
@@ -259,7 +264,11 @@ def _e_ProduceRequest_PartitionProduceData_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceRequest_TopicProduceData_v3(buf, pos):
@@ -290,6 +299,10 @@ def _d_ProduceRequest_TopicProduceData_v3(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest_TopicProduceData(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -315,7 +328,11 @@ def _e_ProduceRequest_TopicProduceData_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceRequest_v3(buf, pos):
@@ -351,6 +368,10 @@ def _d_ProduceRequest_v3(buf, pos):
                 v3.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest(v0, v1, v2, v3, None), pos
 
 
@@ -378,7 +399,11 @@ def _e_ProduceRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_PartitionProduceData_v4(out, o):
@@ -396,7 +421,11 @@ def _e_ProduceRequest_PartitionProduceData_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_TopicProduceData_v4(out, o):
@@ -421,7 +450,11 @@ def _e_ProduceRequest_TopicProduceData_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_v4(out, o):
@@ -448,7 +481,11 @@ def _e_ProduceRequest_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_PartitionProduceData_v5(out, o):
@@ -466,7 +503,11 @@ def _e_ProduceRequest_PartitionProduceData_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_TopicProduceData_v5(out, o):
@@ -491,7 +532,11 @@ def _e_ProduceRequest_TopicProduceData_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_v5(out, o):
@@ -518,7 +563,11 @@ def _e_ProduceRequest_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_PartitionProduceData_v6(out, o):
@@ -536,7 +585,11 @@ def _e_ProduceRequest_PartitionProduceData_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_TopicProduceData_v6(out, o):
@@ -561,7 +614,11 @@ def _e_ProduceRequest_TopicProduceData_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_v6(out, o):
@@ -588,7 +645,11 @@ def _e_ProduceRequest_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_PartitionProduceData_v7(out, o):
@@ -606,7 +667,11 @@ def _e_ProduceRequest_PartitionProduceData_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_TopicProduceData_v7(out, o):
@@ -631,7 +696,11 @@ def _e_ProduceRequest_TopicProduceData_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_v7(out, o):
@@ -658,7 +727,11 @@ def _e_ProduceRequest_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_PartitionProduceData_v8(out, o):
@@ -676,7 +749,11 @@ def _e_ProduceRequest_PartitionProduceData_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_TopicProduceData_v8(out, o):
@@ -701,7 +778,11 @@ def _e_ProduceRequest_TopicProduceData_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceRequest_v8(out, o):
@@ -728,7 +809,11 @@ def _e_ProduceRequest_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceRequest_PartitionProduceData_v9(buf, pos):
@@ -761,6 +846,10 @@ def _d_ProduceRequest_PartitionProduceData_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest_PartitionProduceData(v0, v1, u), pos
 
 
@@ -786,7 +875,11 @@ def _e_ProduceRequest_PartitionProduceData_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceRequest_TopicProduceData_v9(buf, pos):
@@ -829,6 +922,10 @@ def _d_ProduceRequest_TopicProduceData_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest_TopicProduceData(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -865,7 +962,11 @@ def _e_ProduceRequest_TopicProduceData_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceRequest_v9(buf, pos):
@@ -913,6 +1014,10 @@ def _d_ProduceRequest_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest(v0, v1, v2, v3, u), pos
 
 
@@ -951,7 +1056,11 @@ def _e_ProduceRequest_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceRequest_TopicProduceData_v13(buf, pos):
@@ -984,6 +1093,10 @@ def _d_ProduceRequest_TopicProduceData_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest_TopicProduceData('', v1, v2, u), pos
 
 
@@ -1010,7 +1123,11 @@ def _e_ProduceRequest_TopicProduceData_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceRequest_v13(buf, pos):
@@ -1058,6 +1175,10 @@ def _d_ProduceRequest_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceRequest(v0, v1, v2, v3, u), pos
 
 
@@ -1096,7 +1217,11 @@ def _e_ProduceRequest_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_BatchIndexAndErrorMessage_v3(buf, pos):
@@ -1105,6 +1230,10 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v3(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_BatchIndexAndErrorMessage(0, None, None), pos
 
 
@@ -1118,7 +1247,11 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_LeaderIdAndEpoch_v3(buf, pos):
@@ -1127,6 +1260,10 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v3(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_LeaderIdAndEpoch(-1, -1, None), pos
 
 
@@ -1140,7 +1277,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_PartitionProduceResponse_v3(buf, pos):
@@ -1151,6 +1292,10 @@ def _d_ProduceResponse_PartitionProduceResponse_v3(buf, pos):
         pos += 22
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, -1, [], None, ProduceResponse_LeaderIdAndEpoch(), None), pos
 
 
@@ -1164,7 +1309,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_TopicProduceResponse_v3(buf, pos):
@@ -1195,6 +1344,10 @@ def _d_ProduceResponse_TopicProduceResponse_v3(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -1220,7 +1373,11 @@ def _e_ProduceResponse_TopicProduceResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_NodeEndpoint_v3(buf, pos):
@@ -1229,6 +1386,10 @@ def _d_ProduceResponse_NodeEndpoint_v3(buf, pos):
         pass
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_NodeEndpoint(0, '', 0, None, None), pos
 
 
@@ -1246,7 +1407,11 @@ def _e_ProduceResponse_NodeEndpoint_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_v3(buf, pos):
@@ -1269,6 +1434,10 @@ def _d_ProduceResponse_v3(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse(v0, v1, [], None), pos
 
 
@@ -1290,7 +1459,11 @@ def _e_ProduceResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v4(out, o):
@@ -1303,7 +1476,11 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v4(out, o):
@@ -1316,7 +1493,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v4(out, o):
@@ -1329,7 +1510,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_TopicProduceResponse_v4(out, o):
@@ -1354,7 +1539,11 @@ def _e_ProduceResponse_TopicProduceResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_NodeEndpoint_v4(out, o):
@@ -1371,7 +1560,11 @@ def _e_ProduceResponse_NodeEndpoint_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_v4(out, o):
@@ -1392,7 +1585,11 @@ def _e_ProduceResponse_v4(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v5(out, o):
@@ -1405,7 +1602,11 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v5(out, o):
@@ -1418,7 +1619,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_PartitionProduceResponse_v5(buf, pos):
@@ -1429,6 +1634,10 @@ def _d_ProduceResponse_PartitionProduceResponse_v5(buf, pos):
         pos += 30
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, [], None, ProduceResponse_LeaderIdAndEpoch(), None), pos
 
 
@@ -1442,7 +1651,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_TopicProduceResponse_v5(buf, pos):
@@ -1473,6 +1686,10 @@ def _d_ProduceResponse_TopicProduceResponse_v5(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -1498,7 +1715,11 @@ def _e_ProduceResponse_TopicProduceResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_NodeEndpoint_v5(out, o):
@@ -1515,7 +1736,11 @@ def _e_ProduceResponse_NodeEndpoint_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_v5(buf, pos):
@@ -1538,6 +1763,10 @@ def _d_ProduceResponse_v5(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse(v0, v1, [], None), pos
 
 
@@ -1559,7 +1788,11 @@ def _e_ProduceResponse_v5(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v6(out, o):
@@ -1572,7 +1805,11 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v6(out, o):
@@ -1585,7 +1822,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v6(out, o):
@@ -1598,7 +1839,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_TopicProduceResponse_v6(out, o):
@@ -1623,7 +1868,11 @@ def _e_ProduceResponse_TopicProduceResponse_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_NodeEndpoint_v6(out, o):
@@ -1640,7 +1889,11 @@ def _e_ProduceResponse_NodeEndpoint_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_v6(out, o):
@@ -1661,7 +1914,11 @@ def _e_ProduceResponse_v6(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v7(out, o):
@@ -1674,7 +1931,11 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v7(out, o):
@@ -1687,7 +1948,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v7(out, o):
@@ -1700,7 +1965,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_TopicProduceResponse_v7(out, o):
@@ -1725,7 +1994,11 @@ def _e_ProduceResponse_TopicProduceResponse_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_NodeEndpoint_v7(out, o):
@@ -1742,7 +2015,11 @@ def _e_ProduceResponse_NodeEndpoint_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_v7(out, o):
@@ -1763,7 +2040,11 @@ def _e_ProduceResponse_v7(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos):
@@ -1787,6 +2068,10 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_BatchIndexAndErrorMessage(v0, v1, None), pos
 
 
@@ -1806,7 +2091,11 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v8(out, o):
@@ -1819,7 +2108,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_PartitionProduceResponse_v8(buf, pos):
@@ -1855,6 +2148,10 @@ def _d_ProduceResponse_PartitionProduceResponse_v8(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, v5, v6, ProduceResponse_LeaderIdAndEpoch(), None), pos
 
 
@@ -1884,7 +2181,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_TopicProduceResponse_v8(buf, pos):
@@ -1915,6 +2216,10 @@ def _d_ProduceResponse_TopicProduceResponse_v8(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -1940,7 +2245,11 @@ def _e_ProduceResponse_TopicProduceResponse_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ProduceResponse_NodeEndpoint_v8(out, o):
@@ -1957,7 +2266,11 @@ def _e_ProduceResponse_NodeEndpoint_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_v8(buf, pos):
@@ -1980,6 +2293,10 @@ def _d_ProduceResponse_v8(buf, pos):
         pos += 4
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse(v0, v1, [], None), pos
 
 
@@ -2001,7 +2318,11 @@ def _e_ProduceResponse_v8(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos):
@@ -2034,6 +2355,10 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_BatchIndexAndErrorMessage(v0, v1, u), pos
 
 
@@ -2060,7 +2385,11 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_LeaderIdAndEpoch_v9(buf, pos):
@@ -2074,6 +2403,10 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_LeaderIdAndEpoch(-1, -1, u), pos
 
 
@@ -2090,7 +2423,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_PartitionProduceResponse_v9(buf, pos):
@@ -2138,6 +2475,10 @@ def _d_ProduceResponse_PartitionProduceResponse_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, v5, v6, ProduceResponse_LeaderIdAndEpoch(), u), pos
 
 
@@ -2178,7 +2519,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_TopicProduceResponse_v9(buf, pos):
@@ -2221,6 +2566,10 @@ def _d_ProduceResponse_TopicProduceResponse_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -2257,7 +2606,11 @@ def _e_ProduceResponse_TopicProduceResponse_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_NodeEndpoint_v9(buf, pos):
@@ -2271,6 +2624,10 @@ def _d_ProduceResponse_NodeEndpoint_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_NodeEndpoint(0, '', 0, None, u), pos
 
 
@@ -2291,7 +2648,11 @@ def _e_ProduceResponse_NodeEndpoint_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_v9(buf, pos):
@@ -2323,6 +2684,10 @@ def _d_ProduceResponse_v9(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse(v0, v1, [], u), pos
 
 
@@ -2351,7 +2716,11 @@ def _e_ProduceResponse_v9(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos):
@@ -2368,6 +2737,10 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_LeaderIdAndEpoch(v0, v1, u), pos
 
 
@@ -2382,7 +2755,11 @@ def _e_ProduceResponse_LeaderIdAndEpoch_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_PartitionProduceResponse_v10(buf, pos):
@@ -2455,6 +2832,10 @@ def _d_ProduceResponse_PartitionProduceResponse_v10(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -2500,7 +2881,11 @@ def _e_ProduceResponse_PartitionProduceResponse_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_TopicProduceResponse_v10(buf, pos):
@@ -2543,6 +2928,10 @@ def _d_ProduceResponse_TopicProduceResponse_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -2579,7 +2968,11 @@ def _e_ProduceResponse_TopicProduceResponse_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_NodeEndpoint_v10(buf, pos):
@@ -2629,6 +3022,10 @@ def _d_ProduceResponse_NodeEndpoint_v10(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
 
 
@@ -2669,7 +3066,11 @@ def _e_ProduceResponse_NodeEndpoint_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_v10(buf, pos):
@@ -2739,6 +3140,10 @@ def _d_ProduceResponse_v10(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse(v0, v1, v2, u), pos
 
 
@@ -2781,7 +3186,11 @@ def _e_ProduceResponse_v10(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_TopicProduceResponse_v13(buf, pos):
@@ -2814,6 +3223,10 @@ def _d_ProduceResponse_TopicProduceResponse_v13(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse_TopicProduceResponse('', v1, v2, u), pos
 
 
@@ -2840,7 +3253,11 @@ def _e_ProduceResponse_TopicProduceResponse_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ProduceResponse_v13(buf, pos):
@@ -2910,6 +3327,10 @@ def _d_ProduceResponse_v13(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ProduceResponse(v0, v1, v2, u), pos
 
 
@@ -2952,7 +3373,11 @@ def _e_ProduceResponse_v13(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ProduceRequest.PartitionProduceData = ProduceRequest_PartitionProduceData

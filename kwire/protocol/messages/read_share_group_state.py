@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -185,6 +186,10 @@ def _d_ReadShareGroupStateRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateRequest_PartitionData(v0, v1, u), pos
 
 
@@ -199,7 +204,11 @@ def _e_ReadShareGroupStateRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateRequest_ReadStateData_v0(buf, pos):
@@ -232,6 +241,10 @@ def _d_ReadShareGroupStateRequest_ReadStateData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateRequest_ReadStateData(v0, v1, u), pos
 
 
@@ -258,7 +271,11 @@ def _e_ReadShareGroupStateRequest_ReadStateData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateRequest_v0(buf, pos):
@@ -301,6 +318,10 @@ def _d_ReadShareGroupStateRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateRequest(v0, v1, u), pos
 
 
@@ -337,7 +358,11 @@ def _e_ReadShareGroupStateRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateResponse_StateBatch_v0(buf, pos):
@@ -354,6 +379,10 @@ def _d_ReadShareGroupStateResponse_StateBatch_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateResponse_StateBatch(v0, v1, v2, v3, u), pos
 
 
@@ -368,7 +397,11 @@ def _e_ReadShareGroupStateResponse_StateBatch_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateResponse_PartitionResult_v0(buf, pos):
@@ -419,6 +452,10 @@ def _d_ReadShareGroupStateResponse_PartitionResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateResponse_PartitionResult(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -459,7 +496,11 @@ def _e_ReadShareGroupStateResponse_PartitionResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateResponse_ReadStateResult_v0(buf, pos):
@@ -492,6 +533,10 @@ def _d_ReadShareGroupStateResponse_ReadStateResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateResponse_ReadStateResult(v0, v1, u), pos
 
 
@@ -518,7 +563,11 @@ def _e_ReadShareGroupStateResponse_ReadStateResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateResponse_v0(buf, pos):
@@ -547,6 +596,10 @@ def _d_ReadShareGroupStateResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateResponse(v0, u), pos
 
 
@@ -571,7 +624,11 @@ def _e_ReadShareGroupStateResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ReadShareGroupStateRequest.PartitionData = ReadShareGroupStateRequest_PartitionData

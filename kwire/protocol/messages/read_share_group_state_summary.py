@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -167,6 +168,10 @@ def _d_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryRequest_PartitionData(v0, v1, u), pos
 
 
@@ -181,7 +186,11 @@ def _e_ReadShareGroupStateSummaryRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos):
@@ -214,6 +223,10 @@ def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryRequest_ReadStateSummaryData(v0, v1, u), pos
 
 
@@ -240,7 +253,11 @@ def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryRequest_v0(buf, pos):
@@ -283,6 +300,10 @@ def _d_ReadShareGroupStateSummaryRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryRequest(v0, v1, u), pos
 
 
@@ -319,7 +340,11 @@ def _e_ReadShareGroupStateSummaryRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos):
@@ -355,6 +380,10 @@ def _d_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryResponse_PartitionResult(v0, v1, v2, v3, v4, v5, -1, u), pos
 
 
@@ -383,7 +412,11 @@ def _e_ReadShareGroupStateSummaryResponse_PartitionResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf, pos):
@@ -416,6 +449,10 @@ def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(v0, v1, u), pos
 
 
@@ -442,7 +479,11 @@ def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryResponse_v0(buf, pos):
@@ -471,6 +512,10 @@ def _d_ReadShareGroupStateSummaryResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryResponse(v0, u), pos
 
 
@@ -495,7 +540,11 @@ def _e_ReadShareGroupStateSummaryResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryResponse_PartitionResult_v1(buf, pos):
@@ -531,6 +580,10 @@ def _d_ReadShareGroupStateSummaryResponse_PartitionResult_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryResponse_PartitionResult(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -559,7 +612,11 @@ def _e_ReadShareGroupStateSummaryResponse_PartitionResult_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(buf, pos):
@@ -592,6 +649,10 @@ def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(v0, v1, u), pos
 
 
@@ -618,7 +679,11 @@ def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ReadShareGroupStateSummaryResponse_v1(buf, pos):
@@ -647,6 +712,10 @@ def _d_ReadShareGroupStateSummaryResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ReadShareGroupStateSummaryResponse(v0, u), pos
 
 
@@ -671,7 +740,11 @@ def _e_ReadShareGroupStateSummaryResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ReadShareGroupStateSummaryRequest.PartitionData = ReadShareGroupStateSummaryRequest_PartitionData

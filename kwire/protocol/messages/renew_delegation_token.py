@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -99,6 +100,10 @@ def _d_RenewDelegationTokenRequest_v1(buf, pos):
         pos += 8
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return RenewDelegationTokenRequest(v0, v1, None), pos
 
 
@@ -117,7 +122,11 @@ def _e_RenewDelegationTokenRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_RenewDelegationTokenRequest_v2(buf, pos):
@@ -148,6 +157,10 @@ def _d_RenewDelegationTokenRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return RenewDelegationTokenRequest(v0, v1, u), pos
 
 
@@ -173,7 +186,11 @@ def _e_RenewDelegationTokenRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_RenewDelegationTokenResponse_v1(buf, pos):
@@ -184,6 +201,10 @@ def _d_RenewDelegationTokenResponse_v1(buf, pos):
         pos += 14
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return RenewDelegationTokenResponse(v0, v1, v2, None), pos
 
 
@@ -195,7 +216,11 @@ def _e_RenewDelegationTokenResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_RenewDelegationTokenResponse_v2(buf, pos):
@@ -212,6 +237,10 @@ def _d_RenewDelegationTokenResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return RenewDelegationTokenResponse(v0, v1, v2, u), pos
 
 
@@ -226,7 +255,11 @@ def _e_RenewDelegationTokenResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 RenewDelegationTokenRequest.API_KEY = 39

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -96,6 +97,10 @@ def _d_SaslAuthenticateRequest_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SaslAuthenticateRequest(v0, None), pos
 
 
@@ -112,7 +117,11 @@ def _e_SaslAuthenticateRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SaslAuthenticateRequest_v1(out, o):
@@ -128,7 +137,11 @@ def _e_SaslAuthenticateRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SaslAuthenticateRequest_v2(buf, pos):
@@ -156,6 +169,10 @@ def _d_SaslAuthenticateRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SaslAuthenticateRequest(v0, u), pos
 
 
@@ -179,7 +196,11 @@ def _e_SaslAuthenticateRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SaslAuthenticateResponse_v0(buf, pos):
@@ -214,6 +235,10 @@ def _d_SaslAuthenticateResponse_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SaslAuthenticateResponse(v0, v1, v2, 0, None), pos
 
 
@@ -240,7 +265,11 @@ def _e_SaslAuthenticateResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SaslAuthenticateResponse_v1(buf, pos):
@@ -278,6 +307,10 @@ def _d_SaslAuthenticateResponse_v1(buf, pos):
         pos += 8
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SaslAuthenticateResponse(v0, v1, v2, v3, None), pos
 
 
@@ -306,7 +339,11 @@ def _e_SaslAuthenticateResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SaslAuthenticateResponse_v2(buf, pos):
@@ -356,6 +393,10 @@ def _d_SaslAuthenticateResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SaslAuthenticateResponse(v0, v1, v2, v3, u), pos
 
 
@@ -395,7 +436,11 @@ def _e_SaslAuthenticateResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 SaslAuthenticateRequest.API_KEY = 36

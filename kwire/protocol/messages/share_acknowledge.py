@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -245,6 +246,10 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeRequest_AcknowledgementBatch(v0, v1, v2, u), pos
 
 
@@ -270,7 +275,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgementBatch_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeRequest_AcknowledgePartition_v1(buf, pos):
@@ -302,6 +311,10 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeRequest_AcknowledgePartition(v0, v1, u), pos
 
 
@@ -328,7 +341,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeRequest_AcknowledgeTopic_v1(buf, pos):
@@ -361,6 +378,10 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeRequest_AcknowledgeTopic(v0, v1, u), pos
 
 
@@ -387,7 +408,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgeTopic_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeRequest_v1(buf, pos):
@@ -451,6 +476,10 @@ def _d_ShareAcknowledgeRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeRequest(v0, v1, v2, False, v4, u), pos
 
 
@@ -503,7 +532,11 @@ def _e_ShareAcknowledgeRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeRequest_v2(buf, pos):
@@ -567,6 +600,10 @@ def _d_ShareAcknowledgeRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeRequest(v0, v1, v2, v3, v4, u), pos
 
 
@@ -617,7 +654,11 @@ def _e_ShareAcknowledgeRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(buf, pos):
@@ -634,6 +675,10 @@ def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeResponse_LeaderIdAndEpoch(v0, v1, u), pos
 
 
@@ -648,7 +693,11 @@ def _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeResponse_PartitionData_v1(buf, pos):
@@ -683,6 +732,10 @@ def _d_ShareAcknowledgeResponse_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeResponse_PartitionData(v0, v1, v2, v3, u), pos
 
 
@@ -712,7 +765,11 @@ def _e_ShareAcknowledgeResponse_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(buf, pos):
@@ -745,6 +802,10 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(v0, v1, u), pos
 
 
@@ -771,7 +832,11 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeResponse_NodeEndpoint_v1(buf, pos):
@@ -821,6 +886,10 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
 
 
@@ -861,7 +930,11 @@ def _e_ShareAcknowledgeResponse_NodeEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeResponse_v1(buf, pos):
@@ -924,6 +997,10 @@ def _d_ShareAcknowledgeResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeResponse(v0, v1, v2, 0, v4, v5, u), pos
 
 
@@ -974,7 +1051,11 @@ def _e_ShareAcknowledgeResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareAcknowledgeResponse_v2(buf, pos):
@@ -1040,6 +1121,10 @@ def _d_ShareAcknowledgeResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareAcknowledgeResponse(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -1092,7 +1177,11 @@ def _e_ShareAcknowledgeResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ShareAcknowledgeRequest.AcknowledgementBatch = ShareAcknowledgeRequest_AcknowledgementBatch

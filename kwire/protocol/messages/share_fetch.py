@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -306,6 +307,10 @@ def _d_ShareFetchRequest_AcknowledgementBatch_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchRequest_AcknowledgementBatch(v0, v1, v2, u), pos
 
 
@@ -331,7 +336,11 @@ def _e_ShareFetchRequest_AcknowledgementBatch_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchRequest_FetchPartition_v1(buf, pos):
@@ -363,6 +372,10 @@ def _d_ShareFetchRequest_FetchPartition_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchRequest_FetchPartition(v0, 0, v2, u), pos
 
 
@@ -391,7 +404,11 @@ def _e_ShareFetchRequest_FetchPartition_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchRequest_FetchTopic_v1(buf, pos):
@@ -424,6 +441,10 @@ def _d_ShareFetchRequest_FetchTopic_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchRequest_FetchTopic(v0, v1, u), pos
 
 
@@ -450,7 +471,11 @@ def _e_ShareFetchRequest_FetchTopic_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchRequest_ForgottenTopic_v1(buf, pos):
@@ -481,6 +506,10 @@ def _d_ShareFetchRequest_ForgottenTopic_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchRequest_ForgottenTopic(v0, v1, u), pos
 
 
@@ -506,7 +535,11 @@ def _e_ShareFetchRequest_ForgottenTopic_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchRequest_v1(buf, pos):
@@ -585,6 +618,10 @@ def _d_ShareFetchRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchRequest(v0, v1, v2, v3, v4, v5, v6, v7, 0, False, v10, v11, u), pos
 
 
@@ -649,7 +686,11 @@ def _e_ShareFetchRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ShareFetchRequest_FetchPartition_v2(out, o):
@@ -677,7 +718,11 @@ def _e_ShareFetchRequest_FetchPartition_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_ShareFetchRequest_FetchTopic_v2(out, o):
@@ -703,7 +748,11 @@ def _e_ShareFetchRequest_FetchTopic_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchRequest_v2(buf, pos):
@@ -782,6 +831,10 @@ def _d_ShareFetchRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
 
 
@@ -844,7 +897,11 @@ def _e_ShareFetchRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchResponse_LeaderIdAndEpoch_v1(buf, pos):
@@ -861,6 +918,10 @@ def _d_ShareFetchResponse_LeaderIdAndEpoch_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchResponse_LeaderIdAndEpoch(v0, v1, u), pos
 
 
@@ -875,7 +936,11 @@ def _e_ShareFetchResponse_LeaderIdAndEpoch_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchResponse_AcquiredRecords_v1(buf, pos):
@@ -892,6 +957,10 @@ def _d_ShareFetchResponse_AcquiredRecords_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchResponse_AcquiredRecords(v0, v1, v2, u), pos
 
 
@@ -906,7 +975,11 @@ def _e_ShareFetchResponse_AcquiredRecords_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchResponse_PartitionData_v1(buf, pos):
@@ -989,6 +1062,10 @@ def _d_ShareFetchResponse_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1055,7 +1132,11 @@ def _e_ShareFetchResponse_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchResponse_ShareFetchableTopicResponse_v1(buf, pos):
@@ -1088,6 +1169,10 @@ def _d_ShareFetchResponse_ShareFetchableTopicResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchResponse_ShareFetchableTopicResponse(v0, v1, u), pos
 
 
@@ -1114,7 +1199,11 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchResponse_NodeEndpoint_v1(buf, pos):
@@ -1164,6 +1253,10 @@ def _d_ShareFetchResponse_NodeEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
 
 
@@ -1204,7 +1297,11 @@ def _e_ShareFetchResponse_NodeEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareFetchResponse_v1(buf, pos):
@@ -1270,6 +1367,10 @@ def _d_ShareFetchResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareFetchResponse(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -1322,7 +1423,11 @@ def _e_ShareFetchResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ShareFetchRequest.AcknowledgementBatch = ShareFetchRequest_AcknowledgementBatch

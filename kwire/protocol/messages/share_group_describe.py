@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -198,6 +199,10 @@ def _d_ShareGroupDescribeRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupDescribeRequest(v0, v1, u), pos
 
 
@@ -224,7 +229,11 @@ def _e_ShareGroupDescribeRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupDescribeResponse_TopicPartitions_v1(buf, pos):
@@ -269,6 +278,10 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupDescribeResponse_TopicPartitions(v0, v1, v2, u), pos
 
 
@@ -306,7 +319,11 @@ def _e_ShareGroupDescribeResponse_TopicPartitions_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupDescribeResponse_Assignment_v1(buf, pos):
@@ -335,6 +352,10 @@ def _d_ShareGroupDescribeResponse_Assignment_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupDescribeResponse_Assignment(v0, u), pos
 
 
@@ -359,7 +380,11 @@ def _e_ShareGroupDescribeResponse_Assignment_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupDescribeResponse_Member_v1(buf, pos):
@@ -451,6 +476,10 @@ def _d_ShareGroupDescribeResponse_Member_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -528,7 +557,11 @@ def _e_ShareGroupDescribeResponse_Member_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupDescribeResponse_DescribedGroup_v1(buf, pos):
@@ -624,6 +657,10 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
 
 
@@ -702,7 +739,11 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupDescribeResponse_v1(buf, pos):
@@ -734,6 +775,10 @@ def _d_ShareGroupDescribeResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupDescribeResponse(v0, v1, u), pos
 
 
@@ -760,7 +805,11 @@ def _e_ShareGroupDescribeResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ShareGroupDescribeResponse.TopicPartitions = ShareGroupDescribeResponse_TopicPartitions

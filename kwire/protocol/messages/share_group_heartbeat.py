@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -201,6 +202,10 @@ def _d_ShareGroupHeartbeatRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupHeartbeatRequest(v0, v1, v2, v3, v4, u), pos
 
 
@@ -263,7 +268,11 @@ def _e_ShareGroupHeartbeatRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupHeartbeatResponse_TopicPartitions_v1(buf, pos):
@@ -294,6 +303,10 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupHeartbeatResponse_TopicPartitions(v0, v1, u), pos
 
 
@@ -319,7 +332,11 @@ def _e_ShareGroupHeartbeatResponse_TopicPartitions_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupHeartbeatResponse_Assignment_v1(buf, pos):
@@ -348,6 +365,10 @@ def _d_ShareGroupHeartbeatResponse_Assignment_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupHeartbeatResponse_Assignment(v0, u), pos
 
 
@@ -372,7 +393,11 @@ def _e_ShareGroupHeartbeatResponse_Assignment_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_ShareGroupHeartbeatResponse_v1(buf, pos):
@@ -431,6 +456,10 @@ def _d_ShareGroupHeartbeatResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return ShareGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -478,7 +507,11 @@ def _e_ShareGroupHeartbeatResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 ShareGroupHeartbeatResponse.TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions

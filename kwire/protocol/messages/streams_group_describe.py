@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -408,6 +409,10 @@ def _d_StreamsGroupDescribeRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeRequest(v0, v1, False, u), pos
 
 
@@ -436,7 +441,11 @@ def _e_StreamsGroupDescribeRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeRequest_v1(buf, pos):
@@ -468,6 +477,10 @@ def _d_StreamsGroupDescribeRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeRequest(v0, v1, v2, u), pos
 
 
@@ -494,7 +507,11 @@ def _e_StreamsGroupDescribeRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_KeyValue_v0(buf, pos):
@@ -536,6 +553,10 @@ def _d_StreamsGroupDescribeResponse_KeyValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_KeyValue(v0, v1, u), pos
 
 
@@ -572,7 +593,11 @@ def _e_StreamsGroupDescribeResponse_KeyValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopicInfo_v0(buf, pos):
@@ -618,6 +643,10 @@ def _d_StreamsGroupDescribeResponse_TopicInfo_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopicInfo(v0, v1, v2, v3, u), pos
 
 
@@ -656,7 +685,11 @@ def _e_StreamsGroupDescribeResponse_TopicInfo_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_Subtopology_v0(buf, pos):
@@ -744,6 +777,10 @@ def _d_StreamsGroupDescribeResponse_Subtopology_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_Subtopology(v0, v1, v2, v3, v4, u), pos
 
 
@@ -816,7 +853,11 @@ def _e_StreamsGroupDescribeResponse_Subtopology_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_Topology_v0(buf, pos):
@@ -850,6 +891,10 @@ def _d_StreamsGroupDescribeResponse_Topology_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_Topology(v0, v1, u), pos
 
 
@@ -876,7 +921,11 @@ def _e_StreamsGroupDescribeResponse_Topology_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_Endpoint_v0(buf, pos):
@@ -907,6 +956,10 @@ def _d_StreamsGroupDescribeResponse_Endpoint_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_Endpoint(v0, v1, u), pos
 
 
@@ -933,7 +986,11 @@ def _e_StreamsGroupDescribeResponse_Endpoint_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TaskOffset_v0(buf, pos):
@@ -964,6 +1021,10 @@ def _d_StreamsGroupDescribeResponse_TaskOffset_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TaskOffset(v0, v1, v2, u), pos
 
 
@@ -990,7 +1051,11 @@ def _e_StreamsGroupDescribeResponse_TaskOffset_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TaskIds_v0(buf, pos):
@@ -1031,6 +1096,10 @@ def _d_StreamsGroupDescribeResponse_TaskIds_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TaskIds(v0, v1, u), pos
 
 
@@ -1066,7 +1135,11 @@ def _e_StreamsGroupDescribeResponse_TaskIds_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_Assignment_v0(buf, pos):
@@ -1125,6 +1198,10 @@ def _d_StreamsGroupDescribeResponse_Assignment_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_Assignment(v0, v1, v2, u), pos
 
 
@@ -1173,7 +1250,11 @@ def _e_StreamsGroupDescribeResponse_Assignment_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_Member_v0(buf, pos):
@@ -1340,6 +1421,10 @@ def _d_StreamsGroupDescribeResponse_Member_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, u), pos
 
 
@@ -1479,7 +1564,11 @@ def _e_StreamsGroupDescribeResponse_Member_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescriptionNode_v0(buf, pos):
@@ -1493,6 +1582,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionNode_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescriptionNode('', 0, [], None, [], [], u), pos
 
 
@@ -1517,7 +1610,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v0(buf, pos):
@@ -1531,6 +1628,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescriptionSubtopology('', [], u), pos
 
 
@@ -1547,7 +1648,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v0(buf, pos):
@@ -1561,6 +1666,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore(StreamsGroupDescribeResponse_TopologyDescriptionNode(), StreamsGroupDescribeResponse_TopologyDescriptionNode(), u), pos
 
 
@@ -1577,7 +1686,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescription_v0(buf, pos):
@@ -1591,6 +1704,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescription_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescription([], [], u), pos
 
 
@@ -1607,7 +1724,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescription_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_DescribedGroup_v0(buf, pos):
@@ -1696,6 +1817,10 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, None, 0, None, u), pos
 
 
@@ -1773,7 +1898,11 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_v0(buf, pos):
@@ -1805,6 +1934,10 @@ def _d_StreamsGroupDescribeResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse(v0, v1, u), pos
 
 
@@ -1831,7 +1964,11 @@ def _e_StreamsGroupDescribeResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescriptionNode_v1(buf, pos):
@@ -1923,6 +2060,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionNode_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescriptionNode(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -1997,7 +2138,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v1(buf, pos):
@@ -2040,6 +2185,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescriptionSubtopology(v0, v1, u), pos
 
 
@@ -2076,7 +2225,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v1(buf, pos):
@@ -2094,6 +2247,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore(v0, v1, u), pos
 
 
@@ -2112,7 +2269,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_TopologyDescription_v1(buf, pos):
@@ -2156,6 +2317,10 @@ def _d_StreamsGroupDescribeResponse_TopologyDescription_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_TopologyDescription(v0, v1, u), pos
 
 
@@ -2192,7 +2357,11 @@ def _e_StreamsGroupDescribeResponse_TopologyDescription_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_DescribedGroup_v1(buf, pos):
@@ -2307,6 +2476,10 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
 
 
@@ -2401,7 +2574,11 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupDescribeResponse_v1(buf, pos):
@@ -2433,6 +2610,10 @@ def _d_StreamsGroupDescribeResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupDescribeResponse(v0, v1, u), pos
 
 
@@ -2459,7 +2640,11 @@ def _e_StreamsGroupDescribeResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 StreamsGroupDescribeResponse.KeyValue = StreamsGroupDescribeResponse_KeyValue

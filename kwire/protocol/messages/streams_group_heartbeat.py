@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -411,6 +412,10 @@ def _d_StreamsGroupHeartbeatRequest_KeyValue_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_KeyValue(v0, v1, u), pos
 
 
@@ -447,7 +452,11 @@ def _e_StreamsGroupHeartbeatRequest_KeyValue_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_TopicInfo_v0(buf, pos):
@@ -493,6 +502,10 @@ def _d_StreamsGroupHeartbeatRequest_TopicInfo_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_TopicInfo(v0, v1, v2, v3, u), pos
 
 
@@ -531,7 +544,11 @@ def _e_StreamsGroupHeartbeatRequest_TopicInfo_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(buf, pos):
@@ -584,6 +601,10 @@ def _d_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_CopartitionGroup(v0, v1, v2, u), pos
 
 
@@ -629,7 +650,11 @@ def _e_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_Subtopology_v0(buf, pos):
@@ -747,6 +772,10 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_Subtopology(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -843,7 +872,11 @@ def _e_StreamsGroupHeartbeatRequest_Subtopology_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_Topology_v0(buf, pos):
@@ -875,6 +908,10 @@ def _d_StreamsGroupHeartbeatRequest_Topology_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_Topology(v0, v1, u), pos
 
 
@@ -901,7 +938,11 @@ def _e_StreamsGroupHeartbeatRequest_Topology_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_TaskIds_v0(buf, pos):
@@ -942,6 +983,10 @@ def _d_StreamsGroupHeartbeatRequest_TaskIds_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_TaskIds(v0, v1, u), pos
 
 
@@ -977,7 +1022,11 @@ def _e_StreamsGroupHeartbeatRequest_TaskIds_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_Endpoint_v0(buf, pos):
@@ -1008,6 +1057,10 @@ def _d_StreamsGroupHeartbeatRequest_Endpoint_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_Endpoint(v0, v1, u), pos
 
 
@@ -1034,7 +1087,11 @@ def _e_StreamsGroupHeartbeatRequest_Endpoint_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_TaskOffset_v0(buf, pos):
@@ -1065,6 +1122,10 @@ def _d_StreamsGroupHeartbeatRequest_TaskOffset_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest_TaskOffset(v0, v1, v2, u), pos
 
 
@@ -1091,7 +1152,11 @@ def _e_StreamsGroupHeartbeatRequest_TaskOffset_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatRequest_v0(buf, pos):
@@ -1306,6 +1371,10 @@ def _d_StreamsGroupHeartbeatRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, u), pos
 
 
@@ -1470,7 +1539,11 @@ def _e_StreamsGroupHeartbeatRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatResponse_Status_v0(buf, pos):
@@ -1501,6 +1574,10 @@ def _d_StreamsGroupHeartbeatResponse_Status_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatResponse_Status(v0, v1, u), pos
 
 
@@ -1527,7 +1604,11 @@ def _e_StreamsGroupHeartbeatResponse_Status_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatResponse_TaskIds_v0(buf, pos):
@@ -1568,6 +1649,10 @@ def _d_StreamsGroupHeartbeatResponse_TaskIds_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatResponse_TaskIds(v0, v1, u), pos
 
 
@@ -1603,7 +1688,11 @@ def _e_StreamsGroupHeartbeatResponse_TaskIds_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatResponse_Endpoint_v0(buf, pos):
@@ -1634,6 +1723,10 @@ def _d_StreamsGroupHeartbeatResponse_Endpoint_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatResponse_Endpoint(v0, v1, u), pos
 
 
@@ -1660,7 +1753,11 @@ def _e_StreamsGroupHeartbeatResponse_Endpoint_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatResponse_TopicPartition_v0(buf, pos):
@@ -1701,6 +1798,10 @@ def _d_StreamsGroupHeartbeatResponse_TopicPartition_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatResponse_TopicPartition(v0, v1, u), pos
 
 
@@ -1736,7 +1837,11 @@ def _e_StreamsGroupHeartbeatResponse_TopicPartition_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_v0(buf, pos):
@@ -1782,6 +1887,10 @@ def _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatResponse_EndpointToPartitions(v0, v1, v2, u), pos
 
 
@@ -1821,7 +1930,11 @@ def _e_StreamsGroupHeartbeatResponse_EndpointToPartitions_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatResponse_v0(buf, pos):
@@ -1959,6 +2072,10 @@ def _d_StreamsGroupHeartbeatResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, v6, v7, -1, v9, v10, v11, v12, False, v14, v15, u), pos
 
 
@@ -2063,7 +2180,11 @@ def _e_StreamsGroupHeartbeatResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupHeartbeatResponse_v1(buf, pos):
@@ -2201,6 +2322,10 @@ def _d_StreamsGroupHeartbeatResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, 0, v7, v8, v9, v10, v11, v12, v13, v14, v15, u), pos
 
 
@@ -2305,7 +2430,11 @@ def _e_StreamsGroupHeartbeatResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 StreamsGroupHeartbeatRequest.KeyValue = StreamsGroupHeartbeatRequest_KeyValue

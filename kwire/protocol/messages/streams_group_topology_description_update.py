@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -246,6 +247,10 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode_v0(b
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -320,7 +325,11 @@ def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode_v0(o
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology_v0(buf, pos):
@@ -363,6 +372,10 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopolo
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology(v0, v1, u), pos
 
 
@@ -399,7 +412,11 @@ def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopolo
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore_v0(buf, pos):
@@ -417,6 +434,10 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalSto
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore(v0, v1, u), pos
 
 
@@ -435,7 +456,11 @@ def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalSto
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription_v0(buf, pos):
@@ -479,6 +504,10 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription_v0(buf, 
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription(v0, v1, u), pos
 
 
@@ -515,7 +544,11 @@ def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription_v0(out, 
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf, pos):
@@ -562,6 +595,10 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyDescriptionUpdateRequest(v0, v1, v2, v3, u), pos
 
 
@@ -603,7 +640,11 @@ def _e_StreamsGroupTopologyDescriptionUpdateRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf, pos):
@@ -636,6 +677,10 @@ def _d_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return StreamsGroupTopologyDescriptionUpdateResponse(v0, v1, v2, u), pos
 
 
@@ -662,7 +707,11 @@ def _e_StreamsGroupTopologyDescriptionUpdateResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -138,6 +139,10 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupRequest_SyncGroupRequestAssignment(v0, v1, None), pos
 
 
@@ -162,7 +167,11 @@ def _e_SyncGroupRequest_SyncGroupRequestAssignment_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupRequest_v0(buf, pos):
@@ -207,6 +216,10 @@ def _d_SyncGroupRequest_v0(buf, pos):
                 v6.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupRequest(v0, v1, v2, None, None, None, v6, None), pos
 
 
@@ -244,7 +257,11 @@ def _e_SyncGroupRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v1(out, o):
@@ -268,7 +285,11 @@ def _e_SyncGroupRequest_SyncGroupRequestAssignment_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SyncGroupRequest_v1(out, o):
@@ -305,7 +326,11 @@ def _e_SyncGroupRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v2(out, o):
@@ -329,7 +354,11 @@ def _e_SyncGroupRequest_SyncGroupRequestAssignment_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SyncGroupRequest_v2(out, o):
@@ -366,7 +395,11 @@ def _e_SyncGroupRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v3(out, o):
@@ -390,7 +423,11 @@ def _e_SyncGroupRequest_SyncGroupRequestAssignment_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupRequest_v3(buf, pos):
@@ -448,6 +485,10 @@ def _d_SyncGroupRequest_v3(buf, pos):
                 v6.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupRequest(v0, v1, v2, v3, None, None, v6, None), pos
 
 
@@ -491,7 +532,11 @@ def _e_SyncGroupRequest_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos):
@@ -533,6 +578,10 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupRequest_SyncGroupRequestAssignment(v0, v1, u), pos
 
 
@@ -568,7 +617,11 @@ def _e_SyncGroupRequest_SyncGroupRequestAssignment_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupRequest_v4(buf, pos):
@@ -644,6 +697,10 @@ def _d_SyncGroupRequest_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupRequest(v0, v1, v2, v3, None, None, v6, u), pos
 
 
@@ -706,7 +763,11 @@ def _e_SyncGroupRequest_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupRequest_v5(buf, pos):
@@ -814,6 +875,10 @@ def _d_SyncGroupRequest_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupRequest(v0, v1, v2, v3, v4, v5, v6, u), pos
 
 
@@ -900,7 +965,11 @@ def _e_SyncGroupRequest_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupResponse_v0(buf, pos):
@@ -922,6 +991,10 @@ def _d_SyncGroupResponse_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupResponse(0, v1, None, None, v4, None), pos
 
 
@@ -940,7 +1013,11 @@ def _e_SyncGroupResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupResponse_v1(buf, pos):
@@ -962,6 +1039,10 @@ def _d_SyncGroupResponse_v1(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupResponse(v0, v1, None, None, v4, None), pos
 
 
@@ -980,7 +1061,11 @@ def _e_SyncGroupResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SyncGroupResponse_v2(out, o):
@@ -998,7 +1083,11 @@ def _e_SyncGroupResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_SyncGroupResponse_v3(out, o):
@@ -1016,7 +1105,11 @@ def _e_SyncGroupResponse_v3(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupResponse_v4(buf, pos):
@@ -1047,6 +1140,10 @@ def _d_SyncGroupResponse_v4(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupResponse(v0, v1, None, None, v4, u), pos
 
 
@@ -1072,7 +1169,11 @@ def _e_SyncGroupResponse_v4(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_SyncGroupResponse_v5(buf, pos):
@@ -1135,6 +1236,10 @@ def _d_SyncGroupResponse_v5(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return SyncGroupResponse(v0, v1, v2, v3, v4, u), pos
 
 
@@ -1184,7 +1289,11 @@ def _e_SyncGroupResponse_v5(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 SyncGroupRequest.SyncGroupRequestAssignment = SyncGroupRequest_SyncGroupRequestAssignment

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -188,6 +189,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(v0, v1, -1, v3, None), pos
 
 
@@ -207,7 +212,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos):
@@ -238,6 +247,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -263,7 +276,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_v0(buf, pos):
@@ -308,6 +325,10 @@ def _d_TxnOffsetCommitRequest_v0(buf, pos):
                 v7.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest(v0, v1, v2, v3, -1, '', None, v7, None), pos
 
 
@@ -349,7 +370,11 @@ def _e_TxnOffsetCommitRequest_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v1(out, o):
@@ -368,7 +393,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v1(out, o):
@@ -393,7 +422,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitRequest_v1(out, o):
@@ -434,7 +467,11 @@ def _e_TxnOffsetCommitRequest_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos):
@@ -458,6 +495,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos):
             pos = end
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(v0, v1, v2, v3, None), pos
 
 
@@ -477,7 +518,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos):
@@ -508,6 +553,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -533,7 +582,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_v2(buf, pos):
@@ -578,6 +631,10 @@ def _d_TxnOffsetCommitRequest_v2(buf, pos):
                 v7.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest(v0, v1, v2, v3, -1, '', None, v7, None), pos
 
 
@@ -619,7 +676,11 @@ def _e_TxnOffsetCommitRequest_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos):
@@ -652,6 +713,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(v0, v1, v2, v3, u), pos
 
 
@@ -678,7 +743,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos):
@@ -721,6 +790,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -757,7 +830,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_v3(buf, pos):
@@ -847,6 +924,10 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -921,7 +1002,11 @@ def _e_TxnOffsetCommitRequest_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(buf, pos):
@@ -954,6 +1039,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic('', v1, v2, u), pos
 
 
@@ -980,7 +1069,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitRequest_v6(buf, pos):
@@ -1070,6 +1163,10 @@ def _d_TxnOffsetCommitRequest_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitRequest(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -1144,7 +1241,11 @@ def _e_TxnOffsetCommitRequest_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos):
@@ -1155,6 +1256,10 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos):
         pos += 6
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(v0, v1, None), pos
 
 
@@ -1166,7 +1271,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos):
@@ -1197,6 +1306,10 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos):
                 v2.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(v0, _ZERO_UUID, v2, None), pos
 
 
@@ -1222,7 +1335,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_v0(buf, pos):
@@ -1245,6 +1362,10 @@ def _d_TxnOffsetCommitResponse_v0(buf, pos):
                 v1.append(o)
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse(v0, v1, None), pos
 
 
@@ -1264,7 +1385,11 @@ def _e_TxnOffsetCommitResponse_v0(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1(out, o):
@@ -1275,7 +1400,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1(out, o):
@@ -1300,7 +1429,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitResponse_v1(out, o):
@@ -1319,7 +1452,11 @@ def _e_TxnOffsetCommitResponse_v1(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2(out, o):
@@ -1330,7 +1467,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2(out, o):
@@ -1355,7 +1496,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_TxnOffsetCommitResponse_v2(out, o):
@@ -1374,7 +1519,11 @@ def _e_TxnOffsetCommitResponse_v2(out, o):
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos):
@@ -1391,6 +1540,10 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(v0, v1, u), pos
 
 
@@ -1405,7 +1558,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos):
@@ -1448,6 +1605,10 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(v0, _ZERO_UUID, v2, u), pos
 
 
@@ -1484,7 +1645,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_v3(buf, pos):
@@ -1516,6 +1681,10 @@ def _d_TxnOffsetCommitResponse_v3(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse(v0, v1, u), pos
 
 
@@ -1542,7 +1711,11 @@ def _e_TxnOffsetCommitResponse_v3(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(buf, pos):
@@ -1575,6 +1748,10 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic('', v1, v2, u), pos
 
 
@@ -1601,7 +1778,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_TxnOffsetCommitResponse_v6(buf, pos):
@@ -1633,6 +1814,10 @@ def _d_TxnOffsetCommitResponse_v6(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return TxnOffsetCommitResponse(v0, v1, u), pos
 
 
@@ -1659,7 +1844,11 @@ def _e_TxnOffsetCommitResponse_v6(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -154,6 +155,10 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateFeaturesRequest_FeatureUpdateKey(v0, v1, v2, 1, u), pos
 
 
@@ -182,7 +187,11 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateFeaturesRequest_v0(buf, pos):
@@ -214,6 +223,10 @@ def _d_UpdateFeaturesRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateFeaturesRequest(v0, v1, False, u), pos
 
 
@@ -242,7 +255,11 @@ def _e_UpdateFeaturesRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateFeaturesRequest_FeatureUpdateKey_v1(buf, pos):
@@ -273,6 +290,10 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateFeaturesRequest_FeatureUpdateKey(v0, v1, False, v3, u), pos
 
 
@@ -301,7 +322,11 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateFeaturesRequest_v1(buf, pos):
@@ -336,6 +361,10 @@ def _d_UpdateFeaturesRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateFeaturesRequest(v0, v1, v2, u), pos
 
 
@@ -364,7 +393,11 @@ def _e_UpdateFeaturesRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_v2(out, o):
@@ -392,7 +425,11 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _e_UpdateFeaturesRequest_v2(out, o):
@@ -420,7 +457,11 @@ def _e_UpdateFeaturesRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateFeaturesResponse_UpdatableFeatureResult_v0(buf, pos):
@@ -467,6 +508,10 @@ def _d_UpdateFeaturesResponse_UpdatableFeatureResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateFeaturesResponse_UpdatableFeatureResult(v0, v1, v2, u), pos
 
 
@@ -505,7 +550,11 @@ def _e_UpdateFeaturesResponse_UpdatableFeatureResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateFeaturesResponse_v0(buf, pos):
@@ -553,6 +602,10 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateFeaturesResponse(v0, v1, v2, v3, u), pos
 
 
@@ -591,7 +644,11 @@ def _e_UpdateFeaturesResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateFeaturesResponse_v2(buf, pos):
@@ -624,6 +681,10 @@ def _d_UpdateFeaturesResponse_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateFeaturesResponse(v0, v1, v2, [], u), pos
 
 
@@ -650,7 +711,11 @@ def _e_UpdateFeaturesResponse_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 UpdateFeaturesRequest.FeatureUpdateKey = UpdateFeaturesRequest_FeatureUpdateKey

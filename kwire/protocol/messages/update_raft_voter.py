@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -188,6 +189,10 @@ def _d_UpdateRaftVoterRequest_Listener_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateRaftVoterRequest_Listener(v0, v1, v2, u), pos
 
 
@@ -226,7 +231,11 @@ def _e_UpdateRaftVoterRequest_Listener_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf, pos):
@@ -243,6 +252,10 @@ def _d_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateRaftVoterRequest_KRaftVersionFeature(v0, v1, u), pos
 
 
@@ -257,7 +270,11 @@ def _e_UpdateRaftVoterRequest_KRaftVersionFeature_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateRaftVoterRequest_v0(buf, pos):
@@ -308,6 +325,10 @@ def _d_UpdateRaftVoterRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateRaftVoterRequest(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -349,7 +370,11 @@ def _e_UpdateRaftVoterRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateRaftVoterResponse_CurrentLeader_v0(buf, pos):
@@ -383,6 +408,10 @@ def _d_UpdateRaftVoterResponse_CurrentLeader_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateRaftVoterResponse_CurrentLeader(v0, v1, v2, v3, u), pos
 
 
@@ -411,7 +440,11 @@ def _e_UpdateRaftVoterResponse_CurrentLeader_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_UpdateRaftVoterResponse_v0(buf, pos):
@@ -453,6 +486,10 @@ def _d_UpdateRaftVoterResponse_v0(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return UpdateRaftVoterResponse(v0, v1, v2, u), pos
 
 
@@ -474,7 +511,11 @@ def _e_UpdateRaftVoterResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 UpdateRaftVoterRequest.Listener = UpdateRaftVoterRequest_Listener

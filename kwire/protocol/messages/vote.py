@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -201,6 +202,10 @@ def _d_VoteRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest_PartitionData(v0, v1, v2, _ZERO_UUID, _ZERO_UUID, v5, v6, False, u), pos
 
 
@@ -217,7 +222,11 @@ def _e_VoteRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_TopicData_v0(buf, pos):
@@ -260,6 +269,10 @@ def _d_VoteRequest_TopicData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest_TopicData(v0, v1, u), pos
 
 
@@ -296,7 +309,11 @@ def _e_VoteRequest_TopicData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_v0(buf, pos):
@@ -341,6 +358,10 @@ def _d_VoteRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest(v0, -1, v2, u), pos
 
 
@@ -377,7 +398,11 @@ def _e_VoteRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_PartitionData_v1(buf, pos):
@@ -396,6 +421,10 @@ def _d_VoteRequest_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest_PartitionData(v0, v1, v2, v3, v4, v5, v6, False, u), pos
 
 
@@ -412,7 +441,11 @@ def _e_VoteRequest_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_TopicData_v1(buf, pos):
@@ -455,6 +488,10 @@ def _d_VoteRequest_TopicData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest_TopicData(v0, v1, u), pos
 
 
@@ -491,7 +528,11 @@ def _e_VoteRequest_TopicData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_v1(buf, pos):
@@ -539,6 +580,10 @@ def _d_VoteRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest(v0, v1, v2, u), pos
 
 
@@ -577,7 +622,11 @@ def _e_VoteRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_PartitionData_v2(buf, pos):
@@ -596,6 +645,10 @@ def _d_VoteRequest_PartitionData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
 
 
@@ -610,7 +663,11 @@ def _e_VoteRequest_PartitionData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_TopicData_v2(buf, pos):
@@ -653,6 +710,10 @@ def _d_VoteRequest_TopicData_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest_TopicData(v0, v1, u), pos
 
 
@@ -689,7 +750,11 @@ def _e_VoteRequest_TopicData_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteRequest_v2(buf, pos):
@@ -737,6 +802,10 @@ def _d_VoteRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteRequest(v0, v1, v2, u), pos
 
 
@@ -775,7 +844,11 @@ def _e_VoteRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteResponse_PartitionData_v0(buf, pos):
@@ -792,6 +865,10 @@ def _d_VoteResponse_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteResponse_PartitionData(v0, v1, v2, v3, v4, u), pos
 
 
@@ -806,7 +883,11 @@ def _e_VoteResponse_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteResponse_TopicData_v0(buf, pos):
@@ -849,6 +930,10 @@ def _d_VoteResponse_TopicData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteResponse_TopicData(v0, v1, u), pos
 
 
@@ -885,7 +970,11 @@ def _e_VoteResponse_TopicData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteResponse_NodeEndpoint_v0(buf, pos):
@@ -899,6 +988,10 @@ def _d_VoteResponse_NodeEndpoint_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteResponse_NodeEndpoint(0, '', 0, u), pos
 
 
@@ -917,7 +1010,11 @@ def _e_VoteResponse_NodeEndpoint_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteResponse_v0(buf, pos):
@@ -949,6 +1046,10 @@ def _d_VoteResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteResponse(v0, v1, [], u), pos
 
 
@@ -977,7 +1078,11 @@ def _e_VoteResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteResponse_NodeEndpoint_v1(buf, pos):
@@ -1011,6 +1116,10 @@ def _d_VoteResponse_NodeEndpoint_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteResponse_NodeEndpoint(v0, v1, v2, u), pos
 
 
@@ -1039,7 +1148,11 @@ def _e_VoteResponse_NodeEndpoint_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_VoteResponse_v1(buf, pos):
@@ -1109,6 +1222,10 @@ def _d_VoteResponse_v1(buf, pos):
             pos = tend
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return VoteResponse(v0, v1, v2, u), pos
 
 
@@ -1151,7 +1268,11 @@ def _e_VoteResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 VoteRequest.PartitionData = VoteRequest_PartitionData

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -187,6 +188,10 @@ def _d_WriteShareGroupStateRequest_StateBatch_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateRequest_StateBatch(v0, v1, v2, v3, u), pos
 
 
@@ -201,7 +206,11 @@ def _e_WriteShareGroupStateRequest_StateBatch_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateRequest_PartitionData_v0(buf, pos):
@@ -233,6 +242,10 @@ def _d_WriteShareGroupStateRequest_PartitionData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateRequest_PartitionData(v0, v1, v2, v3, -1, v5, u), pos
 
 
@@ -259,7 +272,11 @@ def _e_WriteShareGroupStateRequest_PartitionData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos):
@@ -292,6 +309,10 @@ def _d_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateRequest_WriteStateData(v0, v1, u), pos
 
 
@@ -318,7 +339,11 @@ def _e_WriteShareGroupStateRequest_WriteStateData_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateRequest_v0(buf, pos):
@@ -361,6 +386,10 @@ def _d_WriteShareGroupStateRequest_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateRequest(v0, v1, u), pos
 
 
@@ -397,7 +426,11 @@ def _e_WriteShareGroupStateRequest_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateRequest_PartitionData_v1(buf, pos):
@@ -429,6 +462,10 @@ def _d_WriteShareGroupStateRequest_PartitionData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateRequest_PartitionData(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -455,7 +492,11 @@ def _e_WriteShareGroupStateRequest_PartitionData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateRequest_WriteStateData_v1(buf, pos):
@@ -488,6 +529,10 @@ def _d_WriteShareGroupStateRequest_WriteStateData_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateRequest_WriteStateData(v0, v1, u), pos
 
 
@@ -514,7 +559,11 @@ def _e_WriteShareGroupStateRequest_WriteStateData_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateRequest_v1(buf, pos):
@@ -557,6 +606,10 @@ def _d_WriteShareGroupStateRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateRequest(v0, v1, u), pos
 
 
@@ -593,7 +646,11 @@ def _e_WriteShareGroupStateRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos):
@@ -626,6 +683,10 @@ def _d_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateResponse_PartitionResult(v0, v1, v2, u), pos
 
 
@@ -652,7 +713,11 @@ def _e_WriteShareGroupStateResponse_PartitionResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos):
@@ -685,6 +750,10 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateResponse_WriteStateResult(v0, v1, u), pos
 
 
@@ -711,7 +780,11 @@ def _e_WriteShareGroupStateResponse_WriteStateResult_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteShareGroupStateResponse_v0(buf, pos):
@@ -740,6 +813,10 @@ def _d_WriteShareGroupStateResponse_v0(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteShareGroupStateResponse(v0, u), pos
 
 
@@ -764,7 +841,11 @@ def _e_WriteShareGroupStateResponse_v0(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 WriteShareGroupStateRequest.StateBatch = WriteShareGroupStateRequest_StateBatch

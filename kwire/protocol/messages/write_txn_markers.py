@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
+from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
@@ -203,6 +204,10 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersRequest_WritableTxnMarkerTopic(v0, v1, u), pos
 
 
@@ -238,7 +243,11 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos):
@@ -273,6 +282,10 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersRequest_WritableTxnMarker(v0, v1, v2, v3, v4, 0, u), pos
 
 
@@ -301,7 +314,11 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersRequest_v1(buf, pos):
@@ -330,6 +347,10 @@ def _d_WriteTxnMarkersRequest_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersRequest(v0, u), pos
 
 
@@ -354,7 +375,11 @@ def _e_WriteTxnMarkersRequest_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf, pos):
@@ -389,6 +414,10 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersRequest_WritableTxnMarker(v0, v1, v2, v3, v4, v5, u), pos
 
 
@@ -417,7 +446,11 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersRequest_v2(buf, pos):
@@ -446,6 +479,10 @@ def _d_WriteTxnMarkersRequest_v2(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersRequest(v0, u), pos
 
 
@@ -470,7 +507,11 @@ def _e_WriteTxnMarkersRequest_v2(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos):
@@ -487,6 +528,10 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(v0, v1, u), pos
 
 
@@ -501,7 +546,11 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos):
@@ -544,6 +593,10 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(v0, v1, u), pos
 
 
@@ -580,7 +633,11 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos):
@@ -612,6 +669,10 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersResponse_WritableTxnMarkerResult(v0, v1, u), pos
 
 
@@ -638,7 +699,11 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 def _d_WriteTxnMarkersResponse_v1(buf, pos):
@@ -667,6 +732,10 @@ def _d_WriteTxnMarkersResponse_v1(buf, pos):
             pos += 1
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
+    except _DecodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
     return WriteTxnMarkersResponse(v0, u), pos
 
 
@@ -691,7 +760,11 @@ def _e_WriteTxnMarkersResponse_v1(out, o):
         else:
             out.append(0)
     except _WRITE_ERRORS as e:
-        raise _write_fail(e, f) from None
+        raise _write_fail(e, f, o) from None
+    except _EncodeError as e:
+        if e.field is None:
+            e.field = f
+        raise
 
 
 WriteTxnMarkersRequest.WritableTxnMarkerTopic = WriteTxnMarkersRequest_WritableTxnMarkerTopic

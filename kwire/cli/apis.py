@@ -1,0 +1,49 @@
+"""``kwire apis``: the API keys, names and version ranges the codec supports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--all", action="store_true", help="include APIs removed upstream")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kwire.protocol.registry import all_apis
+
+    rows = [a for a in all_apis() if args.all or not a.removed]
+    if args.json:
+        json.dump(
+            [
+                {
+                    "api_key": a.key,
+                    "name": a.name,
+                    "min_version": a.min_version if a.versions else None,
+                    "max_version": a.max_version if a.versions else None,
+                    "first_flexible_version": a.first_flexible,
+                    "latest_version_unstable": a.latest_version_unstable,
+                    "module": f"kwire.protocol.messages.{a.module}",
+                    "listeners": list(a.listeners),
+                }
+                for a in rows
+            ],
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+        return 0
+    w = max(len(a.name) for a in rows)
+    print(f"{'key':>4}  {'name':<{w}}  versions  flexible  module")
+    for a in rows:
+        vers = "removed" if a.removed else f"{a.min_version}-{a.max_version}"
+        if a.latest_version_unstable:
+            vers += "*"
+        flex = f"{a.first_flexible}+" if a.first_flexible is not None else "-"
+        print(f"{a.key:>4}  {a.name:<{w}}  {vers:<8}  {flex:<8}  {a.module}")
+    if any(a.latest_version_unstable for a in rows):
+        print("* the latest version is marked unstable upstream")
+    return 0

@@ -1,0 +1,1 @@
+"""Fuzzing support: Hypothesis strategies built from the generated schemas."""
