@@ -1,0 +1,1 @@
+"""One adapter per real Kafka client."""

