@@ -1,0 +1,1057 @@
+"""Magic 2 record batches (KIP-98): a zero-copy view, a builder, and the broker's fast path.
+
+Implements broker-semantics.md section 4.1/4.2 (RB-1 .. RB-4). Byte layout of one batch::
+
+     0  BaseOffset            int64   ┐ outside the CRC: the broker rewrites these two in place
+     8  BatchLength           int32   │ (bytes after this field = total - 12)
+    12  PartitionLeaderEpoch  int32   ┘ RB-1
+    16  Magic                 int8    = 2
+    17  CRC                   uint32  CRC-32C of bytes 21..end (RB-1)
+    21  Attributes            int16   codec 0-2, timestamp type 3, transactional 4, control 5,
+                                      delete horizon 6 (RB-2)
+    23  LastOffsetDelta       int32
+    27  BaseTimestamp         int64   (the delete horizon when bit 6 is set)
+    35  MaxTimestamp          int64
+    43  ProducerId            int64
+    51  ProducerEpoch         int16
+    53  BaseSequence          int32   last sequence = base + LastOffsetDelta, wrapping (RB-3)
+    57  RecordsCount          int32
+    61  Records ...                   compressed as one block when the codec is not none
+
+Each record (RB-4 varints, zig-zag)::
+
+    Length varint | Attributes int8 | TimestampDelta varlong | OffsetDelta varint
+    | KeyLength varint (-1 null) | Key | ValueLength varint (-1 null) | Value
+    | HeaderCount varint | { HeaderKeyLength varint | HeaderKey utf-8 | HeaderValueLength varint | Value }
+
+Theory of operation: a :class:`RecordBatch` wraps a memoryview of exactly one batch and unpacks
+the 61-byte header once with a single precompiled ``Struct``; records are only decoded when the
+batch is iterated. The record loops (decode and encode) have a C twin in ``_speedups`` (built
+when a compiler is present, disabled by ``KWIRE_NO_EXTENSIONS=1``); both produce the same
+records and raise the same errors, and the tests run each.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, Final, NamedTuple
+
+from kwire.errors import CorruptBatchError, RecordDecodeError, RecordEncodeError, RecordError
+
+from .compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression, compress, decompress_view
+from .crc import crc32c
+from .varint import INT32_MAX, INT64_MAX, INT64_MIN, encode_varint, encode_varlong
+
+__all__ = [
+    "Record",
+    "Header",
+    "RecordBatch",
+    "BatchBuilder",
+    "BatchInfo",
+    "BatchIterator",
+    "iter_batches",
+    "validate_and_assign",
+    "validate_and_assign_all",
+    "set_log_append_time",
+    "TimestampType",
+    "HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "NO_TIMESTAMP",
+    "speedups_enabled",
+]
+
+# --- layout constants ------------------------------------------------------------------------------
+
+HEADER = struct.Struct(">qiibIhiqqqhii")  # the whole 61-byte header in one unpack
+HEADER_SIZE: Final = HEADER.size  # 61
+LOG_OVERHEAD: Final = 12  # BaseOffset + BatchLength: what every magic shares
+MAGIC_OFFSET: Final = 16
+CRC_OFFSET: Final = 17
+ATTRIBUTES_OFFSET: Final = 21  # RB-1: the CRC covers bytes 21..end
+MAX_TIMESTAMP_OFFSET: Final = 35
+MIN_BATCH_LENGTH: Final = HEADER_SIZE - LOG_OVERHEAD  # 49
+MIN_RECORD_SIZE: Final = 7  # 1-byte length, attributes, ts delta, offset delta, key, value, header count
+_PREFIX = struct.Struct(">qii")  # BaseOffset, BatchLength, PartitionLeaderEpoch (outside the CRC)
+_MAGIC = struct.Struct(">b")
+_ATTR_ONWARD = struct.Struct(">hiq")  # Attributes, LastOffsetDelta, BaseTimestamp
+_MAX_TS = struct.Struct(">q")
+_CRC = struct.Struct(">I")
+_ATTR = struct.Struct(">h")
+
+# RB-2 attribute bits
+CODEC_MASK: Final = 0x07
+TIMESTAMP_TYPE_BIT: Final = 0x08
+TRANSACTIONAL_BIT: Final = 0x10
+CONTROL_BIT: Final = 0x20
+DELETE_HORIZON_BIT: Final = 0x40
+
+NO_TIMESTAMP: Final = -1
+NO_PRODUCER_ID: Final = -1
+NO_SEQUENCE: Final = -1
+
+
+class TimestampType:
+    """Attribute bit 3 values (RB-2)."""
+
+    CREATE_TIME: Final = 0
+    LOG_APPEND_TIME: Final = 1
+
+
+# --- records ---------------------------------------------------------------------------------------
+
+Header = tuple[str, bytes | None]
+
+
+class Record(tuple):  # type: ignore[type-arg]
+    """One record: ``(offset, timestamp, key, value, headers)``.
+
+    A tuple subclass, so building one costs what a tuple does; fields are read by name.
+    ``headers`` is a list of ``(str, bytes | None)``. Legacy (magic 0/1) messages use this type
+    too, with no headers.
+    """
+
+    __slots__ = ()
+
+    offset: int = property(itemgetter(0), doc="absolute offset")  # type: ignore[assignment]
+    timestamp: int = property(itemgetter(1), doc="epoch ms (-1 when absent)")  # type: ignore[assignment]
+    key: bytes | None = property(itemgetter(2), doc="key bytes or None")  # type: ignore[assignment]
+    value: bytes | None = property(itemgetter(3), doc="value bytes or None")  # type: ignore[assignment]
+    headers: list[Header] = property(itemgetter(4), doc="list of (key, value)")  # type: ignore[assignment]
+
+    def __new__(
+        cls,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Iterable[Header] = (),
+    ) -> Record:
+        return tuple.__new__(cls, (offset, timestamp, key, value, list(headers)))
+
+    def __repr__(self) -> str:
+        return (
+            f"Record(offset={self[0]!r}, timestamp={self[1]!r}, key={self[2]!r}, "
+            f"value={self[3]!r}, headers={self[4]!r})"
+        )
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of the fields (bytes stay bytes)."""
+        return {
+            "offset": self[0],
+            "timestamp": self[1],
+            "key": self[2],
+            "value": self[3],
+            "headers": list(self[4]),
+        }
+
+
+_new_record = tuple.__new__
+
+# --- optional C twin -------------------------------------------------------------------------------
+
+_speedups: Any
+if os.environ.get("KWIRE_NO_EXTENSIONS"):
+    _speedups = None
+else:
+    try:
+        from . import _speedups  # type: ignore[no-redef]
+    except ImportError:  # no compiler at install time: the pure-Python loops below serve
+        _speedups = None
+
+
+def speedups_enabled() -> bool:
+    """Whether the C record loops are in use (False under ``KWIRE_NO_EXTENSIONS=1``)."""
+    return _speedups is not None
+
+
+# --- pure-Python record loops ----------------------------------------------------------------------
+
+
+def _varint_slow(data: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """Multi-byte zig-zag varint at ``pos`` (the loops inline the 1-byte case)."""
+    result = 0
+    shift = 0
+    for _ in range(max_bytes):
+        if pos >= end:
+            raise _Fail("varint runs past the end of the records", pos)
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if max_bytes == 5:
+                result &= 0xFFFFFFFF
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+    raise _Fail(f"varint longer than {max_bytes} bytes", pos)
+
+
+class _Fail(Exception):
+    """Internal: a decode failure at a byte position of the records region."""
+
+    def __init__(self, reason: str, pos: int) -> None:
+        super().__init__(reason, pos)
+        self.reason = reason
+        self.pos = pos
+
+
+def _decode_records_py(
+    data: bytes, count: int, base_offset: int, base_timestamp: int, fixed_timestamp: int | None
+) -> Iterator[Record]:
+    """Yield ``count`` records from ``data`` (the uncompressed records region).
+
+    Hot loop: 1-byte varints are decoded inline; everything is bounds-checked so hostile
+    bytes end in ``_Fail`` (turned into RecordDecodeError by the caller), never IndexError.
+    """
+    pos = 0
+    end = len(data)
+    new = _new_record
+    rec_type = Record
+    slow = _varint_slow
+    for _ in range(count):
+        if pos >= end:
+            raise _Fail("record count says more records than the data holds", pos)
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            length, pos = slow(data, pos, end, 5)
+        rec_end = pos + length
+        if length < 6 or rec_end > end:
+            raise _Fail(f"record length {length} is impossible here", pos)
+        pos += 1  # attributes: unused (RB-4 table)
+        b = data[pos]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            ts_delta, pos = slow(data, pos, rec_end, 10)
+        b = data[pos] if pos < rec_end else 0
+        if b < 0x80:
+            offset_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            offset_delta, pos = slow(data, pos, rec_end, 5)
+        b = data[pos] if pos < rec_end else 0
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            n, pos = slow(data, pos, rec_end, 5)
+        if n >= 0:
+            if pos + n > rec_end:
+                raise _Fail(f"key length {n} runs past the record", pos)
+            key: bytes | None = data[pos : pos + n]
+            pos += n
+        elif n == -1:
+            key = None
+        else:
+            raise _Fail(f"invalid key length {n}", pos)
+        b = data[pos] if pos < rec_end else 0x80
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            n, pos = slow(data, pos, rec_end, 5)
+        if n >= 0:
+            if pos + n > rec_end:
+                raise _Fail(f"value length {n} runs past the record", pos)
+            value: bytes | None = data[pos : pos + n]
+            pos += n
+        elif n == -1:
+            value = None
+        else:
+            raise _Fail(f"invalid value length {n}", pos)
+        b = data[pos] if pos < rec_end else 0x80
+        if b < 0x80:
+            hcount = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            hcount, pos = slow(data, pos, rec_end, 5)
+        headers: list[Header] = []
+        if hcount:
+            if hcount < 0 or hcount > (rec_end - pos) // 2:
+                raise _Fail(f"invalid header count {hcount}", pos)
+            for _h in range(hcount):
+                b = data[pos] if pos < rec_end else 0x80
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    n, pos = slow(data, pos, rec_end, 5)
+                if n < 0 or pos + n > rec_end:
+                    raise _Fail(f"invalid header key length {n}", pos)
+                try:
+                    hkey = data[pos : pos + n].decode()
+                except UnicodeDecodeError:
+                    raise _Fail("header key is not valid UTF-8", pos) from None
+                pos += n
+                b = data[pos] if pos < rec_end else 0x80
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    n, pos = slow(data, pos, rec_end, 5)
+                if n >= 0:
+                    if pos + n > rec_end:
+                        raise _Fail(f"header value length {n} runs past the record", pos)
+                    headers.append((hkey, data[pos : pos + n]))
+                    pos += n
+                elif n == -1:
+                    headers.append((hkey, None))
+                else:
+                    raise _Fail(f"invalid header value length {n}", pos)
+        if pos != rec_end:
+            raise _Fail(f"record length {length} disagrees with its fields ({pos - rec_end:+d} bytes)", pos)
+        yield new(
+            rec_type,
+            (
+                base_offset + offset_delta,
+                base_timestamp + ts_delta if fixed_timestamp is None else fixed_timestamp,
+                key,
+                value,
+                headers,
+            ),
+        )
+    if pos != end:
+        raise _Fail(f"{end - pos} bytes left after the last of {count} records", pos)
+
+
+_EMPTY_HEADERS = b"\x00"
+
+
+def _encode_records_py(records: Sequence[tuple[int, int, Any, Any, Any]], base_timestamp: int) -> bytes:
+    """Encode ``(offset_delta, timestamp, key, value, headers)`` tuples as a records region."""
+    out: list[bytes] = []
+    add = out.append
+    ev = encode_varint
+    el = encode_varlong
+    for offset_delta, timestamp, key, value, headers in records:
+        body = [b"\x00", el(timestamp - base_timestamp), ev(offset_delta)]
+        if key is None:
+            body.append(b"\x01")
+        else:
+            body.append(ev(len(key)))
+            body.append(bytes(key))
+        if value is None:
+            body.append(b"\x01")
+        else:
+            body.append(ev(len(value)))
+            body.append(bytes(value))
+        if headers:
+            body.append(ev(len(headers)))
+            for hkey, hvalue in headers:
+                kb = hkey.encode()
+                body.append(ev(len(kb)))
+                body.append(kb)
+                if hvalue is None:
+                    body.append(b"\x01")
+                else:
+                    body.append(ev(len(hvalue)))
+                    body.append(bytes(hvalue))
+        else:
+            body.append(_EMPTY_HEADERS)
+        payload = b"".join(body)
+        add(ev(len(payload)))
+        add(payload)
+    return b"".join(out)
+
+
+# --- the batch view --------------------------------------------------------------------------------
+
+
+def _as_view(buf: bytes | bytearray | memoryview) -> memoryview:
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    return view
+
+
+class RecordBatch:
+    """A zero-copy view of one magic 2 batch in a buffer.
+
+    ``RecordBatch(buf, offset=0)`` checks only that a whole batch header and the bytes its
+    length announces are present; :meth:`validate` checks the CRC and structure. Iterating
+    decodes the records (verifying the CRC first unless ``verify_crc=False``).
+    """
+
+    __slots__ = ("_view", "_h", "_verify", "_max_decompressed")
+
+    magic: Final = 2  # type: ignore[misc]
+
+    def __init__(
+        self,
+        buf: bytes | bytearray | memoryview,
+        offset: int = 0,
+        *,
+        verify_crc: bool = True,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    ) -> None:
+        view = _as_view(buf)
+        if offset < 0 or len(view) - offset < HEADER_SIZE:
+            raise RecordDecodeError(
+                f"need {HEADER_SIZE} bytes for a batch header, have {max(len(view) - offset, 0)}",
+                offset=offset,
+            )
+        h = HEADER.unpack_from(view, offset)
+        if h[3] != 2:
+            raise RecordDecodeError(f"magic {h[3]} is not a v2 record batch", offset=offset + MAGIC_OFFSET,
+                                    base_offset=h[0])
+        length = h[1]
+        if length < MIN_BATCH_LENGTH:
+            raise RecordDecodeError(f"batch length {length} is below the minimum {MIN_BATCH_LENGTH}",
+                                    offset=offset + 8, base_offset=h[0])
+        size = length + LOG_OVERHEAD
+        if len(view) - offset < size:
+            raise RecordDecodeError(
+                f"batch length says {size} bytes, only {len(view) - offset} present",
+                offset=offset + 8,
+                base_offset=h[0],
+            )
+        self._view = view[offset : offset + size]
+        self._h = h
+        self._verify = verify_crc
+        self._max_decompressed = max_decompressed_size
+
+    @classmethod
+    def from_buffer(cls, buf: bytes | bytearray | memoryview, offset: int = 0, **kwargs: Any) -> RecordBatch:
+        """Same as the constructor; reads like ``struct.unpack_from``."""
+        return cls(buf, offset, **kwargs)
+
+    # header fields (the unpacked tuple keeps the values as of construction)
+    @property
+    def base_offset(self) -> int:
+        return self._h[0]  # type: ignore[no-any-return]
+
+    @property
+    def batch_length(self) -> int:
+        return self._h[1]  # type: ignore[no-any-return]
+
+    @property
+    def partition_leader_epoch(self) -> int:
+        return self._h[2]  # type: ignore[no-any-return]
+
+    @property
+    def crc(self) -> int:
+        return self._h[4]  # type: ignore[no-any-return]
+
+    @property
+    def attributes(self) -> int:
+        return self._h[5]  # type: ignore[no-any-return]
+
+    @property
+    def compression(self) -> Compression:
+        try:
+            return Compression(self._h[5] & CODEC_MASK)
+        except ValueError:
+            raise RecordDecodeError(f"unknown compression codec {self._h[5] & CODEC_MASK}",
+                                    base_offset=self._h[0]) from None
+
+    @property
+    def timestamp_type(self) -> int:
+        return 1 if self._h[5] & TIMESTAMP_TYPE_BIT else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self._h[5] & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self._h[5] & CONTROL_BIT)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self._h[5] & DELETE_HORIZON_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """The delete horizon (BaseTimestamp) when bit 6 is set, else None (RB-2)."""
+        return self._h[7] if self._h[5] & DELETE_HORIZON_BIT else None
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self._h[6]  # type: ignore[no-any-return]
+
+    @property
+    def base_timestamp(self) -> int:
+        return self._h[7]  # type: ignore[no-any-return]
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._h[8]  # type: ignore[no-any-return]
+
+    @property
+    def producer_id(self) -> int:
+        return self._h[9]  # type: ignore[no-any-return]
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._h[10]  # type: ignore[no-any-return]
+
+    @property
+    def base_sequence(self) -> int:
+        return self._h[11]  # type: ignore[no-any-return]
+
+    @property
+    def last_sequence(self) -> int:
+        """RB-3: base sequence + last offset delta, wrapping past int32 max to 0."""
+        return _last_sequence(self._h[11], self._h[6])
+
+    @property
+    def record_count(self) -> int:
+        return self._h[12]  # type: ignore[no-any-return]
+
+    @property
+    def last_offset(self) -> int:
+        return self._h[0] + self._h[6]  # type: ignore[no-any-return]
+
+    @property
+    def next_offset(self) -> int:
+        return self._h[0] + self._h[6] + 1  # type: ignore[no-any-return]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._h[1] + LOG_OVERHEAD  # type: ignore[no-any-return]
+
+    @property
+    def buffer(self) -> memoryview:
+        """The batch's bytes (a view into the original buffer, not a copy)."""
+        return self._view
+
+    @property
+    def records_buffer(self) -> memoryview:
+        """The (possibly compressed) records region after the header."""
+        return self._view[HEADER_SIZE:]
+
+    def __bytes__(self) -> bytes:
+        return bytes(self._view)
+
+    def compute_crc(self) -> int:
+        """CRC-32C of bytes 21..end, as the CRC field should hold (RB-1)."""
+        return crc32c(self._view[ATTRIBUTES_OFFSET:])
+
+    def validate(self) -> None:
+        """Check CRC, attributes and record count sanity; raise a typed error on failure.
+
+        Raises:
+            CorruptBatchError: the CRC does not match (names base offset, both CRCs).
+            RecordDecodeError: unknown codec or a record count the bytes cannot hold.
+        """
+        h = self._h
+        actual = crc32c(self._view[ATTRIBUTES_OFFSET:])
+        if actual != h[4]:
+            raise CorruptBatchError(h[0], h[4], actual)
+        _check_header(h, len(self._view) - HEADER_SIZE)
+        self._verify = False  # validated once; iteration need not repeat it
+
+    def __iter__(self) -> Iterator[Record]:
+        """Decode the records (lazily with the pure-Python loop)."""
+        if self._verify:
+            self.validate()
+        h = self._h
+        _check_header(h, len(self._view) - HEADER_SIZE)
+        count = h[12]
+        codec = h[5] & CODEC_MASK
+        region = self._view[HEADER_SIZE:]
+        if codec:
+            try:
+                region = decompress_view(codec, region, max_size=self._max_decompressed)
+            except RecordError as exc:
+                raise type(exc)(f"batch at base offset {h[0]}: {exc}") from None
+            if count > len(region) // MIN_RECORD_SIZE:
+                raise RecordDecodeError(
+                    f"record count {count} exceeds what {len(region)} decompressed bytes can hold",
+                    base_offset=h[0],
+                )
+        fixed = h[8] if h[5] & TIMESTAMP_TYPE_BIT else None  # LogAppendTime: all records get max
+        if _speedups is not None:
+            try:
+                records: list[Record] = _speedups.decode_records(region, count, h[0], h[7], fixed, Record)
+            except _speedups.DecodeFailure as exc:
+                raise RecordDecodeError(exc.args[0], offset=HEADER_SIZE + exc.args[1], base_offset=h[0]) from None
+            return iter(records)
+        return self._iter_py(bytes(region), count, fixed)
+
+    def _iter_py(self, data: bytes, count: int, fixed: int | None) -> Iterator[Record]:
+        h = self._h
+        try:
+            yield from _decode_records_py(data, count, h[0], h[7], fixed)
+        except _Fail as exc:
+            raise RecordDecodeError(exc.reason, offset=HEADER_SIZE + exc.pos, base_offset=h[0]) from None
+        except IndexError:  # defensive: the loop checks bounds, this must stay unreachable
+            raise RecordDecodeError("records run past the end of the batch", base_offset=h[0]) from None
+
+    def records(self) -> list[Record]:
+        """All records as a list."""
+        return list(self)
+
+    def header_dict(self) -> dict[str, Any]:
+        """The header fields as a dict."""
+        h = self._h
+        return {
+            "base_offset": h[0],
+            "batch_length": h[1],
+            "partition_leader_epoch": h[2],
+            "magic": h[3],
+            "crc": h[4],
+            "attributes": h[5],
+            "compression": Compression(h[5] & CODEC_MASK).name.lower() if h[5] & CODEC_MASK <= 4 else h[5] & 7,
+            "timestamp_type": self.timestamp_type,
+            "is_transactional": self.is_transactional,
+            "is_control": self.is_control,
+            "has_delete_horizon": self.has_delete_horizon,
+            "last_offset_delta": h[6],
+            "base_timestamp": h[7],
+            "max_timestamp": h[8],
+            "producer_id": h[9],
+            "producer_epoch": h[10],
+            "base_sequence": h[11],
+            "record_count": h[12],
+            "size_in_bytes": h[1] + LOG_OVERHEAD,
+        }
+
+    def to_dict(self, *, records: bool = True) -> dict[str, Any]:
+        """Header fields, plus ``records`` (list of record dicts) unless ``records=False``."""
+        d = self.header_dict()
+        if records:
+            d["records"] = [r.to_dict() for r in self]
+        return d
+
+    def __repr__(self) -> str:
+        h = self._h
+        return (
+            f"RecordBatch(base_offset={h[0]}, record_count={h[12]}, size={h[1] + LOG_OVERHEAD}, "
+            f"compression={h[5] & CODEC_MASK}, producer_id={h[9]}, control={self.is_control})"
+        )
+
+
+def _last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    if base_sequence > INT32_MAX - last_offset_delta:  # RB-3: wraps to 0
+        return last_offset_delta - (INT32_MAX - base_sequence) - 1
+    return base_sequence + last_offset_delta
+
+
+def _check_header(h: tuple[Any, ...], region_size: int) -> None:
+    """Structural checks that need no decoding: codec id, record count sanity."""
+    codec = h[5] & CODEC_MASK
+    if codec > 4:
+        raise RecordDecodeError(f"unknown compression codec {codec}", offset=ATTRIBUTES_OFFSET, base_offset=h[0])
+    count = h[12]
+    if count < 0:
+        raise RecordDecodeError(f"negative record count {count}", offset=57, base_offset=h[0])
+    # Uncompressed records take at least 7 bytes each: a lying count is caught before any
+    # allocation proportional to it.
+    if not codec and count > region_size // MIN_RECORD_SIZE:
+        raise RecordDecodeError(
+            f"record count {count} exceeds what {region_size} bytes of records can hold",
+            offset=57,
+            base_offset=h[0],
+        )
+
+
+# --- builder ---------------------------------------------------------------------------------------
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+class BatchBuilder:
+    """Build one magic 2 batch: ``append`` records, then ``build()`` the bytes.
+
+    Producer fields (``producer_id``, ``producer_epoch``, ``base_sequence``,
+    ``is_transactional``) are written as given. ``delete_horizon_ms`` sets attribute bit 6 and
+    makes BaseTimestamp the horizon (RB-2), as the log cleaner does.
+    """
+
+    __slots__ = (
+        "base_offset",
+        "compression",
+        "compression_level",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "is_transactional",
+        "is_control",
+        "partition_leader_epoch",
+        "timestamp_type",
+        "delete_horizon_ms",
+        "_records",
+        "_next_delta",
+        "_first_ts",
+        "_max_ts",
+        "_size",
+    )
+
+    def __init__(
+        self,
+        base_offset: int = 0,
+        *,
+        compression: Compression | int = Compression.NONE,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = -1,
+        base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        partition_leader_epoch: int = -1,
+        timestamp_type: int = TimestampType.CREATE_TIME,
+        delete_horizon_ms: int | None = None,
+        compression_level: int | None = None,
+    ) -> None:
+        try:
+            self.compression = Compression(compression)
+        except ValueError:
+            raise RecordEncodeError(f"unknown compression codec {compression}") from None
+        if timestamp_type not in (0, 1):
+            raise RecordEncodeError(f"timestamp type must be 0 or 1, not {timestamp_type}")
+        self.base_offset = base_offset
+        self.compression_level = compression_level
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.partition_leader_epoch = partition_leader_epoch
+        self.timestamp_type = timestamp_type
+        self.delete_horizon_ms = delete_horizon_ms
+        self._records: list[tuple[int, int, Any, Any, Any]] = []
+        self._next_delta = 0
+        self._first_ts: int | None = None
+        self._max_ts = NO_TIMESTAMP
+        self._size = HEADER_SIZE
+
+    def append(
+        self,
+        value: bytes | bytearray | memoryview | None,
+        key: bytes | bytearray | memoryview | None = None,
+        headers: Sequence[Header] = (),
+        timestamp_ms: int | None = None,
+        *,
+        offset: int | None = None,
+    ) -> int:
+        """Add a record and return its offset.
+
+        ``timestamp_ms`` defaults to the wall clock. ``offset`` (absolute) leaves gaps, as a
+        compacted batch has; offsets must increase.
+        """
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        elif type(timestamp_ms) is not int:
+            raise RecordEncodeError(f"timestamp must be an int, not {type(timestamp_ms).__name__}")
+        if not (value is None or isinstance(value, _BYTES_LIKE)):
+            raise RecordEncodeError(f"value must be bytes or None, not {type(value).__name__}")
+        if not (key is None or isinstance(key, _BYTES_LIKE)):
+            raise RecordEncodeError(f"key must be bytes or None, not {type(key).__name__}")
+        if headers:
+            for h in headers:
+                if type(h[0]) is not str or not (h[1] is None or isinstance(h[1], _BYTES_LIKE)):
+                    raise RecordEncodeError(f"header must be (str, bytes | None), got {h!r}")
+        delta = self._next_delta
+        if offset is not None:
+            delta = offset - self.base_offset
+            if delta < self._next_delta:
+                raise RecordEncodeError(f"offset {offset} is not after the previous record's")
+            if delta > INT32_MAX:
+                raise RecordEncodeError(f"offset {offset} is too far from base offset {self.base_offset}")
+        if self._first_ts is None:
+            self._first_ts = timestamp_ms
+        if timestamp_ms > self._max_ts:
+            self._max_ts = timestamp_ms
+        self._records.append((delta, timestamp_ms, key, value, headers))
+        self._next_delta = delta + 1
+        # rough running size for callers that cap batches (exact size needs encoding)
+        self._size += 8 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+        return self.base_offset + delta
+
+    @property
+    def record_count(self) -> int:
+        return len(self._records)
+
+    def estimated_size(self) -> int:
+        """Upper-bound-ish size of the uncompressed batch so far (for batch.size caps)."""
+        return self._size + 16 * len(self._records)
+
+    def build(self) -> bytes:
+        """Encode, compress and checksum the batch (RB-1: CRC-32C over bytes 21..end)."""
+        records = self._records
+        base_ts = self._first_ts if self._first_ts is not None else NO_TIMESTAMP
+        max_ts = self._max_ts
+        if self.delete_horizon_ms is not None:
+            base_ts = self.delete_horizon_ms
+        for r in records:
+            # varlong range is checked here once rather than per append
+            if not INT64_MIN <= r[1] - base_ts <= INT64_MAX:
+                raise RecordEncodeError(f"timestamp {r[1]} too far from base timestamp {base_ts}")
+        try:
+            if _speedups is not None:
+                payload = _speedups.encode_records(records, base_ts)
+            else:
+                payload = _encode_records_py(records, base_ts)
+        except UnicodeEncodeError as exc:
+            raise RecordEncodeError(f"header key is not encodable as UTF-8: {exc}") from None
+        except (OverflowError, TypeError, ValueError) as exc:
+            raise RecordEncodeError(str(exc)) from None
+        attributes = self.compression.value
+        if self.compression:
+            payload = compress(self.compression, payload, level=self.compression_level)
+        if self.timestamp_type:
+            attributes |= TIMESTAMP_TYPE_BIT
+        if self.is_transactional:
+            attributes |= TRANSACTIONAL_BIT
+        if self.is_control:
+            attributes |= CONTROL_BIT
+        if self.delete_horizon_ms is not None:
+            attributes |= DELETE_HORIZON_BIT
+        last_delta = records[-1][0] if records else 0
+        length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
+        if length > INT32_MAX:
+            raise RecordEncodeError(f"batch of {length} bytes is too large")
+        try:
+            header = bytearray(
+                HEADER.pack(
+                    self.base_offset,
+                    length,
+                    self.partition_leader_epoch,
+                    2,
+                    0,
+                    attributes,
+                    last_delta,
+                    base_ts,
+                    max_ts,
+                    self.producer_id,
+                    self.producer_epoch,
+                    self.base_sequence,
+                    len(records),
+                )
+            )
+        except struct.error as exc:
+            raise RecordEncodeError(f"batch header field out of range: {exc}") from None
+        crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+        _CRC.pack_into(header, CRC_OFFSET, crc)
+        return b"".join((header, payload))
+
+
+# --- iteration over back-to-back batches -----------------------------------------------------------
+
+
+class BatchIterator:
+    """Lazily yield the batches of a buffer (v2 :class:`RecordBatch` or legacy entries).
+
+    Each item is a view into the buffer (no copy). A trailing partial batch, which fetch
+    responses may carry, ends the iteration cleanly: afterwards ``partial_bytes`` holds its size
+    (0 when the buffer ended on a batch boundary) and ``position`` where it starts.
+    """
+
+    __slots__ = ("_view", "position", "partial_bytes", "_verify", "_end", "_max_decompressed")
+
+    def __init__(
+        self,
+        buf: bytes | bytearray | memoryview,
+        *,
+        verify_crc: bool = True,
+        start: int = 0,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    ) -> None:
+        self._view = _as_view(buf)
+        self._end = len(self._view)
+        self.position = start
+        self.partial_bytes = 0
+        self._verify = verify_crc
+        self._max_decompressed = max_decompressed_size
+
+    @property
+    def has_partial_tail(self) -> bool:
+        """True once iteration stopped at an incomplete trailing batch."""
+        return self.partial_bytes > 0
+
+    def __iter__(self) -> BatchIterator:
+        return self
+
+    def __next__(self) -> Any:
+        pos = self.position
+        view = self._view
+        remaining = self._end - pos
+        if remaining <= 0:
+            raise StopIteration
+        # Offset, length, and the magic at byte 16 are laid out alike in every magic.
+        if remaining < MAGIC_OFFSET + 1:
+            self.partial_bytes = remaining
+            raise StopIteration
+        base_offset, length = struct.unpack_from(">qi", view, pos)
+        magic = view[pos + MAGIC_OFFSET]
+        if magic > 2:
+            raise RecordDecodeError(f"unknown magic {magic}", offset=pos + MAGIC_OFFSET, base_offset=base_offset)
+        min_length = MIN_BATCH_LENGTH if magic == 2 else _LEGACY_MIN_LENGTH[magic]
+        if length < min_length:
+            raise RecordDecodeError(
+                f"batch length {length} is below the minimum {min_length} for magic {magic}",
+                offset=pos + 8,
+                base_offset=base_offset,
+            )
+        size = length + LOG_OVERHEAD
+        if size > remaining:
+            self.partial_bytes = remaining
+            raise StopIteration
+        batch: Any
+        if magic == 2:
+            batch = RecordBatch(view, pos, verify_crc=self._verify, max_decompressed_size=self._max_decompressed)
+        else:
+            from .legacy import LegacyBatch
+
+            batch = LegacyBatch(view, pos, verify_crc=self._verify, max_decompressed_size=self._max_decompressed)
+        if self._verify:
+            batch.validate()
+        self.position = pos + size
+        return batch
+
+
+_LEGACY_MIN_LENGTH: Final = (14, 22)  # record overhead of magic 0 and 1 (RB-5 table, 4.3)
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview,
+    *,
+    verify_crc: bool = True,
+    start: int = 0,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> BatchIterator:
+    """Iterate the back-to-back batches of ``buf`` (a FetchResponse records field, a segment).
+
+    Returns a :class:`BatchIterator`; see there for the partial-tail report.
+    """
+    return BatchIterator(buf, verify_crc=verify_crc, start=start, max_decompressed_size=max_decompressed_size)
+
+
+# --- the broker's fast path ------------------------------------------------------------------------
+
+
+class BatchInfo(NamedTuple):
+    """What the broker needs from a validated batch, without decoding its records."""
+
+    base_offset: int
+    last_offset: int
+    record_count: int
+    size_in_bytes: int
+    compression: int
+    timestamp_type: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
+    is_control: bool
+    crc: int
+
+    @property
+    def last_sequence(self) -> int:
+        """RB-3 last sequence (wraps past int32 max to 0)."""
+        return _last_sequence(self.base_sequence, self.last_offset - self.base_offset)
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+def validate_and_assign(
+    buf: bytearray | memoryview,
+    base_offset: int,
+    partition_leader_epoch: int,
+    *,
+    offset: int = 0,
+) -> BatchInfo:
+    """Validate the v2 batch at ``buf[offset:]`` and set its base offset and leader epoch in place.
+
+    The two fields sit before the CRC-covered range (RB-1), so the CRC stays valid and the
+    records are neither decoded nor copied. Checks, in LogValidator's spirit: whole batch
+    present, magic 2, CRC, known codec, record count > 0 and equal to LastOffsetDelta + 1, and
+    (uncompressed) no more records than the bytes can hold.
+
+    Raises:
+        CorruptBatchError: CRC mismatch. RecordDecodeError: any other structural problem.
+        TypeError: ``buf`` is not writable.
+    """
+    view = _as_view(buf)
+    if view.readonly:
+        raise TypeError("validate_and_assign rewrites in place: pass a bytearray or writable memoryview")
+    avail = len(view) - offset
+    if offset < 0 or avail < HEADER_SIZE:
+        raise RecordDecodeError(f"need {HEADER_SIZE} bytes for a batch header, have {max(avail, 0)}", offset=offset)
+    h = HEADER.unpack_from(view, offset)
+    old_base = h[0]
+    if h[3] != 2:
+        raise RecordDecodeError(f"magic {h[3]} is not accepted, only magic 2 (RB-5)", offset=offset + MAGIC_OFFSET,
+                                base_offset=old_base)
+    length = h[1]
+    if length < MIN_BATCH_LENGTH or length + LOG_OVERHEAD > avail:
+        raise RecordDecodeError(f"batch length {length} does not fit the {avail} bytes given",
+                                offset=offset + 8, base_offset=old_base)
+    end = offset + length + LOG_OVERHEAD
+    actual = crc32c(view[offset + ATTRIBUTES_OFFSET : end])
+    if actual != h[4]:
+        raise CorruptBatchError(old_base, h[4], actual, offset=offset)
+    _check_header(h, length + LOG_OVERHEAD - HEADER_SIZE)
+    count = h[12]
+    if count <= 0:
+        raise RecordDecodeError(f"invalid record count {count}", offset=offset + 57, base_offset=old_base)
+    if h[6] != count - 1:
+        raise RecordDecodeError(
+            f"inconsistent batch: last offset delta {h[6]} but {count} records", offset=offset + 23,
+            base_offset=old_base,
+        )
+    _PREFIX.pack_into(view, offset, base_offset, length, partition_leader_epoch)
+    attributes = h[5]
+    return BatchInfo(
+        base_offset,
+        base_offset + h[6],
+        count,
+        length + LOG_OVERHEAD,
+        attributes & CODEC_MASK,
+        1 if attributes & TIMESTAMP_TYPE_BIT else 0,
+        h[7],
+        h[8],
+        h[9],
+        h[10],
+        h[11],
+        bool(attributes & TRANSACTIONAL_BIT),
+        bool(attributes & CONTROL_BIT),
+        h[4],
+    )
+
+
+def validate_and_assign_all(
+    buf: bytearray | memoryview, base_offset: int, partition_leader_epoch: int
+) -> list[BatchInfo]:
+    """:func:`validate_and_assign` every batch of ``buf`` in turn, offsets following on."""
+    view = _as_view(buf)
+    infos = []
+    pos = 0
+    next_offset = base_offset
+    while pos < len(view):
+        info = validate_and_assign(view, next_offset, partition_leader_epoch, offset=pos)
+        infos.append(info)
+        pos += info.size_in_bytes
+        next_offset = info.last_offset + 1
+    return infos
+
+
+def set_log_append_time(buf: bytearray | memoryview, timestamp_ms: int, *, offset: int = 0) -> None:
+    """Mark the batch at ``offset`` LogAppendTime with ``timestamp_ms`` and fix its CRC.
+
+    Unlike the offset rewrite, these fields are inside the CRC (RB-1), so it is recomputed.
+    """
+    view = _as_view(buf)
+    if view.readonly:
+        raise TypeError("set_log_append_time rewrites in place: pass a bytearray or writable memoryview")
+    batch = RecordBatch(view, offset, verify_crc=False)
+    _ATTR.pack_into(view, offset + ATTRIBUTES_OFFSET, batch.attributes | TIMESTAMP_TYPE_BIT)
+    _MAX_TS.pack_into(view, offset + MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    end = offset + batch.size_in_bytes
+    _CRC.pack_into(view, offset + CRC_OFFSET, crc32c(view[offset + ATTRIBUTES_OFFSET : end]))
