@@ -38,6 +38,7 @@ FIXED = {  # kind -> (struct code, size)
     "bool": ("?", 1),
     "uuid": ("16s", 16),
 }
+ARRAY_NAMES = {"b": "I8", "h": "I16", "i": "I32", "q": "I64", "H": "U16", "I": "U32", "d": "F64", "?": "BOOL"}
 PRIMITIVES = set(FIXED) | {"string", "bytes", "records"}
 RESERVED_ATTRS = {"unknown_tagged_fields", "to_json", "from_json", "encode", "decode", "decode_from", "encode_into"}
 
@@ -472,7 +473,7 @@ class Gen:
             lines.append(f"{i2}    raise _count_err(n, pos)")
             if kind in FIXED and kind != "uuid":
                 code, size = FIXED[kind]
-                lines.append(f"{i2}{target} = list(_unpack_from('>%d{code}' % n, buf, pos))")
+                lines.append(f"{i2}{target} = list(_A{ARRAY_NAMES[code]}[n].unpack_from(buf, pos))")
                 lines.append(f"{i2}pos += {size} * n")
             elif kind == "struct":
                 assert fd.struct is not None
@@ -624,7 +625,7 @@ class Gen:
             lines += self.write_len("array", compact, out, f"len({x})", i2)
             if kind in FIXED and kind != "uuid":
                 code, _ = FIXED[kind]
-                lines.append(f"{i2}{out} += _pack('>%d{code}' % len({x}), *{x})")
+                lines.append(f"{i2}{out} += _A{ARRAY_NAMES[code]}[len({x})].pack(*{x})")
             elif kind == "struct":
                 assert fd.struct is not None
                 fn = self.enc_names[(fd.struct.pyname, v)]
@@ -715,6 +716,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -748,6 +750,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = {all_names!r}
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 '''
 
 

@@ -35,6 +35,27 @@ __all__ = [
     "write_uvarint",
 ]
 
+class _ArrayStructs(dict[int, struct.Struct]):
+    """Precompiled ``Struct``s for arrays of one fixed-width type, by element count."""
+
+    __slots__ = ("code",)
+    # Counts above this are compiled per call instead of cached, so memory stays bounded.
+    MAX_CACHED = 4096
+
+    def __init__(self, code: str) -> None:
+        super().__init__()
+        self.code = code
+
+    def __missing__(self, n: int) -> struct.Struct:
+        s = struct.Struct(f">{n}{self.code}")
+        if n <= self.MAX_CACHED:
+            self[n] = s
+        return s
+
+
+ARRAY_STRUCTS = {code: _ArrayStructs(code) for code in "bhiqHId?"}
+
+
 # What reading past the end or bad UTF-8 raises inside a generated decoder; turned into DecodeError.
 READ_ERRORS = (struct.error, IndexError, UnicodeDecodeError)
 # What a badly built message raises inside a generated encoder; turned into EncodeError.

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['StreamsGroupCurrentMemberAssignmentValue']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>iib')
@@ -123,7 +127,7 @@ def _d_StreamsGroupCurrentMemberAssignmentValue_TaskIds_v0(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         v2 = None
         f = '_tagged_fields'
@@ -160,7 +164,7 @@ def _d_StreamsGroupCurrentMemberAssignmentValue_TaskIds_v0(buf, pos):
                 else:
                     if n > len(buf) - pos:
                         raise _count_err(n, pos)
-                    v2 = list(_unpack_from('>%di' % n, buf, pos))
+                    v2 = list(_AI32[n].unpack_from(buf, pos))
                     pos += 4 * n
                 if pos != tend:
                     raise _tag_size_err(tg, tz, pos)
@@ -203,7 +207,7 @@ def _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         tgs = list(u) if u else []
         f = 'AssignmentEpochs'
@@ -218,7 +222,7 @@ def _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_v0(out, o):
                     t.append(n)
                 else:
                     _wuv(t, n)
-                t += _pack('>%di' % len(x), *x)
+                t += _AI32[len(x)].pack(*x)
             tgs.append((0, t))
         if tgs:
             _write_tagged(out, tgs)

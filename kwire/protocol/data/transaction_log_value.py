@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['TransactionLogValue']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>qhib')
@@ -122,7 +126,7 @@ def _d_TransactionLogValue_PartitionsSchema_v0(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
@@ -150,7 +154,7 @@ def _e_TransactionLogValue_PartitionsSchema_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -254,7 +258,7 @@ def _d_TransactionLogValue_PartitionsSchema_v1(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -296,7 +300,7 @@ def _e_TransactionLogValue_PartitionsSchema_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['AlterPartitionRequest', 'AlterPartitionResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>ii')
@@ -240,7 +244,7 @@ def _d_AlterPartitionRequest_PartitionData_v2(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%di' % n, buf, pos))
+            v2 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'LeaderRecoveryState..PartitionEpoch'
         v4, v5, = _S1.unpack_from(buf, pos)
@@ -277,7 +281,7 @@ def _e_AlterPartitionRequest_PartitionData_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'LeaderRecoveryState..PartitionEpoch'
         out += _S1.pack(o.leader_recovery_state, o.partition_epoch)
         u = o.unknown_tagged_fields
@@ -688,7 +692,7 @@ def _d_AlterPartitionResponse_PartitionData_v2(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v4 = list(_unpack_from('>%di' % n, buf, pos))
+            v4 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'LeaderRecoveryState..PartitionEpoch'
         v5, v6, = _S1.unpack_from(buf, pos)
@@ -723,7 +727,7 @@ def _e_AlterPartitionResponse_PartitionData_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'LeaderRecoveryState..PartitionEpoch'
         out += _S1.pack(o.leader_recovery_state, o.partition_epoch)
         u = o.unknown_tagged_fields

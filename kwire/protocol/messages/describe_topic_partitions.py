@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>i')
@@ -407,7 +411,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v4 = list(_unpack_from('>%di' % n, buf, pos))
+            v4 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'IsrNodes'
         n = buf[pos]
@@ -420,7 +424,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v5 = list(_unpack_from('>%di' % n, buf, pos))
+            v5 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'EligibleLeaderReplicas'
         n = buf[pos]
@@ -435,7 +439,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v6 = list(_unpack_from('>%di' % n, buf, pos))
+            v6 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'LastKnownElr'
         n = buf[pos]
@@ -450,7 +454,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v7 = list(_unpack_from('>%di' % n, buf, pos))
+            v7 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'OfflineReplicas'
         n = buf[pos]
@@ -463,7 +467,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v8 = list(_unpack_from('>%di' % n, buf, pos))
+            v8 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -495,7 +499,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
@@ -506,7 +510,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'EligibleLeaderReplicas'
         x = o.eligible_leader_replicas
         if x is None:
@@ -517,7 +521,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'LastKnownElr'
         x = o.last_known_elr
         if x is None:
@@ -528,7 +532,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'OfflineReplicas'
         x = o.offline_replicas
         if x is None:
@@ -539,7 +543,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

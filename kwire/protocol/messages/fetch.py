@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['FetchRequest', 'FetchResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>iqi')
@@ -916,7 +920,7 @@ def _d_FetchRequest_ForgottenTopic_v7(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%di' % n, buf, pos))
+            v2 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
@@ -944,7 +948,7 @@ def _e_FetchRequest_ForgottenTopic_v7(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
@@ -1107,7 +1111,7 @@ def _e_FetchRequest_ForgottenTopic_v8(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
@@ -1281,7 +1285,7 @@ def _e_FetchRequest_ForgottenTopic_v9(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
@@ -1444,7 +1448,7 @@ def _e_FetchRequest_ForgottenTopic_v10(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
@@ -1568,7 +1572,7 @@ def _e_FetchRequest_ForgottenTopic_v11(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
@@ -1862,7 +1866,7 @@ def _d_FetchRequest_ForgottenTopic_v12(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%di' % n, buf, pos))
+            v2 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -1904,7 +1908,7 @@ def _e_FetchRequest_ForgottenTopic_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -2199,7 +2203,7 @@ def _d_FetchRequest_ForgottenTopic_v13(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%di' % n, buf, pos))
+            v2 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -2231,7 +2235,7 @@ def _e_FetchRequest_ForgottenTopic_v13(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

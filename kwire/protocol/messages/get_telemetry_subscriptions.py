@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>16s')
@@ -150,7 +154,7 @@ def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v4 = list(_unpack_from('>%db' % n, buf, pos))
+            v4 = list(_AI8[n].unpack_from(buf, pos))
             pos += 1 * n
         f = 'PushIntervalMs..DeltaTemporality'
         v5, v6, v7, = _S2.unpack_from(buf, pos)
@@ -200,7 +204,7 @@ def _e_GetTelemetrySubscriptionsResponse_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%db' % len(x), *x)
+            out += _AI8[len(x)].pack(*x)
         f = 'PushIntervalMs..DeltaTemporality'
         out += _S2.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
         f = 'RequestedMetrics'

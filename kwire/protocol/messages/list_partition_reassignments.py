@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>i')
@@ -163,7 +167,7 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -205,7 +209,7 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(out
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -304,7 +308,7 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, p
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'AddingReplicas'
         n = buf[pos]
@@ -317,7 +321,7 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, p
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%di' % n, buf, pos))
+            v2 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'RemovingReplicas'
         n = buf[pos]
@@ -330,7 +334,7 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, p
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v3 = list(_unpack_from('>%di' % n, buf, pos))
+            v3 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -362,7 +366,7 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, o
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'AddingReplicas'
         x = o.adding_replicas
         if x is None:
@@ -373,7 +377,7 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, o
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'RemovingReplicas'
         x = o.removing_replicas
         if x is None:
@@ -384,7 +388,7 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, o
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

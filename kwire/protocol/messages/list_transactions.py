@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['ListTransactionsRequest', 'ListTransactionsResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>q')
@@ -134,7 +138,7 @@ def _d_ListTransactionsRequest_v0(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%dq' % n, buf, pos))
+            v1 = list(_AI64[n].unpack_from(buf, pos))
             pos += 8 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -180,7 +184,7 @@ def _e_ListTransactionsRequest_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%dq' % len(x), *x)
+            out += _AI64[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -223,7 +227,7 @@ def _d_ListTransactionsRequest_v1(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%dq' % n, buf, pos))
+            v1 = list(_AI64[n].unpack_from(buf, pos))
             pos += 8 * n
         f = 'DurationFilter'
         v2, = _S0.unpack_from(buf, pos)
@@ -270,7 +274,7 @@ def _e_ListTransactionsRequest_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%dq' % len(x), *x)
+            out += _AI64[len(x)].pack(*x)
         f = 'DurationFilter'
         out += _S0.pack(o.duration_filter)
         u = o.unknown_tagged_fields
@@ -315,7 +319,7 @@ def _d_ListTransactionsRequest_v2(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%dq' % n, buf, pos))
+            v1 = list(_AI64[n].unpack_from(buf, pos))
             pos += 8 * n
         f = 'DurationFilter'
         v2, = _S0.unpack_from(buf, pos)
@@ -376,7 +380,7 @@ def _e_ListTransactionsRequest_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%dq' % len(x), *x)
+            out += _AI64[len(x)].pack(*x)
         f = 'DurationFilter'
         out += _S0.pack(o.duration_filter)
         f = 'TransactionalIdPattern'

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['MetadataRequest', 'MetadataResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>?')
@@ -1211,7 +1215,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v4 = list(_unpack_from('>%di' % n, buf, pos))
+            v4 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'IsrNodes'
         n, = _I32.unpack_from(buf, pos)
@@ -1221,7 +1225,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v5 = list(_unpack_from('>%di' % n, buf, pos))
+            v5 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
@@ -1243,14 +1247,14 @@ def _e_MetadataResponse_MetadataResponsePartition_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -1485,14 +1489,14 @@ def _e_MetadataResponse_MetadataResponsePartition_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -1695,14 +1699,14 @@ def _e_MetadataResponse_MetadataResponsePartition_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -1885,14 +1889,14 @@ def _e_MetadataResponse_MetadataResponsePartition_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -2080,14 +2084,14 @@ def _e_MetadataResponse_MetadataResponsePartition_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -2223,7 +2227,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v4 = list(_unpack_from('>%di' % n, buf, pos))
+            v4 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'IsrNodes'
         n, = _I32.unpack_from(buf, pos)
@@ -2233,7 +2237,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v5 = list(_unpack_from('>%di' % n, buf, pos))
+            v5 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'OfflineReplicas'
         n, = _I32.unpack_from(buf, pos)
@@ -2243,7 +2247,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v6 = list(_unpack_from('>%di' % n, buf, pos))
+            v6 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
@@ -2265,21 +2269,21 @@ def _e_MetadataResponse_MetadataResponsePartition_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'OfflineReplicas'
         x = o.offline_replicas
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -2508,21 +2512,21 @@ def _e_MetadataResponse_MetadataResponsePartition_v6(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'OfflineReplicas'
         x = o.offline_replicas
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
@@ -2658,7 +2662,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v4 = list(_unpack_from('>%di' % n, buf, pos))
+            v4 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'IsrNodes'
         n, = _I32.unpack_from(buf, pos)
@@ -2668,7 +2672,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v5 = list(_unpack_from('>%di' % n, buf, pos))
+            v5 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'OfflineReplicas'
         n, = _I32.unpack_from(buf, pos)
@@ -2678,7 +2682,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v6 = list(_unpack_from('>%di' % n, buf, pos))
+            v6 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
@@ -2700,21 +2704,21 @@ def _e_MetadataResponse_MetadataResponsePartition_v7(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'OfflineReplicas'
         x = o.offline_replicas
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
@@ -2943,21 +2947,21 @@ def _e_MetadataResponse_MetadataResponsePartition_v8(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'OfflineReplicas'
         x = o.offline_replicas
         if x is None:
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
@@ -3263,7 +3267,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v4 = list(_unpack_from('>%di' % n, buf, pos))
+            v4 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'IsrNodes'
         n = buf[pos]
@@ -3276,7 +3280,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v5 = list(_unpack_from('>%di' % n, buf, pos))
+            v5 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = 'OfflineReplicas'
         n = buf[pos]
@@ -3289,7 +3293,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v6 = list(_unpack_from('>%di' % n, buf, pos))
+            v6 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -3321,7 +3325,7 @@ def _e_MetadataResponse_MetadataResponsePartition_v9(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'IsrNodes'
         x = o.isr_nodes
         if x is None:
@@ -3332,7 +3336,7 @@ def _e_MetadataResponse_MetadataResponsePartition_v9(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         f = 'OfflineReplicas'
         x = o.offline_replicas
         if x is None:
@@ -3343,7 +3347,7 @@ def _e_MetadataResponse_MetadataResponsePartition_v9(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

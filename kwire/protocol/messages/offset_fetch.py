@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['OffsetFetchRequest', 'OffsetFetchResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>?')
@@ -263,7 +267,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v1(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
     except _READ_ERRORS as e:
         raise _read_fail(e, f, pos, buf) from None
@@ -291,7 +295,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -445,7 +449,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -575,7 +579,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -668,7 +672,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -761,7 +765,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -865,7 +869,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -907,7 +911,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -1288,7 +1292,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%di' % n, buf, pos))
+            v2 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -1330,7 +1334,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v8(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -1753,7 +1757,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%di' % n, buf, pos))
+            v2 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -1785,7 +1789,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v10(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

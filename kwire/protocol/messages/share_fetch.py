@@ -9,6 +9,7 @@ from uuid import UUID
 
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
+from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -42,6 +43,9 @@ from kwire.protocol._codec_support import (
 )
 
 __all__ = ['ShareFetchRequest', 'ShareFetchResponse']
+
+_AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
+_AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 
 _S0 = _Struct('>qq')
@@ -297,7 +301,7 @@ def _d_ShareFetchRequest_AcknowledgementBatch_v1(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v2 = list(_unpack_from('>%db' % n, buf, pos))
+            v2 = list(_AI8[n].unpack_from(buf, pos))
             pos += 1 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -329,7 +333,7 @@ def _e_ShareFetchRequest_AcknowledgementBatch_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%db' % len(x), *x)
+            out += _AI8[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -496,7 +500,7 @@ def _d_ShareFetchRequest_ForgottenTopic_v1(buf, pos):
         else:
             if n > len(buf) - pos:
                 raise _count_err(n, pos)
-            v1 = list(_unpack_from('>%di' % n, buf, pos))
+            v1 = list(_AI32[n].unpack_from(buf, pos))
             pos += 4 * n
         f = '_tagged_fields'
         if buf[pos]:
@@ -528,7 +532,7 @@ def _e_ShareFetchRequest_ForgottenTopic_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += _pack('>%di' % len(x), *x)
+            out += _AI32[len(x)].pack(*x)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
