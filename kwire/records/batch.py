@@ -327,14 +327,26 @@ def _decode_records_py(
 _EMPTY_HEADERS = b"\x00"
 
 
+def _check_blob(v: Any, what: str, i: int) -> None:
+    if not (v is None or isinstance(v, _BYTES_LIKE)):
+        raise TypeError(f"record {i}: {what} must be bytes-like or None, not {type(v).__name__}")
+
+
 def _encode_records_py(records: Sequence[tuple[int, int, Any, Any, Any]], base_timestamp: int) -> bytes:
     """Encode ``(offset_delta, timestamp, key, value, headers)`` tuples as a records region."""
     out: list[bytes] = []
     add = out.append
     ev = encode_varint
     el = encode_varlong
-    for offset_delta, timestamp, key, value, headers in records:
-        body = [b"\x00", el(timestamp - base_timestamp), ev(offset_delta)]
+    for i, (offset_delta, timestamp, key, value, headers) in enumerate(records):
+        if not isinstance(timestamp, int):
+            raise TypeError(f"record {i}: timestamp must be an int, not {type(timestamp).__name__}")
+        _check_blob(key, "key", i)
+        _check_blob(value, "value", i)
+        delta = timestamp - base_timestamp
+        if not INT64_MIN <= delta <= INT64_MAX:
+            raise OverflowError(f"record {i}: timestamp delta out of int64 range")
+        body = [b"\x00", el(delta), ev(offset_delta)]
         if key is None:
             body.append(b"\x01")
         else:
@@ -346,8 +358,14 @@ def _encode_records_py(records: Sequence[tuple[int, int, Any, Any, Any]], base_t
             body.append(ev(len(value)))
             body.append(bytes(value))
         if headers:
+            if not isinstance(headers, list | tuple):
+                raise TypeError(f"record {i}: headers must be a list or tuple")
             body.append(ev(len(headers)))
-            for hkey, hvalue in headers:
+            for h in headers:
+                if not (isinstance(h, tuple) and len(h) == 2 and isinstance(h[0], str)):
+                    raise TypeError(f"record {i}: header must be a (str, bytes | None) tuple, not {h!r}")
+                hkey, hvalue = h
+                _check_blob(hvalue, "header value", i)
                 kb = hkey.encode()
                 body.append(ev(len(kb)))
                 body.append(kb)
@@ -363,6 +381,8 @@ def _encode_records_py(records: Sequence[tuple[int, int, Any, Any, Any]], base_t
         add(payload)
     return b"".join(out)
 
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
 
 # --- the batch view --------------------------------------------------------------------------------
 
@@ -660,8 +680,6 @@ def _check_header(h: tuple[Any, ...], region_size: int) -> None:
 
 # --- builder ---------------------------------------------------------------------------------------
 
-_BYTES_LIKE = (bytes, bytearray, memoryview)
-
 
 class BatchBuilder:
     """Build one magic 2 batch: ``append`` records, then ``build()`` the bytes.
@@ -687,7 +705,6 @@ class BatchBuilder:
         "_next_delta",
         "_first_ts",
         "_max_ts",
-        "_size",
     )
 
     def __init__(
@@ -725,7 +742,6 @@ class BatchBuilder:
         self._next_delta = 0
         self._first_ts: int | None = None
         self._max_ts = NO_TIMESTAMP
-        self._size = HEADER_SIZE
 
     def append(
         self,
@@ -739,22 +755,15 @@ class BatchBuilder:
         """Add a record and return its offset.
 
         ``timestamp_ms`` defaults to the wall clock. ``offset`` (absolute) leaves gaps, as a
-        compacted batch has; offsets must increase.
+        compacted batch has; offsets must increase. Types (bytes-like or None for key and value,
+        ``(str, bytes | None)`` tuples for headers, int timestamp) are checked by :meth:`build`,
+        which raises RecordEncodeError naming the record: this keeps ``append`` cheap.
         """
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        elif type(timestamp_ms) is not int:
-            raise RecordEncodeError(f"timestamp must be an int, not {type(timestamp_ms).__name__}")
-        if not (value is None or isinstance(value, _BYTES_LIKE)):
-            raise RecordEncodeError(f"value must be bytes or None, not {type(value).__name__}")
-        if not (key is None or isinstance(key, _BYTES_LIKE)):
-            raise RecordEncodeError(f"key must be bytes or None, not {type(key).__name__}")
-        if headers:
-            for h in headers:
-                if type(h[0]) is not str or not (h[1] is None or isinstance(h[1], _BYTES_LIKE)):
-                    raise RecordEncodeError(f"header must be (str, bytes | None), got {h!r}")
-        delta = self._next_delta
-        if offset is not None:
+        if offset is None:
+            delta = self._next_delta
+        else:
             delta = offset - self.base_offset
             if delta < self._next_delta:
                 raise RecordEncodeError(f"offset {offset} is not after the previous record's")
@@ -762,12 +771,11 @@ class BatchBuilder:
                 raise RecordEncodeError(f"offset {offset} is too far from base offset {self.base_offset}")
         if self._first_ts is None:
             self._first_ts = timestamp_ms
-        if timestamp_ms > self._max_ts:
+            self._max_ts = timestamp_ms
+        elif timestamp_ms > self._max_ts:
             self._max_ts = timestamp_ms
         self._records.append((delta, timestamp_ms, key, value, headers))
         self._next_delta = delta + 1
-        # rough running size for callers that cap batches (exact size needs encoding)
-        self._size += 8 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
         return self.base_offset + delta
 
     @property
@@ -775,8 +783,13 @@ class BatchBuilder:
         return len(self._records)
 
     def estimated_size(self) -> int:
-        """Upper-bound-ish size of the uncompressed batch so far (for batch.size caps)."""
-        return self._size + 16 * len(self._records)
+        """Upper bound of the uncompressed batch size so far (for batch.size caps)."""
+        size = HEADER_SIZE
+        for _, _, key, value, headers in self._records:
+            size += 21 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+            for hk, hv in headers:
+                size += 10 + len(hk) * 4 + (len(hv) if hv is not None else 0)
+        return size
 
     def build(self) -> bytes:
         """Encode, compress and checksum the batch (RB-1: CRC-32C over bytes 21..end)."""
@@ -785,10 +798,6 @@ class BatchBuilder:
         max_ts = self._max_ts
         if self.delete_horizon_ms is not None:
             base_ts = self.delete_horizon_ms
-        for r in records:
-            # varlong range is checked here once rather than per append
-            if not INT64_MIN <= r[1] - base_ts <= INT64_MAX:
-                raise RecordEncodeError(f"timestamp {r[1]} too far from base timestamp {base_ts}")
         try:
             if _speedups is not None:
                 payload = _speedups.encode_records(records, base_ts)
@@ -796,8 +805,8 @@ class BatchBuilder:
                 payload = _encode_records_py(records, base_ts)
         except UnicodeEncodeError as exc:
             raise RecordEncodeError(f"header key is not encodable as UTF-8: {exc}") from None
-        except (OverflowError, TypeError, ValueError) as exc:
-            raise RecordEncodeError(str(exc)) from None
+        except (OverflowError, TypeError, ValueError, RecordEncodeError) as exc:
+            raise RecordEncodeError(f"cannot encode records: {exc}") from None
         attributes = self.compression.value
         if self.compression:
             payload = compress(self.compression, payload, level=self.compression_level)
