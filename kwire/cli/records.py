@@ -130,8 +130,8 @@ def _dump(args: argparse.Namespace) -> int:
                 f"kwire records: {source}: torn tail of {it.partial_bytes} bytes at byte {it.position} skipped",
                 file=sys.stderr,
             )
-    for line in corrupt:
-        print(f"kwire records: corrupt: {line}", file=sys.stderr)
+    for problem in corrupt:
+        print(f"kwire records: corrupt: {problem}", file=sys.stderr)
     return 1 if corrupt else 0
 
 

@@ -191,7 +191,7 @@ def _snappy_decompress(data: memoryview, max_size: int) -> memoryview:
     return view
 
 
-def _snappy_compress(data: bytes | memoryview, xerial: bool) -> bytes:
+def _snappy_compress(data: bytes | bytearray | memoryview, xerial: bool) -> bytes:
     if not xerial:
         return bytes(cramjam.snappy.compress_raw(data))
     view = memoryview(data)
@@ -220,7 +220,7 @@ def _lz4_header_checksum(descriptor: bytes, broken: bool) -> int:
     return (xxh32(descriptor if broken else descriptor[4:]) >> 8) & 0xFF
 
 
-def _lz4_compress(data: bytes | memoryview, level: int | None, magic: int) -> bytes:
+def _lz4_compress(data: bytes | bytearray | memoryview, level: int | None, magic: int) -> bytes:
     view = memoryview(data)
     descriptor = _LZ4_MAGIC + bytes((_LZ4_FLG, _LZ4_BD))
     parts = [descriptor, bytes((_lz4_header_checksum(descriptor, broken=magic == 0),))]

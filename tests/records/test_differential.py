@@ -19,7 +19,7 @@ pytestmark = pytest.mark.differential
 CODECS = list(Compression)
 RECS = [
     (b"value-%d" % i * (i % 5 + 1) if i % 7 else None, None if i % 4 == 0 else b"key-%d" % i,
-     [("h%d" % j, b"x" * j if j else None) for j in range(i % 3)], 1_700_000_000_000 + (i * 37) % 500 - 100)
+     [(f"h{j}", b"x" * j if j else None) for j in range(i % 3)], 1_700_000_000_000 + (i * 37) % 500 - 100)
     for i in range(60)
 ]
 blobs = st.one_of(st.none(), st.binary(max_size=200))

@@ -81,7 +81,6 @@ def test_flipped_legacy_byte_is_corrupt_batch() -> None:
     with pytest.raises(CorruptBatchError) as info:
         list(iter_batches(data))
     assert info.value.base_offset == 0
-    inner = bytearray(_set(0, Compression.NONE))
     wrapper = LegacyMessageSetBuilder(0, Compression.GZIP)
     wrapper.append(b"x", None)
     assert list(iter_batches(wrapper.build()))
