@@ -26,8 +26,9 @@ class ManualClock:
 
     __slots__ = ("_now_ms", "_listeners")
 
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self._now_ms = start_ms
+    def __init__(self, start_ms: int | None = None) -> None:
+        # Real clients stamp records with wall time; starting there keeps their timestamps valid.
+        self._now_ms = time.time_ns() // 1_000_000 if start_ms is None else start_ms
         self._listeners: list = []
 
     def now_ms(self) -> int:

@@ -678,6 +678,11 @@ def class_code(spec: SpecDef, sd: StructDef, w: ModuleWriter) -> str:
             dflt = fd.default_expr()
         lines.append(f"    {fd.attr}: {fd.py_type()} = {dflt}")
     lines.append("    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)")
+    if sd.is_top:
+        # Nested structures as class attributes: ProduceRequest.TopicProduceData(...)
+        for child in spec.structs:
+            if not child.is_top:
+                lines.append(f"    {child.name}: ClassVar[type[{child.pyname}]] = {child.pyname}")
     lines.append("")
     lines.append(f"{sd.pyname}.__qualname__ = {sd.qualname!r}")
     lines.append(f"{sd.pyname}._schema_name = {sd.qualname!r}")
@@ -711,6 +716,7 @@ HEADER = '''\
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -768,11 +774,11 @@ def module_code(specs: list[SpecDef]) -> str:
             classes.append(class_code(spec, sd, w))
         for sd in spec.structs:
             if not sd.is_top:
-                attach.append(f"{spec.top.pyname}.{sd.name} = {sd.pyname}")
                 metas.append(f"_DEF_{sd.pyname} = {sd.pyname}()")
         for sd in spec.structs:
             metas.append(fieldspec_code(sd))
         all_names.append(spec.top.pyname)
+        all_names.extend(sd.pyname for sd in spec.structs if not sd.is_top)
     gens = []
     for spec in specs:
         g = Gen(spec, w)

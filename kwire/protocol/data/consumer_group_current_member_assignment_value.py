@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerGroupCurrentMemberAssignmentValue']
+__all__ = ['ConsumerGroupCurrentMemberAssignmentValue', 'ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -71,6 +72,7 @@ class ConsumerGroupCurrentMemberAssignmentValue(Message):
     assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions] = field(default_factory=list)
     partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions]] = ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions
 
 ConsumerGroupCurrentMemberAssignmentValue.__qualname__ = 'ConsumerGroupCurrentMemberAssignmentValue'
 ConsumerGroupCurrentMemberAssignmentValue._schema_name = 'ConsumerGroupCurrentMemberAssignmentValue'
@@ -302,7 +304,6 @@ def _e_ConsumerGroupCurrentMemberAssignmentValue_v0(out, o):
         raise
 
 
-ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions = ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions
 ConsumerGroupCurrentMemberAssignmentValue.API_KEY = 8
 ConsumerGroupCurrentMemberAssignmentValue.MESSAGE_TYPE = 'coordinator-value'
 ConsumerGroupCurrentMemberAssignmentValue.VALID_VERSIONS = (0, 0)

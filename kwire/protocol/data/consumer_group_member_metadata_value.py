@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerGroupMemberMetadataValue']
+__all__ = ['ConsumerGroupMemberMetadataValue', 'ConsumerGroupMemberMetadataValue_ClassicProtocol', 'ConsumerGroupMemberMetadataValue_ClassicMemberMetadata']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -83,6 +84,8 @@ class ConsumerGroupMemberMetadataValue(Message):
     server_assignor: str | None = ''
     classic_member_metadata: ConsumerGroupMemberMetadataValue_ClassicMemberMetadata | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ClassicProtocol: ClassVar[type[ConsumerGroupMemberMetadataValue_ClassicProtocol]] = ConsumerGroupMemberMetadataValue_ClassicProtocol
+    ClassicMemberMetadata: ClassVar[type[ConsumerGroupMemberMetadataValue_ClassicMemberMetadata]] = ConsumerGroupMemberMetadataValue_ClassicMemberMetadata
 
 ConsumerGroupMemberMetadataValue.__qualname__ = 'ConsumerGroupMemberMetadataValue'
 ConsumerGroupMemberMetadataValue._schema_name = 'ConsumerGroupMemberMetadataValue'
@@ -535,8 +538,6 @@ def _e_ConsumerGroupMemberMetadataValue_v0(out, o):
         raise
 
 
-ConsumerGroupMemberMetadataValue.ClassicProtocol = ConsumerGroupMemberMetadataValue_ClassicProtocol
-ConsumerGroupMemberMetadataValue.ClassicMemberMetadata = ConsumerGroupMemberMetadataValue_ClassicMemberMetadata
 ConsumerGroupMemberMetadataValue.API_KEY = 5
 ConsumerGroupMemberMetadataValue.MESSAGE_TYPE = 'coordinator-value'
 ConsumerGroupMemberMetadataValue.VALID_VERSIONS = (0, 0)

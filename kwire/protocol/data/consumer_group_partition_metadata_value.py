@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerGroupPartitionMetadataValue']
+__all__ = ['ConsumerGroupPartitionMetadataValue', 'ConsumerGroupPartitionMetadataValue_PartitionMetadata', 'ConsumerGroupPartitionMetadataValue_TopicMetadata']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -78,6 +79,8 @@ ConsumerGroupPartitionMetadataValue_TopicMetadata._schema_name = 'ConsumerGroupP
 class ConsumerGroupPartitionMetadataValue(Message):
     topics: list[ConsumerGroupPartitionMetadataValue_TopicMetadata] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionMetadata: ClassVar[type[ConsumerGroupPartitionMetadataValue_PartitionMetadata]] = ConsumerGroupPartitionMetadataValue_PartitionMetadata
+    TopicMetadata: ClassVar[type[ConsumerGroupPartitionMetadataValue_TopicMetadata]] = ConsumerGroupPartitionMetadataValue_TopicMetadata
 
 ConsumerGroupPartitionMetadataValue.__qualname__ = 'ConsumerGroupPartitionMetadataValue'
 ConsumerGroupPartitionMetadataValue._schema_name = 'ConsumerGroupPartitionMetadataValue'
@@ -327,8 +330,6 @@ def _e_ConsumerGroupPartitionMetadataValue_v0(out, o):
         raise
 
 
-ConsumerGroupPartitionMetadataValue.PartitionMetadata = ConsumerGroupPartitionMetadataValue_PartitionMetadata
-ConsumerGroupPartitionMetadataValue.TopicMetadata = ConsumerGroupPartitionMetadataValue_TopicMetadata
 ConsumerGroupPartitionMetadataValue.API_KEY = 4
 ConsumerGroupPartitionMetadataValue.MESSAGE_TYPE = 'coordinator-value'
 ConsumerGroupPartitionMetadataValue.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerGroupTargetAssignmentMemberValue']
+__all__ = ['ConsumerGroupTargetAssignmentMemberValue', 'ConsumerGroupTargetAssignmentMemberValue_TopicPartition']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -65,6 +66,7 @@ ConsumerGroupTargetAssignmentMemberValue_TopicPartition._schema_name = 'Consumer
 class ConsumerGroupTargetAssignmentMemberValue(Message):
     topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue_TopicPartition] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartition: ClassVar[type[ConsumerGroupTargetAssignmentMemberValue_TopicPartition]] = ConsumerGroupTargetAssignmentMemberValue_TopicPartition
 
 ConsumerGroupTargetAssignmentMemberValue.__qualname__ = 'ConsumerGroupTargetAssignmentMemberValue'
 ConsumerGroupTargetAssignmentMemberValue._schema_name = 'ConsumerGroupTargetAssignmentMemberValue'
@@ -206,7 +208,6 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_v0(out, o):
         raise
 
 
-ConsumerGroupTargetAssignmentMemberValue.TopicPartition = ConsumerGroupTargetAssignmentMemberValue_TopicPartition
 ConsumerGroupTargetAssignmentMemberValue.API_KEY = 7
 ConsumerGroupTargetAssignmentMemberValue.MESSAGE_TYPE = 'coordinator-value'
 ConsumerGroupTargetAssignmentMemberValue.VALID_VERSIONS = (0, 0)

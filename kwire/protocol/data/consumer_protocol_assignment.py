@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerProtocolAssignment']
+__all__ = ['ConsumerProtocolAssignment', 'ConsumerProtocolAssignment_TopicPartition']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -63,6 +64,7 @@ class ConsumerProtocolAssignment(Message):
     assigned_partitions: list[ConsumerProtocolAssignment_TopicPartition] = field(default_factory=list)
     user_data: bytes | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartition: ClassVar[type[ConsumerProtocolAssignment_TopicPartition]] = ConsumerProtocolAssignment_TopicPartition
 
 ConsumerProtocolAssignment.__qualname__ = 'ConsumerProtocolAssignment'
 ConsumerProtocolAssignment._schema_name = 'ConsumerProtocolAssignment'
@@ -374,7 +376,6 @@ def _e_ConsumerProtocolAssignment_v3(out, o):
         raise
 
 
-ConsumerProtocolAssignment.TopicPartition = ConsumerProtocolAssignment_TopicPartition
 ConsumerProtocolAssignment.API_KEY = None
 ConsumerProtocolAssignment.MESSAGE_TYPE = 'data'
 ConsumerProtocolAssignment.VALID_VERSIONS = (0, 3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerProtocolSubscription']
+__all__ = ['ConsumerProtocolSubscription', 'ConsumerProtocolSubscription_TopicPartition']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -69,6 +70,7 @@ class ConsumerProtocolSubscription(Message):
     generation_id: int = -1
     rack_id: str | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartition: ClassVar[type[ConsumerProtocolSubscription_TopicPartition]] = ConsumerProtocolSubscription_TopicPartition
 
 ConsumerProtocolSubscription.__qualname__ = 'ConsumerProtocolSubscription'
 ConsumerProtocolSubscription._schema_name = 'ConsumerProtocolSubscription'
@@ -587,7 +589,6 @@ def _e_ConsumerProtocolSubscription_v3(out, o):
         raise
 
 
-ConsumerProtocolSubscription.TopicPartition = ConsumerProtocolSubscription_TopicPartition
 ConsumerProtocolSubscription.API_KEY = None
 ConsumerProtocolSubscription.MESSAGE_TYPE = 'data'
 ConsumerProtocolSubscription.VALID_VERSIONS = (0, 3)

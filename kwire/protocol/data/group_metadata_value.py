@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['GroupMetadataValue']
+__all__ = ['GroupMetadataValue', 'GroupMetadataValue_MemberMetadata']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -78,6 +79,7 @@ class GroupMetadataValue(Message):
     current_state_timestamp: int = -1
     members: list[GroupMetadataValue_MemberMetadata] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    MemberMetadata: ClassVar[type[GroupMetadataValue_MemberMetadata]] = GroupMetadataValue_MemberMetadata
 
 GroupMetadataValue.__qualname__ = 'GroupMetadataValue'
 GroupMetadataValue._schema_name = 'GroupMetadataValue'
@@ -1350,7 +1352,6 @@ def _e_GroupMetadataValue_v4(out, o):
         raise
 
 
-GroupMetadataValue.MemberMetadata = GroupMetadataValue_MemberMetadata
 GroupMetadataValue.API_KEY = 2
 GroupMetadataValue.MESSAGE_TYPE = 'coordinator-value'
 GroupMetadataValue.VALID_VERSIONS = (0, 4)

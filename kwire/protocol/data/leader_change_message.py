@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['LeaderChangeMessage']
+__all__ = ['LeaderChangeMessage', 'LeaderChangeMessage_Voter']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -70,6 +71,7 @@ class LeaderChangeMessage(Message):
     voters: list[LeaderChangeMessage_Voter] = field(default_factory=list)
     granting_voters: list[LeaderChangeMessage_Voter] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Voter: ClassVar[type[LeaderChangeMessage_Voter]] = LeaderChangeMessage_Voter
 
 LeaderChangeMessage.__qualname__ = 'LeaderChangeMessage'
 LeaderChangeMessage._schema_name = 'LeaderChangeMessage'
@@ -356,7 +358,6 @@ def _e_LeaderChangeMessage_v1(out, o):
         raise
 
 
-LeaderChangeMessage.Voter = LeaderChangeMessage_Voter
 LeaderChangeMessage.API_KEY = None
 LeaderChangeMessage.MESSAGE_TYPE = 'data'
 LeaderChangeMessage.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareGroupCurrentMemberAssignmentValue']
+__all__ = ['ShareGroupCurrentMemberAssignmentValue', 'ShareGroupCurrentMemberAssignmentValue_TopicPartitions']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -69,6 +70,7 @@ class ShareGroupCurrentMemberAssignmentValue(Message):
     state: int = 0
     assigned_partitions: list[ShareGroupCurrentMemberAssignmentValue_TopicPartitions] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ShareGroupCurrentMemberAssignmentValue_TopicPartitions]] = ShareGroupCurrentMemberAssignmentValue_TopicPartitions
 
 ShareGroupCurrentMemberAssignmentValue.__qualname__ = 'ShareGroupCurrentMemberAssignmentValue'
 ShareGroupCurrentMemberAssignmentValue._schema_name = 'ShareGroupCurrentMemberAssignmentValue'
@@ -218,7 +220,6 @@ def _e_ShareGroupCurrentMemberAssignmentValue_v0(out, o):
         raise
 
 
-ShareGroupCurrentMemberAssignmentValue.TopicPartitions = ShareGroupCurrentMemberAssignmentValue_TopicPartitions
 ShareGroupCurrentMemberAssignmentValue.API_KEY = 14
 ShareGroupCurrentMemberAssignmentValue.MESSAGE_TYPE = 'coordinator-value'
 ShareGroupCurrentMemberAssignmentValue.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareGroupStatePartitionMetadataValue']
+__all__ = ['ShareGroupStatePartitionMetadataValue', 'ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo', 'ShareGroupStatePartitionMetadataValue_TopicInfo']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -78,6 +79,8 @@ class ShareGroupStatePartitionMetadataValue(Message):
     initialized_topics: list[ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo] = field(default_factory=list)
     deleting_topics: list[ShareGroupStatePartitionMetadataValue_TopicInfo] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitionsInfo: ClassVar[type[ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo]] = ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo
+    TopicInfo: ClassVar[type[ShareGroupStatePartitionMetadataValue_TopicInfo]] = ShareGroupStatePartitionMetadataValue_TopicInfo
 
 ShareGroupStatePartitionMetadataValue.__qualname__ = 'ShareGroupStatePartitionMetadataValue'
 ShareGroupStatePartitionMetadataValue._schema_name = 'ShareGroupStatePartitionMetadataValue'
@@ -374,8 +377,6 @@ def _e_ShareGroupStatePartitionMetadataValue_v0(out, o):
         raise
 
 
-ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo = ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo
-ShareGroupStatePartitionMetadataValue.TopicInfo = ShareGroupStatePartitionMetadataValue_TopicInfo
 ShareGroupStatePartitionMetadataValue.API_KEY = 15
 ShareGroupStatePartitionMetadataValue.MESSAGE_TYPE = 'coordinator-value'
 ShareGroupStatePartitionMetadataValue.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareGroupTargetAssignmentMemberValue']
+__all__ = ['ShareGroupTargetAssignmentMemberValue', 'ShareGroupTargetAssignmentMemberValue_TopicPartition']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -65,6 +66,7 @@ ShareGroupTargetAssignmentMemberValue_TopicPartition._schema_name = 'ShareGroupT
 class ShareGroupTargetAssignmentMemberValue(Message):
     topic_partitions: list[ShareGroupTargetAssignmentMemberValue_TopicPartition] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartition: ClassVar[type[ShareGroupTargetAssignmentMemberValue_TopicPartition]] = ShareGroupTargetAssignmentMemberValue_TopicPartition
 
 ShareGroupTargetAssignmentMemberValue.__qualname__ = 'ShareGroupTargetAssignmentMemberValue'
 ShareGroupTargetAssignmentMemberValue._schema_name = 'ShareGroupTargetAssignmentMemberValue'
@@ -206,7 +208,6 @@ def _e_ShareGroupTargetAssignmentMemberValue_v0(out, o):
         raise
 
 
-ShareGroupTargetAssignmentMemberValue.TopicPartition = ShareGroupTargetAssignmentMemberValue_TopicPartition
 ShareGroupTargetAssignmentMemberValue.API_KEY = 13
 ShareGroupTargetAssignmentMemberValue.MESSAGE_TYPE = 'coordinator-value'
 ShareGroupTargetAssignmentMemberValue.VALID_VERSIONS = (0, 0)

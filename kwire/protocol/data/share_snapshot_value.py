@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareSnapshotValue']
+__all__ = ['ShareSnapshotValue', 'ShareSnapshotValue_StateBatch']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -76,6 +77,7 @@ class ShareSnapshotValue(Message):
     write_timestamp: int = 0
     state_batches: list[ShareSnapshotValue_StateBatch] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    StateBatch: ClassVar[type[ShareSnapshotValue_StateBatch]] = ShareSnapshotValue_StateBatch
 
 ShareSnapshotValue.__qualname__ = 'ShareSnapshotValue'
 ShareSnapshotValue._schema_name = 'ShareSnapshotValue'
@@ -239,7 +241,6 @@ def _e_ShareSnapshotValue_v0(out, o):
         raise
 
 
-ShareSnapshotValue.StateBatch = ShareSnapshotValue_StateBatch
 ShareSnapshotValue.API_KEY = 0
 ShareSnapshotValue.MESSAGE_TYPE = 'coordinator-value'
 ShareSnapshotValue.VALID_VERSIONS = (0, 0)

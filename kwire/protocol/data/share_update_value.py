@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareUpdateValue']
+__all__ = ['ShareUpdateValue', 'ShareUpdateValue_StateBatch']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -73,6 +74,7 @@ class ShareUpdateValue(Message):
     delivery_complete_count: int = -1
     state_batches: list[ShareUpdateValue_StateBatch] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    StateBatch: ClassVar[type[ShareUpdateValue_StateBatch]] = ShareUpdateValue_StateBatch
 
 ShareUpdateValue.__qualname__ = 'ShareUpdateValue'
 ShareUpdateValue._schema_name = 'ShareUpdateValue'
@@ -233,7 +235,6 @@ def _e_ShareUpdateValue_v0(out, o):
         raise
 
 
-ShareUpdateValue.StateBatch = ShareUpdateValue_StateBatch
 ShareUpdateValue.API_KEY = 1
 ShareUpdateValue.MESSAGE_TYPE = 'coordinator-value'
 ShareUpdateValue.VALID_VERSIONS = (0, 0)

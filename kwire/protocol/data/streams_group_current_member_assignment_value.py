@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupCurrentMemberAssignmentValue']
+__all__ = ['StreamsGroupCurrentMemberAssignmentValue', 'StreamsGroupCurrentMemberAssignmentValue_TaskIds']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -74,6 +75,7 @@ class StreamsGroupCurrentMemberAssignmentValue(Message):
     standby_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue_TaskIds] = field(default_factory=list)
     warmup_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue_TaskIds] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TaskIds: ClassVar[type[StreamsGroupCurrentMemberAssignmentValue_TaskIds]] = StreamsGroupCurrentMemberAssignmentValue_TaskIds
 
 StreamsGroupCurrentMemberAssignmentValue.__qualname__ = 'StreamsGroupCurrentMemberAssignmentValue'
 StreamsGroupCurrentMemberAssignmentValue._schema_name = 'StreamsGroupCurrentMemberAssignmentValue'
@@ -437,7 +439,6 @@ def _e_StreamsGroupCurrentMemberAssignmentValue_v0(out, o):
         raise
 
 
-StreamsGroupCurrentMemberAssignmentValue.TaskIds = StreamsGroupCurrentMemberAssignmentValue_TaskIds
 StreamsGroupCurrentMemberAssignmentValue.API_KEY = 22
 StreamsGroupCurrentMemberAssignmentValue.MESSAGE_TYPE = 'coordinator-value'
 StreamsGroupCurrentMemberAssignmentValue.VALID_VERSIONS = (0, 0)

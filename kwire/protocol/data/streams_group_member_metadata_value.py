@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupMemberMetadataValue']
+__all__ = ['StreamsGroupMemberMetadataValue', 'StreamsGroupMemberMetadataValue_Endpoint', 'StreamsGroupMemberMetadataValue_KeyValue']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -84,6 +85,8 @@ class StreamsGroupMemberMetadataValue(Message):
     user_endpoint: StreamsGroupMemberMetadataValue_Endpoint | None = None
     client_tags: list[StreamsGroupMemberMetadataValue_KeyValue] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Endpoint: ClassVar[type[StreamsGroupMemberMetadataValue_Endpoint]] = StreamsGroupMemberMetadataValue_Endpoint
+    KeyValue: ClassVar[type[StreamsGroupMemberMetadataValue_KeyValue]] = StreamsGroupMemberMetadataValue_KeyValue
 
 StreamsGroupMemberMetadataValue.__qualname__ = 'StreamsGroupMemberMetadataValue'
 StreamsGroupMemberMetadataValue._schema_name = 'StreamsGroupMemberMetadataValue'
@@ -479,8 +482,6 @@ def _e_StreamsGroupMemberMetadataValue_v0(out, o):
         raise
 
 
-StreamsGroupMemberMetadataValue.Endpoint = StreamsGroupMemberMetadataValue_Endpoint
-StreamsGroupMemberMetadataValue.KeyValue = StreamsGroupMemberMetadataValue_KeyValue
 StreamsGroupMemberMetadataValue.API_KEY = 19
 StreamsGroupMemberMetadataValue.MESSAGE_TYPE = 'coordinator-value'
 StreamsGroupMemberMetadataValue.VALID_VERSIONS = (0, 0)

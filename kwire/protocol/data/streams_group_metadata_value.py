@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupMetadataValue']
+__all__ = ['StreamsGroupMetadataValue', 'StreamsGroupMetadataValue_LastAssignmentConfig']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -71,6 +72,7 @@ class StreamsGroupMetadataValue(Message):
     stored_description_topology_epoch: int = -1
     failed_description_topology_epoch: int = -1
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    LastAssignmentConfig: ClassVar[type[StreamsGroupMetadataValue_LastAssignmentConfig]] = StreamsGroupMetadataValue_LastAssignmentConfig
 
 StreamsGroupMetadataValue.__qualname__ = 'StreamsGroupMetadataValue'
 StreamsGroupMetadataValue._schema_name = 'StreamsGroupMetadataValue'
@@ -312,7 +314,6 @@ def _e_StreamsGroupMetadataValue_v0(out, o):
         raise
 
 
-StreamsGroupMetadataValue.LastAssignmentConfig = StreamsGroupMetadataValue_LastAssignmentConfig
 StreamsGroupMetadataValue.API_KEY = 17
 StreamsGroupMetadataValue.MESSAGE_TYPE = 'coordinator-value'
 StreamsGroupMetadataValue.VALID_VERSIONS = (0, 0)

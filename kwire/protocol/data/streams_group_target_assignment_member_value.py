@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupTargetAssignmentMemberValue']
+__all__ = ['StreamsGroupTargetAssignmentMemberValue', 'StreamsGroupTargetAssignmentMemberValue_TaskIds']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -64,6 +65,7 @@ class StreamsGroupTargetAssignmentMemberValue(Message):
     standby_tasks: list[StreamsGroupTargetAssignmentMemberValue_TaskIds] = field(default_factory=list)
     warmup_tasks: list[StreamsGroupTargetAssignmentMemberValue_TaskIds] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TaskIds: ClassVar[type[StreamsGroupTargetAssignmentMemberValue_TaskIds]] = StreamsGroupTargetAssignmentMemberValue_TaskIds
 
 StreamsGroupTargetAssignmentMemberValue.__qualname__ = 'StreamsGroupTargetAssignmentMemberValue'
 StreamsGroupTargetAssignmentMemberValue._schema_name = 'StreamsGroupTargetAssignmentMemberValue'
@@ -281,7 +283,6 @@ def _e_StreamsGroupTargetAssignmentMemberValue_v0(out, o):
         raise
 
 
-StreamsGroupTargetAssignmentMemberValue.TaskIds = StreamsGroupTargetAssignmentMemberValue_TaskIds
 StreamsGroupTargetAssignmentMemberValue.API_KEY = 21
 StreamsGroupTargetAssignmentMemberValue.MESSAGE_TYPE = 'coordinator-value'
 StreamsGroupTargetAssignmentMemberValue.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupTopologyValue']
+__all__ = ['StreamsGroupTopologyValue', 'StreamsGroupTopologyValue_TopicConfig', 'StreamsGroupTopologyValue_TopicInfo', 'StreamsGroupTopologyValue_CopartitionGroup', 'StreamsGroupTopologyValue_Subtopology']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -105,6 +106,10 @@ class StreamsGroupTopologyValue(Message):
     epoch: int = 0
     subtopologies: list[StreamsGroupTopologyValue_Subtopology] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicConfig: ClassVar[type[StreamsGroupTopologyValue_TopicConfig]] = StreamsGroupTopologyValue_TopicConfig
+    TopicInfo: ClassVar[type[StreamsGroupTopologyValue_TopicInfo]] = StreamsGroupTopologyValue_TopicInfo
+    CopartitionGroup: ClassVar[type[StreamsGroupTopologyValue_CopartitionGroup]] = StreamsGroupTopologyValue_CopartitionGroup
+    Subtopology: ClassVar[type[StreamsGroupTopologyValue_Subtopology]] = StreamsGroupTopologyValue_Subtopology
 
 StreamsGroupTopologyValue.__qualname__ = 'StreamsGroupTopologyValue'
 StreamsGroupTopologyValue._schema_name = 'StreamsGroupTopologyValue'
@@ -720,10 +725,6 @@ def _e_StreamsGroupTopologyValue_v0(out, o):
         raise
 
 
-StreamsGroupTopologyValue.TopicConfig = StreamsGroupTopologyValue_TopicConfig
-StreamsGroupTopologyValue.TopicInfo = StreamsGroupTopologyValue_TopicInfo
-StreamsGroupTopologyValue.CopartitionGroup = StreamsGroupTopologyValue_CopartitionGroup
-StreamsGroupTopologyValue.Subtopology = StreamsGroupTopologyValue_Subtopology
 StreamsGroupTopologyValue.API_KEY = 23
 StreamsGroupTopologyValue.MESSAGE_TYPE = 'coordinator-value'
 StreamsGroupTopologyValue.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['TransactionLogValue']
+__all__ = ['TransactionLogValue', 'TransactionLogValue_PartitionsSchema']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -78,6 +79,7 @@ class TransactionLogValue(Message):
     transaction_start_timestamp_ms: int = 0
     client_transaction_version: int = 0
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionsSchema: ClassVar[type[TransactionLogValue_PartitionsSchema]] = TransactionLogValue_PartitionsSchema
 
 TransactionLogValue.__qualname__ = 'TransactionLogValue'
 TransactionLogValue._schema_name = 'TransactionLogValue'
@@ -459,7 +461,6 @@ def _e_TransactionLogValue_v1(out, o):
         raise
 
 
-TransactionLogValue.PartitionsSchema = TransactionLogValue_PartitionsSchema
 TransactionLogValue.API_KEY = 0
 TransactionLogValue.MESSAGE_TYPE = 'coordinator-value'
 TransactionLogValue.VALID_VERSIONS = (0, 1)

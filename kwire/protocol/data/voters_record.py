@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['VotersRecord']
+__all__ = ['VotersRecord', 'VotersRecord_Endpoint', 'VotersRecord_KRaftVersionFeature', 'VotersRecord_Voter']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -92,6 +93,9 @@ class VotersRecord(Message):
     version: int = 0
     voters: list[VotersRecord_Voter] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Endpoint: ClassVar[type[VotersRecord_Endpoint]] = VotersRecord_Endpoint
+    KRaftVersionFeature: ClassVar[type[VotersRecord_KRaftVersionFeature]] = VotersRecord_KRaftVersionFeature
+    Voter: ClassVar[type[VotersRecord_Voter]] = VotersRecord_Voter
 
 VotersRecord.__qualname__ = 'VotersRecord'
 VotersRecord._schema_name = 'VotersRecord'
@@ -392,9 +396,6 @@ def _e_VotersRecord_v0(out, o):
         raise
 
 
-VotersRecord.Endpoint = VotersRecord_Endpoint
-VotersRecord.KRaftVersionFeature = VotersRecord_KRaftVersionFeature
-VotersRecord.Voter = VotersRecord_Voter
 VotersRecord.API_KEY = None
 VotersRecord.MESSAGE_TYPE = 'data'
 VotersRecord.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse']
+__all__ = ['AddPartitionsToTxnRequest', 'AddPartitionsToTxnRequest_AddPartitionsToTxnTopic', 'AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction', 'AddPartitionsToTxnResponse', 'AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult', 'AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult', 'AddPartitionsToTxnResponse_AddPartitionsToTxnResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -85,6 +86,8 @@ class AddPartitionsToTxnRequest(Message):
     v3_and_below_producer_epoch: int = 0
     v3_and_below_topics: list[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AddPartitionsToTxnTopic: ClassVar[type[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic]] = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
+    AddPartitionsToTxnTransaction: ClassVar[type[AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction]] = AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction
 
 AddPartitionsToTxnRequest.__qualname__ = 'AddPartitionsToTxnRequest'
 AddPartitionsToTxnRequest._schema_name = 'AddPartitionsToTxnRequest'
@@ -127,6 +130,9 @@ class AddPartitionsToTxnResponse(Message):
     results_by_transaction: list[AddPartitionsToTxnResponse_AddPartitionsToTxnResult] = field(default_factory=list)
     results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AddPartitionsToTxnPartitionResult: ClassVar[type[AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult]] = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
+    AddPartitionsToTxnTopicResult: ClassVar[type[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult]] = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
+    AddPartitionsToTxnResult: ClassVar[type[AddPartitionsToTxnResponse_AddPartitionsToTxnResult]] = AddPartitionsToTxnResponse_AddPartitionsToTxnResult
 
 AddPartitionsToTxnResponse.__qualname__ = 'AddPartitionsToTxnResponse'
 AddPartitionsToTxnResponse._schema_name = 'AddPartitionsToTxnResponse'
@@ -1703,11 +1709,6 @@ def _e_AddPartitionsToTxnResponse_v5(out, o):
         raise
 
 
-AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
-AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction = AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction
-AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
-AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
-AddPartitionsToTxnResponse.AddPartitionsToTxnResult = AddPartitionsToTxnResponse_AddPartitionsToTxnResult
 AddPartitionsToTxnRequest.API_KEY = 24
 AddPartitionsToTxnRequest.MESSAGE_TYPE = 'request'
 AddPartitionsToTxnRequest.VALID_VERSIONS = (0, 5)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AddRaftVoterRequest', 'AddRaftVoterResponse']
+__all__ = ['AddRaftVoterRequest', 'AddRaftVoterRequest_Listener', 'AddRaftVoterResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -74,6 +75,7 @@ class AddRaftVoterRequest(Message):
     listeners: list[AddRaftVoterRequest_Listener] = field(default_factory=list)
     ack_when_committed: bool = True
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Listener: ClassVar[type[AddRaftVoterRequest_Listener]] = AddRaftVoterRequest_Listener
 
 AddRaftVoterRequest.__qualname__ = 'AddRaftVoterRequest'
 AddRaftVoterRequest._schema_name = 'AddRaftVoterRequest'
@@ -468,7 +470,6 @@ def _e_AddRaftVoterResponse_v0(out, o):
         raise
 
 
-AddRaftVoterRequest.Listener = AddRaftVoterRequest_Listener
 AddRaftVoterRequest.API_KEY = 80
 AddRaftVoterRequest.MESSAGE_TYPE = 'request'
 AddRaftVoterRequest.VALID_VERSIONS = (0, 1)

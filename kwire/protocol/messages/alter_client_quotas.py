@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasResponse']
+__all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasRequest_EntityData', 'AlterClientQuotasRequest_OpData', 'AlterClientQuotasRequest_EntryData', 'AlterClientQuotasResponse', 'AlterClientQuotasResponse_EntityData', 'AlterClientQuotasResponse_EntryData']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -90,6 +91,9 @@ class AlterClientQuotasRequest(Message):
     entries: list[AlterClientQuotasRequest_EntryData] = field(default_factory=list)
     validate_only: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    EntityData: ClassVar[type[AlterClientQuotasRequest_EntityData]] = AlterClientQuotasRequest_EntityData
+    OpData: ClassVar[type[AlterClientQuotasRequest_OpData]] = AlterClientQuotasRequest_OpData
+    EntryData: ClassVar[type[AlterClientQuotasRequest_EntryData]] = AlterClientQuotasRequest_EntryData
 
 AlterClientQuotasRequest.__qualname__ = 'AlterClientQuotasRequest'
 AlterClientQuotasRequest._schema_name = 'AlterClientQuotasRequest'
@@ -121,6 +125,8 @@ class AlterClientQuotasResponse(Message):
     throttle_time_ms: int = 0
     entries: list[AlterClientQuotasResponse_EntryData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    EntityData: ClassVar[type[AlterClientQuotasResponse_EntityData]] = AlterClientQuotasResponse_EntityData
+    EntryData: ClassVar[type[AlterClientQuotasResponse_EntryData]] = AlterClientQuotasResponse_EntryData
 
 AlterClientQuotasResponse.__qualname__ = 'AlterClientQuotasResponse'
 AlterClientQuotasResponse._schema_name = 'AlterClientQuotasResponse'
@@ -1139,11 +1145,6 @@ def _e_AlterClientQuotasResponse_v1(out, o):
         raise
 
 
-AlterClientQuotasRequest.EntityData = AlterClientQuotasRequest_EntityData
-AlterClientQuotasRequest.OpData = AlterClientQuotasRequest_OpData
-AlterClientQuotasRequest.EntryData = AlterClientQuotasRequest_EntryData
-AlterClientQuotasResponse.EntityData = AlterClientQuotasResponse_EntityData
-AlterClientQuotasResponse.EntryData = AlterClientQuotasResponse_EntryData
 AlterClientQuotasRequest.API_KEY = 49
 AlterClientQuotasRequest.MESSAGE_TYPE = 'request'
 AlterClientQuotasRequest.VALID_VERSIONS = (0, 1)

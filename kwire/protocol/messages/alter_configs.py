@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AlterConfigsRequest', 'AlterConfigsResponse']
+__all__ = ['AlterConfigsRequest', 'AlterConfigsRequest_AlterableConfig', 'AlterConfigsRequest_AlterConfigsResource', 'AlterConfigsResponse', 'AlterConfigsResponse_AlterConfigsResourceResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -80,6 +81,8 @@ class AlterConfigsRequest(Message):
     resources: list[AlterConfigsRequest_AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterableConfig: ClassVar[type[AlterConfigsRequest_AlterableConfig]] = AlterConfigsRequest_AlterableConfig
+    AlterConfigsResource: ClassVar[type[AlterConfigsRequest_AlterConfigsResource]] = AlterConfigsRequest_AlterConfigsResource
 
 AlterConfigsRequest.__qualname__ = 'AlterConfigsRequest'
 AlterConfigsRequest._schema_name = 'AlterConfigsRequest'
@@ -102,6 +105,7 @@ class AlterConfigsResponse(Message):
     throttle_time_ms: int = 0
     responses: list[AlterConfigsResponse_AlterConfigsResourceResponse] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterConfigsResourceResponse: ClassVar[type[AlterConfigsResponse_AlterConfigsResourceResponse]] = AlterConfigsResponse_AlterConfigsResourceResponse
 
 AlterConfigsResponse.__qualname__ = 'AlterConfigsResponse'
 AlterConfigsResponse._schema_name = 'AlterConfigsResponse'
@@ -997,9 +1001,6 @@ def _e_AlterConfigsResponse_v2(out, o):
         raise
 
 
-AlterConfigsRequest.AlterableConfig = AlterConfigsRequest_AlterableConfig
-AlterConfigsRequest.AlterConfigsResource = AlterConfigsRequest_AlterConfigsResource
-AlterConfigsResponse.AlterConfigsResourceResponse = AlterConfigsResponse_AlterConfigsResourceResponse
 AlterConfigsRequest.API_KEY = 33
 AlterConfigsRequest.MESSAGE_TYPE = 'request'
 AlterConfigsRequest.VALID_VERSIONS = (0, 2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AlterPartitionRequest', 'AlterPartitionResponse']
+__all__ = ['AlterPartitionRequest', 'AlterPartitionRequest_BrokerState', 'AlterPartitionRequest_PartitionData', 'AlterPartitionRequest_TopicData', 'AlterPartitionResponse', 'AlterPartitionResponse_PartitionData', 'AlterPartitionResponse_TopicData']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -96,6 +97,9 @@ class AlterPartitionRequest(Message):
     broker_epoch: int = -1
     topics: list[AlterPartitionRequest_TopicData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    BrokerState: ClassVar[type[AlterPartitionRequest_BrokerState]] = AlterPartitionRequest_BrokerState
+    PartitionData: ClassVar[type[AlterPartitionRequest_PartitionData]] = AlterPartitionRequest_PartitionData
+    TopicData: ClassVar[type[AlterPartitionRequest_TopicData]] = AlterPartitionRequest_TopicData
 
 AlterPartitionRequest.__qualname__ = 'AlterPartitionRequest'
 AlterPartitionRequest._schema_name = 'AlterPartitionRequest'
@@ -132,6 +136,8 @@ class AlterPartitionResponse(Message):
     error_code: int = 0
     topics: list[AlterPartitionResponse_TopicData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[AlterPartitionResponse_PartitionData]] = AlterPartitionResponse_PartitionData
+    TopicData: ClassVar[type[AlterPartitionResponse_TopicData]] = AlterPartitionResponse_TopicData
 
 AlterPartitionResponse.__qualname__ = 'AlterPartitionResponse'
 AlterPartitionResponse._schema_name = 'AlterPartitionResponse'
@@ -876,11 +882,6 @@ def _e_AlterPartitionResponse_v2(out, o):
         raise
 
 
-AlterPartitionRequest.BrokerState = AlterPartitionRequest_BrokerState
-AlterPartitionRequest.PartitionData = AlterPartitionRequest_PartitionData
-AlterPartitionRequest.TopicData = AlterPartitionRequest_TopicData
-AlterPartitionResponse.PartitionData = AlterPartitionResponse_PartitionData
-AlterPartitionResponse.TopicData = AlterPartitionResponse_TopicData
 AlterPartitionRequest.API_KEY = 56
 AlterPartitionRequest.MESSAGE_TYPE = 'request'
 AlterPartitionRequest.VALID_VERSIONS = (2, 3)

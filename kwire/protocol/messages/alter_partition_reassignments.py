@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse']
+__all__ = ['AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsRequest_ReassignablePartition', 'AlterPartitionReassignmentsRequest_ReassignableTopic', 'AlterPartitionReassignmentsResponse', 'AlterPartitionReassignmentsResponse_ReassignablePartitionResponse', 'AlterPartitionReassignmentsResponse_ReassignableTopicResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -80,6 +81,8 @@ class AlterPartitionReassignmentsRequest(Message):
     allow_replication_factor_change: bool = True
     topics: list[AlterPartitionReassignmentsRequest_ReassignableTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ReassignablePartition: ClassVar[type[AlterPartitionReassignmentsRequest_ReassignablePartition]] = AlterPartitionReassignmentsRequest_ReassignablePartition
+    ReassignableTopic: ClassVar[type[AlterPartitionReassignmentsRequest_ReassignableTopic]] = AlterPartitionReassignmentsRequest_ReassignableTopic
 
 AlterPartitionReassignmentsRequest.__qualname__ = 'AlterPartitionReassignmentsRequest'
 AlterPartitionReassignmentsRequest._schema_name = 'AlterPartitionReassignmentsRequest'
@@ -114,6 +117,8 @@ class AlterPartitionReassignmentsResponse(Message):
     error_message: str | None = ''
     responses: list[AlterPartitionReassignmentsResponse_ReassignableTopicResponse] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ReassignablePartitionResponse: ClassVar[type[AlterPartitionReassignmentsResponse_ReassignablePartitionResponse]] = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse
+    ReassignableTopicResponse: ClassVar[type[AlterPartitionReassignmentsResponse_ReassignableTopicResponse]] = AlterPartitionReassignmentsResponse_ReassignableTopicResponse
 
 AlterPartitionReassignmentsResponse.__qualname__ = 'AlterPartitionReassignmentsResponse'
 AlterPartitionReassignmentsResponse._schema_name = 'AlterPartitionReassignmentsResponse'
@@ -787,10 +792,6 @@ def _e_AlterPartitionReassignmentsResponse_v1(out, o):
         raise
 
 
-AlterPartitionReassignmentsRequest.ReassignablePartition = AlterPartitionReassignmentsRequest_ReassignablePartition
-AlterPartitionReassignmentsRequest.ReassignableTopic = AlterPartitionReassignmentsRequest_ReassignableTopic
-AlterPartitionReassignmentsResponse.ReassignablePartitionResponse = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse
-AlterPartitionReassignmentsResponse.ReassignableTopicResponse = AlterPartitionReassignmentsResponse_ReassignableTopicResponse
 AlterPartitionReassignmentsRequest.API_KEY = 45
 AlterPartitionReassignmentsRequest.MESSAGE_TYPE = 'request'
 AlterPartitionReassignmentsRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse']
+__all__ = ['AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic', 'AlterReplicaLogDirsRequest_AlterReplicaLogDir', 'AlterReplicaLogDirsResponse', 'AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult', 'AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -76,6 +77,8 @@ AlterReplicaLogDirsRequest_AlterReplicaLogDir._schema_name = 'AlterReplicaLogDir
 class AlterReplicaLogDirsRequest(Message):
     dirs: list[AlterReplicaLogDirsRequest_AlterReplicaLogDir] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterReplicaLogDirTopic: ClassVar[type[AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic]] = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic
+    AlterReplicaLogDir: ClassVar[type[AlterReplicaLogDirsRequest_AlterReplicaLogDir]] = AlterReplicaLogDirsRequest_AlterReplicaLogDir
 
 AlterReplicaLogDirsRequest.__qualname__ = 'AlterReplicaLogDirsRequest'
 AlterReplicaLogDirsRequest._schema_name = 'AlterReplicaLogDirsRequest'
@@ -106,6 +109,8 @@ class AlterReplicaLogDirsResponse(Message):
     throttle_time_ms: int = 0
     results: list[AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterReplicaLogDirPartitionResult: ClassVar[type[AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult]] = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
+    AlterReplicaLogDirTopicResult: ClassVar[type[AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult]] = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult
 
 AlterReplicaLogDirsResponse.__qualname__ = 'AlterReplicaLogDirsResponse'
 AlterReplicaLogDirsResponse._schema_name = 'AlterReplicaLogDirsResponse'
@@ -883,10 +888,6 @@ def _e_AlterReplicaLogDirsResponse_v2(out, o):
         raise
 
 
-AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic
-AlterReplicaLogDirsRequest.AlterReplicaLogDir = AlterReplicaLogDirsRequest_AlterReplicaLogDir
-AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
-AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult
 AlterReplicaLogDirsRequest.API_KEY = 34
 AlterReplicaLogDirsRequest.MESSAGE_TYPE = 'request'
 AlterReplicaLogDirsRequest.VALID_VERSIONS = (1, 2)

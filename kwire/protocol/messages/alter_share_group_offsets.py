@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse']
+__all__ = ['AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition', 'AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic', 'AlterShareGroupOffsetsResponse', 'AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition', 'AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -78,6 +79,8 @@ class AlterShareGroupOffsetsRequest(Message):
     group_id: str = ''
     topics: list[AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterShareGroupOffsetsRequestPartition: ClassVar[type[AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition]] = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition
+    AlterShareGroupOffsetsRequestTopic: ClassVar[type[AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic]] = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic
 
 AlterShareGroupOffsetsRequest.__qualname__ = 'AlterShareGroupOffsetsRequest'
 AlterShareGroupOffsetsRequest._schema_name = 'AlterShareGroupOffsetsRequest'
@@ -112,6 +115,8 @@ class AlterShareGroupOffsetsResponse(Message):
     error_message: str | None = None
     responses: list[AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterShareGroupOffsetsResponsePartition: ClassVar[type[AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition]] = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition
+    AlterShareGroupOffsetsResponseTopic: ClassVar[type[AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic]] = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic
 
 AlterShareGroupOffsetsResponse.__qualname__ = 'AlterShareGroupOffsetsResponse'
 AlterShareGroupOffsetsResponse._schema_name = 'AlterShareGroupOffsetsResponse'
@@ -623,10 +628,6 @@ def _e_AlterShareGroupOffsetsResponse_v0(out, o):
         raise
 
 
-AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition
-AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic
-AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition
-AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic
 AlterShareGroupOffsetsRequest.API_KEY = 91
 AlterShareGroupOffsetsRequest.MESSAGE_TYPE = 'request'
 AlterShareGroupOffsetsRequest.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse']
+__all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsRequest_ScramCredentialDeletion', 'AlterUserScramCredentialsRequest_ScramCredentialUpsertion', 'AlterUserScramCredentialsResponse', 'AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -82,6 +83,8 @@ class AlterUserScramCredentialsRequest(Message):
     deletions: list[AlterUserScramCredentialsRequest_ScramCredentialDeletion] = field(default_factory=list)
     upsertions: list[AlterUserScramCredentialsRequest_ScramCredentialUpsertion] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ScramCredentialDeletion: ClassVar[type[AlterUserScramCredentialsRequest_ScramCredentialDeletion]] = AlterUserScramCredentialsRequest_ScramCredentialDeletion
+    ScramCredentialUpsertion: ClassVar[type[AlterUserScramCredentialsRequest_ScramCredentialUpsertion]] = AlterUserScramCredentialsRequest_ScramCredentialUpsertion
 
 AlterUserScramCredentialsRequest.__qualname__ = 'AlterUserScramCredentialsRequest'
 AlterUserScramCredentialsRequest._schema_name = 'AlterUserScramCredentialsRequest'
@@ -103,6 +106,7 @@ class AlterUserScramCredentialsResponse(Message):
     throttle_time_ms: int = 0
     results: list[AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterUserScramCredentialsResult: ClassVar[type[AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult]] = AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult
 
 AlterUserScramCredentialsResponse.__qualname__ = 'AlterUserScramCredentialsResponse'
 AlterUserScramCredentialsResponse._schema_name = 'AlterUserScramCredentialsResponse'
@@ -568,9 +572,6 @@ def _e_AlterUserScramCredentialsResponse_v0(out, o):
         raise
 
 
-AlterUserScramCredentialsRequest.ScramCredentialDeletion = AlterUserScramCredentialsRequest_ScramCredentialDeletion
-AlterUserScramCredentialsRequest.ScramCredentialUpsertion = AlterUserScramCredentialsRequest_ScramCredentialUpsertion
-AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult = AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult
 AlterUserScramCredentialsRequest.API_KEY = 51
 AlterUserScramCredentialsRequest.MESSAGE_TYPE = 'request'
 AlterUserScramCredentialsRequest.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ApiVersionsRequest', 'ApiVersionsResponse']
+__all__ = ['ApiVersionsRequest', 'ApiVersionsResponse', 'ApiVersionsResponse_ApiVersion', 'ApiVersionsResponse_SupportedFeatureKey', 'ApiVersionsResponse_FinalizedFeatureKey']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -111,6 +112,9 @@ class ApiVersionsResponse(Message):
     finalized_features: list[ApiVersionsResponse_FinalizedFeatureKey] = field(default_factory=list)
     zk_migration_ready: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ApiVersion: ClassVar[type[ApiVersionsResponse_ApiVersion]] = ApiVersionsResponse_ApiVersion
+    SupportedFeatureKey: ClassVar[type[ApiVersionsResponse_SupportedFeatureKey]] = ApiVersionsResponse_SupportedFeatureKey
+    FinalizedFeatureKey: ClassVar[type[ApiVersionsResponse_FinalizedFeatureKey]] = ApiVersionsResponse_FinalizedFeatureKey
 
 ApiVersionsResponse.__qualname__ = 'ApiVersionsResponse'
 ApiVersionsResponse._schema_name = 'ApiVersionsResponse'
@@ -1096,9 +1100,6 @@ def _e_ApiVersionsResponse_v3(out, o):
         raise
 
 
-ApiVersionsResponse.ApiVersion = ApiVersionsResponse_ApiVersion
-ApiVersionsResponse.SupportedFeatureKey = ApiVersionsResponse_SupportedFeatureKey
-ApiVersionsResponse.FinalizedFeatureKey = ApiVersionsResponse_FinalizedFeatureKey
 ApiVersionsRequest.API_KEY = 18
 ApiVersionsRequest.MESSAGE_TYPE = 'request'
 ApiVersionsRequest.VALID_VERSIONS = (0, 5)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse']
+__all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsRequest_PartitionData', 'AssignReplicasToDirsRequest_TopicData', 'AssignReplicasToDirsRequest_DirectoryData', 'AssignReplicasToDirsResponse', 'AssignReplicasToDirsResponse_PartitionData', 'AssignReplicasToDirsResponse_TopicData', 'AssignReplicasToDirsResponse_DirectoryData']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -89,6 +90,9 @@ class AssignReplicasToDirsRequest(Message):
     broker_epoch: int = -1
     directories: list[AssignReplicasToDirsRequest_DirectoryData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[AssignReplicasToDirsRequest_PartitionData]] = AssignReplicasToDirsRequest_PartitionData
+    TopicData: ClassVar[type[AssignReplicasToDirsRequest_TopicData]] = AssignReplicasToDirsRequest_TopicData
+    DirectoryData: ClassVar[type[AssignReplicasToDirsRequest_DirectoryData]] = AssignReplicasToDirsRequest_DirectoryData
 
 AssignReplicasToDirsRequest.__qualname__ = 'AssignReplicasToDirsRequest'
 AssignReplicasToDirsRequest._schema_name = 'AssignReplicasToDirsRequest'
@@ -130,6 +134,9 @@ class AssignReplicasToDirsResponse(Message):
     error_code: int = 0
     directories: list[AssignReplicasToDirsResponse_DirectoryData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[AssignReplicasToDirsResponse_PartitionData]] = AssignReplicasToDirsResponse_PartitionData
+    TopicData: ClassVar[type[AssignReplicasToDirsResponse_TopicData]] = AssignReplicasToDirsResponse_TopicData
+    DirectoryData: ClassVar[type[AssignReplicasToDirsResponse_DirectoryData]] = AssignReplicasToDirsResponse_DirectoryData
 
 AssignReplicasToDirsResponse.__qualname__ = 'AssignReplicasToDirsResponse'
 AssignReplicasToDirsResponse._schema_name = 'AssignReplicasToDirsResponse'
@@ -661,12 +668,6 @@ def _e_AssignReplicasToDirsResponse_v0(out, o):
         raise
 
 
-AssignReplicasToDirsRequest.PartitionData = AssignReplicasToDirsRequest_PartitionData
-AssignReplicasToDirsRequest.TopicData = AssignReplicasToDirsRequest_TopicData
-AssignReplicasToDirsRequest.DirectoryData = AssignReplicasToDirsRequest_DirectoryData
-AssignReplicasToDirsResponse.PartitionData = AssignReplicasToDirsResponse_PartitionData
-AssignReplicasToDirsResponse.TopicData = AssignReplicasToDirsResponse_TopicData
-AssignReplicasToDirsResponse.DirectoryData = AssignReplicasToDirsResponse_DirectoryData
 AssignReplicasToDirsRequest.API_KEY = 73
 AssignReplicasToDirsRequest.MESSAGE_TYPE = 'request'
 AssignReplicasToDirsRequest.VALID_VERSIONS = (0, 0)

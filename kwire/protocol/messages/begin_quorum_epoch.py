@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['BeginQuorumEpochRequest', 'BeginQuorumEpochResponse']
+__all__ = ['BeginQuorumEpochRequest', 'BeginQuorumEpochRequest_PartitionData', 'BeginQuorumEpochRequest_TopicData', 'BeginQuorumEpochRequest_LeaderEndpoint', 'BeginQuorumEpochResponse', 'BeginQuorumEpochResponse_PartitionData', 'BeginQuorumEpochResponse_TopicData', 'BeginQuorumEpochResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -96,6 +97,9 @@ class BeginQuorumEpochRequest(Message):
     topics: list[BeginQuorumEpochRequest_TopicData] = field(default_factory=list)
     leader_endpoints: list[BeginQuorumEpochRequest_LeaderEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[BeginQuorumEpochRequest_PartitionData]] = BeginQuorumEpochRequest_PartitionData
+    TopicData: ClassVar[type[BeginQuorumEpochRequest_TopicData]] = BeginQuorumEpochRequest_TopicData
+    LeaderEndpoint: ClassVar[type[BeginQuorumEpochRequest_LeaderEndpoint]] = BeginQuorumEpochRequest_LeaderEndpoint
 
 BeginQuorumEpochRequest.__qualname__ = 'BeginQuorumEpochRequest'
 BeginQuorumEpochRequest._schema_name = 'BeginQuorumEpochRequest'
@@ -140,6 +144,9 @@ class BeginQuorumEpochResponse(Message):
     topics: list[BeginQuorumEpochResponse_TopicData] = field(default_factory=list)
     node_endpoints: list[BeginQuorumEpochResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[BeginQuorumEpochResponse_PartitionData]] = BeginQuorumEpochResponse_PartitionData
+    TopicData: ClassVar[type[BeginQuorumEpochResponse_TopicData]] = BeginQuorumEpochResponse_TopicData
+    NodeEndpoint: ClassVar[type[BeginQuorumEpochResponse_NodeEndpoint]] = BeginQuorumEpochResponse_NodeEndpoint
 
 BeginQuorumEpochResponse.__qualname__ = 'BeginQuorumEpochResponse'
 BeginQuorumEpochResponse._schema_name = 'BeginQuorumEpochResponse'
@@ -1226,12 +1233,6 @@ def _e_BeginQuorumEpochResponse_v1(out, o):
         raise
 
 
-BeginQuorumEpochRequest.PartitionData = BeginQuorumEpochRequest_PartitionData
-BeginQuorumEpochRequest.TopicData = BeginQuorumEpochRequest_TopicData
-BeginQuorumEpochRequest.LeaderEndpoint = BeginQuorumEpochRequest_LeaderEndpoint
-BeginQuorumEpochResponse.PartitionData = BeginQuorumEpochResponse_PartitionData
-BeginQuorumEpochResponse.TopicData = BeginQuorumEpochResponse_TopicData
-BeginQuorumEpochResponse.NodeEndpoint = BeginQuorumEpochResponse_NodeEndpoint
 BeginQuorumEpochRequest.API_KEY = 53
 BeginQuorumEpochRequest.MESSAGE_TYPE = 'request'
 BeginQuorumEpochRequest.VALID_VERSIONS = (0, 1)

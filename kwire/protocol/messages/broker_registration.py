@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['BrokerRegistrationRequest', 'BrokerRegistrationResponse']
+__all__ = ['BrokerRegistrationRequest', 'BrokerRegistrationRequest_Listener', 'BrokerRegistrationRequest_Feature', 'BrokerRegistrationResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -92,6 +93,8 @@ class BrokerRegistrationRequest(Message):
     log_dirs: list[UUID] = field(default_factory=list)
     previous_broker_epoch: int = -1
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Listener: ClassVar[type[BrokerRegistrationRequest_Listener]] = BrokerRegistrationRequest_Listener
+    Feature: ClassVar[type[BrokerRegistrationRequest_Feature]] = BrokerRegistrationRequest_Feature
 
 BrokerRegistrationRequest.__qualname__ = 'BrokerRegistrationRequest'
 BrokerRegistrationRequest._schema_name = 'BrokerRegistrationRequest'
@@ -1025,8 +1028,6 @@ def _e_BrokerRegistrationResponse_v0(out, o):
         raise
 
 
-BrokerRegistrationRequest.Listener = BrokerRegistrationRequest_Listener
-BrokerRegistrationRequest.Feature = BrokerRegistrationRequest_Feature
 BrokerRegistrationRequest.API_KEY = 62
 BrokerRegistrationRequest.MESSAGE_TYPE = 'request'
 BrokerRegistrationRequest.VALID_VERSIONS = (0, 4)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse']
+__all__ = ['ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse', 'ConsumerGroupDescribeResponse_TopicPartitions', 'ConsumerGroupDescribeResponse_Assignment', 'ConsumerGroupDescribeResponse_Member', 'ConsumerGroupDescribeResponse_DescribedGroup']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -127,6 +128,10 @@ class ConsumerGroupDescribeResponse(Message):
     throttle_time_ms: int = 0
     groups: list[ConsumerGroupDescribeResponse_DescribedGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ConsumerGroupDescribeResponse_TopicPartitions]] = ConsumerGroupDescribeResponse_TopicPartitions
+    Assignment: ClassVar[type[ConsumerGroupDescribeResponse_Assignment]] = ConsumerGroupDescribeResponse_Assignment
+    Member: ClassVar[type[ConsumerGroupDescribeResponse_Member]] = ConsumerGroupDescribeResponse_Member
+    DescribedGroup: ClassVar[type[ConsumerGroupDescribeResponse_DescribedGroup]] = ConsumerGroupDescribeResponse_DescribedGroup
 
 ConsumerGroupDescribeResponse.__qualname__ = 'ConsumerGroupDescribeResponse'
 ConsumerGroupDescribeResponse._schema_name = 'ConsumerGroupDescribeResponse'
@@ -1377,10 +1382,6 @@ def _e_ConsumerGroupDescribeResponse_v1(out, o):
         raise
 
 
-ConsumerGroupDescribeResponse.TopicPartitions = ConsumerGroupDescribeResponse_TopicPartitions
-ConsumerGroupDescribeResponse.Assignment = ConsumerGroupDescribeResponse_Assignment
-ConsumerGroupDescribeResponse.Member = ConsumerGroupDescribeResponse_Member
-ConsumerGroupDescribeResponse.DescribedGroup = ConsumerGroupDescribeResponse_DescribedGroup
 ConsumerGroupDescribeRequest.API_KEY = 69
 ConsumerGroupDescribeRequest.MESSAGE_TYPE = 'request'
 ConsumerGroupDescribeRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse']
+__all__ = ['ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatRequest_TopicPartitions', 'ConsumerGroupHeartbeatResponse', 'ConsumerGroupHeartbeatResponse_TopicPartitions', 'ConsumerGroupHeartbeatResponse_Assignment']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -77,6 +78,7 @@ class ConsumerGroupHeartbeatRequest(Message):
     server_assignor: str | None = None
     topic_partitions: list[ConsumerGroupHeartbeatRequest_TopicPartitions] | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ConsumerGroupHeartbeatRequest_TopicPartitions]] = ConsumerGroupHeartbeatRequest_TopicPartitions
 
 ConsumerGroupHeartbeatRequest.__qualname__ = 'ConsumerGroupHeartbeatRequest'
 ConsumerGroupHeartbeatRequest._schema_name = 'ConsumerGroupHeartbeatRequest'
@@ -111,6 +113,8 @@ class ConsumerGroupHeartbeatResponse(Message):
     heartbeat_interval_ms: int = 0
     assignment: ConsumerGroupHeartbeatResponse_Assignment | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ConsumerGroupHeartbeatResponse_TopicPartitions]] = ConsumerGroupHeartbeatResponse_TopicPartitions
+    Assignment: ClassVar[type[ConsumerGroupHeartbeatResponse_Assignment]] = ConsumerGroupHeartbeatResponse_Assignment
 
 ConsumerGroupHeartbeatResponse.__qualname__ = 'ConsumerGroupHeartbeatResponse'
 ConsumerGroupHeartbeatResponse._schema_name = 'ConsumerGroupHeartbeatResponse'
@@ -966,9 +970,6 @@ def _e_ConsumerGroupHeartbeatResponse_v0(out, o):
         raise
 
 
-ConsumerGroupHeartbeatRequest.TopicPartitions = ConsumerGroupHeartbeatRequest_TopicPartitions
-ConsumerGroupHeartbeatResponse.TopicPartitions = ConsumerGroupHeartbeatResponse_TopicPartitions
-ConsumerGroupHeartbeatResponse.Assignment = ConsumerGroupHeartbeatResponse_Assignment
 ConsumerGroupHeartbeatRequest.API_KEY = 68
 ConsumerGroupHeartbeatRequest.MESSAGE_TYPE = 'request'
 ConsumerGroupHeartbeatRequest.VALID_VERSIONS = (0, 1)

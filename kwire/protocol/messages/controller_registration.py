@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ControllerRegistrationRequest', 'ControllerRegistrationResponse']
+__all__ = ['ControllerRegistrationRequest', 'ControllerRegistrationRequest_Listener', 'ControllerRegistrationRequest_Feature', 'ControllerRegistrationResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -85,6 +86,8 @@ class ControllerRegistrationRequest(Message):
     listeners: list[ControllerRegistrationRequest_Listener] = field(default_factory=list)
     features: list[ControllerRegistrationRequest_Feature] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Listener: ClassVar[type[ControllerRegistrationRequest_Listener]] = ControllerRegistrationRequest_Listener
+    Feature: ClassVar[type[ControllerRegistrationRequest_Feature]] = ControllerRegistrationRequest_Feature
 
 ControllerRegistrationRequest.__qualname__ = 'ControllerRegistrationRequest'
 ControllerRegistrationRequest._schema_name = 'ControllerRegistrationRequest'
@@ -448,8 +451,6 @@ def _e_ControllerRegistrationResponse_v0(out, o):
         raise
 
 
-ControllerRegistrationRequest.Listener = ControllerRegistrationRequest_Listener
-ControllerRegistrationRequest.Feature = ControllerRegistrationRequest_Feature
 ControllerRegistrationRequest.API_KEY = 70
 ControllerRegistrationRequest.MESSAGE_TYPE = 'request'
 ControllerRegistrationRequest.VALID_VERSIONS = (0, 0)

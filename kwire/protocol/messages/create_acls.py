@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['CreateAclsRequest', 'CreateAclsResponse']
+__all__ = ['CreateAclsRequest', 'CreateAclsRequest_AclCreation', 'CreateAclsResponse', 'CreateAclsResponse_AclCreationResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -73,6 +74,7 @@ CreateAclsRequest_AclCreation._schema_name = 'CreateAclsRequest.AclCreation'
 class CreateAclsRequest(Message):
     creations: list[CreateAclsRequest_AclCreation] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AclCreation: ClassVar[type[CreateAclsRequest_AclCreation]] = CreateAclsRequest_AclCreation
 
 CreateAclsRequest.__qualname__ = 'CreateAclsRequest'
 CreateAclsRequest._schema_name = 'CreateAclsRequest'
@@ -93,6 +95,7 @@ class CreateAclsResponse(Message):
     throttle_time_ms: int = 0
     results: list[CreateAclsResponse_AclCreationResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AclCreationResult: ClassVar[type[CreateAclsResponse_AclCreationResult]] = CreateAclsResponse_AclCreationResult
 
 CreateAclsResponse.__qualname__ = 'CreateAclsResponse'
 CreateAclsResponse._schema_name = 'CreateAclsResponse'
@@ -689,8 +692,6 @@ def _e_CreateAclsResponse_v2(out, o):
         raise
 
 
-CreateAclsRequest.AclCreation = CreateAclsRequest_AclCreation
-CreateAclsResponse.AclCreationResult = CreateAclsResponse_AclCreationResult
 CreateAclsRequest.API_KEY = 30
 CreateAclsRequest.MESSAGE_TYPE = 'request'
 CreateAclsRequest.VALID_VERSIONS = (1, 3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['CreateDelegationTokenRequest', 'CreateDelegationTokenResponse']
+__all__ = ['CreateDelegationTokenRequest', 'CreateDelegationTokenRequest_CreatableRenewers', 'CreateDelegationTokenResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -71,6 +72,7 @@ class CreateDelegationTokenRequest(Message):
     renewers: list[CreateDelegationTokenRequest_CreatableRenewers] = field(default_factory=list)
     max_lifetime_ms: int = 0
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    CreatableRenewers: ClassVar[type[CreateDelegationTokenRequest_CreatableRenewers]] = CreateDelegationTokenRequest_CreatableRenewers
 
 CreateDelegationTokenRequest.__qualname__ = 'CreateDelegationTokenRequest'
 CreateDelegationTokenRequest._schema_name = 'CreateDelegationTokenRequest'
@@ -997,7 +999,6 @@ def _e_CreateDelegationTokenResponse_v3(out, o):
         raise
 
 
-CreateDelegationTokenRequest.CreatableRenewers = CreateDelegationTokenRequest_CreatableRenewers
 CreateDelegationTokenRequest.API_KEY = 38
 CreateDelegationTokenRequest.MESSAGE_TYPE = 'request'
 CreateDelegationTokenRequest.VALID_VERSIONS = (1, 3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['CreatePartitionsRequest', 'CreatePartitionsResponse']
+__all__ = ['CreatePartitionsRequest', 'CreatePartitionsRequest_CreatePartitionsAssignment', 'CreatePartitionsRequest_CreatePartitionsTopic', 'CreatePartitionsResponse', 'CreatePartitionsResponse_CreatePartitionsTopicResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -79,6 +80,8 @@ class CreatePartitionsRequest(Message):
     timeout_ms: int = 0
     validate_only: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    CreatePartitionsAssignment: ClassVar[type[CreatePartitionsRequest_CreatePartitionsAssignment]] = CreatePartitionsRequest_CreatePartitionsAssignment
+    CreatePartitionsTopic: ClassVar[type[CreatePartitionsRequest_CreatePartitionsTopic]] = CreatePartitionsRequest_CreatePartitionsTopic
 
 CreatePartitionsRequest.__qualname__ = 'CreatePartitionsRequest'
 CreatePartitionsRequest._schema_name = 'CreatePartitionsRequest'
@@ -100,6 +103,7 @@ class CreatePartitionsResponse(Message):
     throttle_time_ms: int = 0
     results: list[CreatePartitionsResponse_CreatePartitionsTopicResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    CreatePartitionsTopicResult: ClassVar[type[CreatePartitionsResponse_CreatePartitionsTopicResult]] = CreatePartitionsResponse_CreatePartitionsTopicResult
 
 CreatePartitionsResponse.__qualname__ = 'CreatePartitionsResponse'
 CreatePartitionsResponse._schema_name = 'CreatePartitionsResponse'
@@ -924,9 +928,6 @@ def _e_CreatePartitionsResponse_v2(out, o):
         raise
 
 
-CreatePartitionsRequest.CreatePartitionsAssignment = CreatePartitionsRequest_CreatePartitionsAssignment
-CreatePartitionsRequest.CreatePartitionsTopic = CreatePartitionsRequest_CreatePartitionsTopic
-CreatePartitionsResponse.CreatePartitionsTopicResult = CreatePartitionsResponse_CreatePartitionsTopicResult
 CreatePartitionsRequest.API_KEY = 37
 CreatePartitionsRequest.MESSAGE_TYPE = 'request'
 CreatePartitionsRequest.VALID_VERSIONS = (0, 3)

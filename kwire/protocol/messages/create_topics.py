@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['CreateTopicsRequest', 'CreateTopicsResponse']
+__all__ = ['CreateTopicsRequest', 'CreateTopicsRequest_CreatableReplicaAssignment', 'CreateTopicsRequest_CreatableTopicConfig', 'CreateTopicsRequest_CreatableTopic', 'CreateTopicsResponse', 'CreateTopicsResponse_CreatableTopicConfigs', 'CreateTopicsResponse_CreatableTopicResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -95,6 +96,9 @@ class CreateTopicsRequest(Message):
     timeout_ms: int = 60000
     validate_only: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    CreatableReplicaAssignment: ClassVar[type[CreateTopicsRequest_CreatableReplicaAssignment]] = CreateTopicsRequest_CreatableReplicaAssignment
+    CreatableTopicConfig: ClassVar[type[CreateTopicsRequest_CreatableTopicConfig]] = CreateTopicsRequest_CreatableTopicConfig
+    CreatableTopic: ClassVar[type[CreateTopicsRequest_CreatableTopic]] = CreateTopicsRequest_CreatableTopic
 
 CreateTopicsRequest.__qualname__ = 'CreateTopicsRequest'
 CreateTopicsRequest._schema_name = 'CreateTopicsRequest'
@@ -134,6 +138,8 @@ class CreateTopicsResponse(Message):
     throttle_time_ms: int = 0
     topics: list[CreateTopicsResponse_CreatableTopicResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    CreatableTopicConfigs: ClassVar[type[CreateTopicsResponse_CreatableTopicConfigs]] = CreateTopicsResponse_CreatableTopicConfigs
+    CreatableTopicResult: ClassVar[type[CreateTopicsResponse_CreatableTopicResult]] = CreateTopicsResponse_CreatableTopicResult
 
 CreateTopicsResponse.__qualname__ = 'CreateTopicsResponse'
 CreateTopicsResponse._schema_name = 'CreateTopicsResponse'
@@ -1856,11 +1862,6 @@ def _e_CreateTopicsResponse_v7(out, o):
         raise
 
 
-CreateTopicsRequest.CreatableReplicaAssignment = CreateTopicsRequest_CreatableReplicaAssignment
-CreateTopicsRequest.CreatableTopicConfig = CreateTopicsRequest_CreatableTopicConfig
-CreateTopicsRequest.CreatableTopic = CreateTopicsRequest_CreatableTopic
-CreateTopicsResponse.CreatableTopicConfigs = CreateTopicsResponse_CreatableTopicConfigs
-CreateTopicsResponse.CreatableTopicResult = CreateTopicsResponse_CreatableTopicResult
 CreateTopicsRequest.API_KEY = 19
 CreateTopicsRequest.MESSAGE_TYPE = 'request'
 CreateTopicsRequest.VALID_VERSIONS = (2, 7)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DeleteAclsRequest', 'DeleteAclsResponse']
+__all__ = ['DeleteAclsRequest', 'DeleteAclsRequest_DeleteAclsFilter', 'DeleteAclsResponse', 'DeleteAclsResponse_DeleteAclsMatchingAcl', 'DeleteAclsResponse_DeleteAclsFilterResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -73,6 +74,7 @@ DeleteAclsRequest_DeleteAclsFilter._schema_name = 'DeleteAclsRequest.DeleteAclsF
 class DeleteAclsRequest(Message):
     filters: list[DeleteAclsRequest_DeleteAclsFilter] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeleteAclsFilter: ClassVar[type[DeleteAclsRequest_DeleteAclsFilter]] = DeleteAclsRequest_DeleteAclsFilter
 
 DeleteAclsRequest.__qualname__ = 'DeleteAclsRequest'
 DeleteAclsRequest._schema_name = 'DeleteAclsRequest'
@@ -111,6 +113,8 @@ class DeleteAclsResponse(Message):
     throttle_time_ms: int = 0
     filter_results: list[DeleteAclsResponse_DeleteAclsFilterResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeleteAclsMatchingAcl: ClassVar[type[DeleteAclsResponse_DeleteAclsMatchingAcl]] = DeleteAclsResponse_DeleteAclsMatchingAcl
+    DeleteAclsFilterResult: ClassVar[type[DeleteAclsResponse_DeleteAclsFilterResult]] = DeleteAclsResponse_DeleteAclsFilterResult
 
 DeleteAclsResponse.__qualname__ = 'DeleteAclsResponse'
 DeleteAclsResponse._schema_name = 'DeleteAclsResponse'
@@ -1063,9 +1067,6 @@ def _e_DeleteAclsResponse_v2(out, o):
         raise
 
 
-DeleteAclsRequest.DeleteAclsFilter = DeleteAclsRequest_DeleteAclsFilter
-DeleteAclsResponse.DeleteAclsMatchingAcl = DeleteAclsResponse_DeleteAclsMatchingAcl
-DeleteAclsResponse.DeleteAclsFilterResult = DeleteAclsResponse_DeleteAclsFilterResult
 DeleteAclsRequest.API_KEY = 31
 DeleteAclsRequest.MESSAGE_TYPE = 'request'
 DeleteAclsRequest.VALID_VERSIONS = (1, 3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse']
+__all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse', 'DeleteGroupsResponse_DeletableGroupResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -77,6 +78,7 @@ class DeleteGroupsResponse(Message):
     throttle_time_ms: int = 0
     results: list[DeleteGroupsResponse_DeletableGroupResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeletableGroupResult: ClassVar[type[DeleteGroupsResponse_DeletableGroupResult]] = DeleteGroupsResponse_DeletableGroupResult
 
 DeleteGroupsResponse.__qualname__ = 'DeleteGroupsResponse'
 DeleteGroupsResponse._schema_name = 'DeleteGroupsResponse'
@@ -661,7 +663,6 @@ def _e_DeleteGroupsResponse_v3(out, o):
         raise
 
 
-DeleteGroupsResponse.DeletableGroupResult = DeleteGroupsResponse_DeletableGroupResult
 DeleteGroupsRequest.API_KEY = 42
 DeleteGroupsRequest.MESSAGE_TYPE = 'request'
 DeleteGroupsRequest.VALID_VERSIONS = (0, 3)

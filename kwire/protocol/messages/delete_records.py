@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DeleteRecordsRequest', 'DeleteRecordsResponse']
+__all__ = ['DeleteRecordsRequest', 'DeleteRecordsRequest_DeleteRecordsPartition', 'DeleteRecordsRequest_DeleteRecordsTopic', 'DeleteRecordsResponse', 'DeleteRecordsResponse_DeleteRecordsPartitionResult', 'DeleteRecordsResponse_DeleteRecordsTopicResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -78,6 +79,8 @@ class DeleteRecordsRequest(Message):
     topics: list[DeleteRecordsRequest_DeleteRecordsTopic] = field(default_factory=list)
     timeout_ms: int = 0
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeleteRecordsPartition: ClassVar[type[DeleteRecordsRequest_DeleteRecordsPartition]] = DeleteRecordsRequest_DeleteRecordsPartition
+    DeleteRecordsTopic: ClassVar[type[DeleteRecordsRequest_DeleteRecordsTopic]] = DeleteRecordsRequest_DeleteRecordsTopic
 
 DeleteRecordsRequest.__qualname__ = 'DeleteRecordsRequest'
 DeleteRecordsRequest._schema_name = 'DeleteRecordsRequest'
@@ -109,6 +112,8 @@ class DeleteRecordsResponse(Message):
     throttle_time_ms: int = 0
     topics: list[DeleteRecordsResponse_DeleteRecordsTopicResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeleteRecordsPartitionResult: ClassVar[type[DeleteRecordsResponse_DeleteRecordsPartitionResult]] = DeleteRecordsResponse_DeleteRecordsPartitionResult
+    DeleteRecordsTopicResult: ClassVar[type[DeleteRecordsResponse_DeleteRecordsTopicResult]] = DeleteRecordsResponse_DeleteRecordsTopicResult
 
 DeleteRecordsResponse.__qualname__ = 'DeleteRecordsResponse'
 DeleteRecordsResponse._schema_name = 'DeleteRecordsResponse'
@@ -956,10 +961,6 @@ def _e_DeleteRecordsResponse_v2(out, o):
         raise
 
 
-DeleteRecordsRequest.DeleteRecordsPartition = DeleteRecordsRequest_DeleteRecordsPartition
-DeleteRecordsRequest.DeleteRecordsTopic = DeleteRecordsRequest_DeleteRecordsTopic
-DeleteRecordsResponse.DeleteRecordsPartitionResult = DeleteRecordsResponse_DeleteRecordsPartitionResult
-DeleteRecordsResponse.DeleteRecordsTopicResult = DeleteRecordsResponse_DeleteRecordsTopicResult
 DeleteRecordsRequest.API_KEY = 21
 DeleteRecordsRequest.MESSAGE_TYPE = 'request'
 DeleteRecordsRequest.VALID_VERSIONS = (0, 2)

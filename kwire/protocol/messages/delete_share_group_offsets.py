@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse']
+__all__ = ['DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic', 'DeleteShareGroupOffsetsResponse', 'DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -66,6 +67,7 @@ class DeleteShareGroupOffsetsRequest(Message):
     group_id: str = ''
     topics: list[DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeleteShareGroupOffsetsRequestTopic: ClassVar[type[DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic]] = DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic
 
 DeleteShareGroupOffsetsRequest.__qualname__ = 'DeleteShareGroupOffsetsRequest'
 DeleteShareGroupOffsetsRequest._schema_name = 'DeleteShareGroupOffsetsRequest'
@@ -90,6 +92,7 @@ class DeleteShareGroupOffsetsResponse(Message):
     error_message: str | None = None
     responses: list[DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeleteShareGroupOffsetsResponseTopic: ClassVar[type[DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic]] = DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic
 
 DeleteShareGroupOffsetsResponse.__qualname__ = 'DeleteShareGroupOffsetsResponse'
 DeleteShareGroupOffsetsResponse._schema_name = 'DeleteShareGroupOffsetsResponse'
@@ -456,8 +459,6 @@ def _e_DeleteShareGroupOffsetsResponse_v0(out, o):
         raise
 
 
-DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic = DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic
-DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic = DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic
 DeleteShareGroupOffsetsRequest.API_KEY = 92
 DeleteShareGroupOffsetsRequest.MESSAGE_TYPE = 'request'
 DeleteShareGroupOffsetsRequest.VALID_VERSIONS = (0, 0)

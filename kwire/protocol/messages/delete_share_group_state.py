@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse']
+__all__ = ['DeleteShareGroupStateRequest', 'DeleteShareGroupStateRequest_PartitionData', 'DeleteShareGroupStateRequest_DeleteStateData', 'DeleteShareGroupStateResponse', 'DeleteShareGroupStateResponse_PartitionResult', 'DeleteShareGroupStateResponse_DeleteStateResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -77,6 +78,8 @@ class DeleteShareGroupStateRequest(Message):
     group_id: str = ''
     topics: list[DeleteShareGroupStateRequest_DeleteStateData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[DeleteShareGroupStateRequest_PartitionData]] = DeleteShareGroupStateRequest_PartitionData
+    DeleteStateData: ClassVar[type[DeleteShareGroupStateRequest_DeleteStateData]] = DeleteShareGroupStateRequest_DeleteStateData
 
 DeleteShareGroupStateRequest.__qualname__ = 'DeleteShareGroupStateRequest'
 DeleteShareGroupStateRequest._schema_name = 'DeleteShareGroupStateRequest'
@@ -107,6 +110,8 @@ DeleteShareGroupStateResponse_DeleteStateResult._schema_name = 'DeleteShareGroup
 class DeleteShareGroupStateResponse(Message):
     results: list[DeleteShareGroupStateResponse_DeleteStateResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionResult: ClassVar[type[DeleteShareGroupStateResponse_PartitionResult]] = DeleteShareGroupStateResponse_PartitionResult
+    DeleteStateResult: ClassVar[type[DeleteShareGroupStateResponse_DeleteStateResult]] = DeleteShareGroupStateResponse_DeleteStateResult
 
 DeleteShareGroupStateResponse.__qualname__ = 'DeleteShareGroupStateResponse'
 DeleteShareGroupStateResponse._schema_name = 'DeleteShareGroupStateResponse'
@@ -534,10 +539,6 @@ def _e_DeleteShareGroupStateResponse_v0(out, o):
         raise
 
 
-DeleteShareGroupStateRequest.PartitionData = DeleteShareGroupStateRequest_PartitionData
-DeleteShareGroupStateRequest.DeleteStateData = DeleteShareGroupStateRequest_DeleteStateData
-DeleteShareGroupStateResponse.PartitionResult = DeleteShareGroupStateResponse_PartitionResult
-DeleteShareGroupStateResponse.DeleteStateResult = DeleteShareGroupStateResponse_DeleteStateResult
 DeleteShareGroupStateRequest.API_KEY = 86
 DeleteShareGroupStateRequest.MESSAGE_TYPE = 'request'
 DeleteShareGroupStateRequest.VALID_VERSIONS = (0, 0)

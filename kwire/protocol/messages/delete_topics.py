@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DeleteTopicsRequest', 'DeleteTopicsResponse']
+__all__ = ['DeleteTopicsRequest', 'DeleteTopicsRequest_DeleteTopicState', 'DeleteTopicsResponse', 'DeleteTopicsResponse_DeletableTopicResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -70,6 +71,7 @@ class DeleteTopicsRequest(Message):
     topic_names: list[str] = field(default_factory=list)
     timeout_ms: int = 0
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeleteTopicState: ClassVar[type[DeleteTopicsRequest_DeleteTopicState]] = DeleteTopicsRequest_DeleteTopicState
 
 DeleteTopicsRequest.__qualname__ = 'DeleteTopicsRequest'
 DeleteTopicsRequest._schema_name = 'DeleteTopicsRequest'
@@ -92,6 +94,7 @@ class DeleteTopicsResponse(Message):
     throttle_time_ms: int = 0
     responses: list[DeleteTopicsResponse_DeletableTopicResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DeletableTopicResult: ClassVar[type[DeleteTopicsResponse_DeletableTopicResult]] = DeleteTopicsResponse_DeletableTopicResult
 
 DeleteTopicsResponse.__qualname__ = 'DeleteTopicsResponse'
 DeleteTopicsResponse._schema_name = 'DeleteTopicsResponse'
@@ -1224,8 +1227,6 @@ def _e_DeleteTopicsResponse_v6(out, o):
         raise
 
 
-DeleteTopicsRequest.DeleteTopicState = DeleteTopicsRequest_DeleteTopicState
-DeleteTopicsResponse.DeletableTopicResult = DeleteTopicsResponse_DeletableTopicResult
 DeleteTopicsRequest.API_KEY = 20
 DeleteTopicsRequest.MESSAGE_TYPE = 'request'
 DeleteTopicsRequest.VALID_VERSIONS = (1, 6)

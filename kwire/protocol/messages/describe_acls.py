@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeAclsRequest', 'DescribeAclsResponse']
+__all__ = ['DescribeAclsRequest', 'DescribeAclsResponse', 'DescribeAclsResponse_AclDescription', 'DescribeAclsResponse_DescribeAclsResource']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -99,6 +100,8 @@ class DescribeAclsResponse(Message):
     error_message: str | None = ''
     resources: list[DescribeAclsResponse_DescribeAclsResource] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AclDescription: ClassVar[type[DescribeAclsResponse_AclDescription]] = DescribeAclsResponse_AclDescription
+    DescribeAclsResource: ClassVar[type[DescribeAclsResponse_DescribeAclsResource]] = DescribeAclsResponse_DescribeAclsResource
 
 DescribeAclsResponse.__qualname__ = 'DescribeAclsResponse'
 DescribeAclsResponse._schema_name = 'DescribeAclsResponse'
@@ -869,8 +872,6 @@ def _e_DescribeAclsResponse_v2(out, o):
         raise
 
 
-DescribeAclsResponse.AclDescription = DescribeAclsResponse_AclDescription
-DescribeAclsResponse.DescribeAclsResource = DescribeAclsResponse_DescribeAclsResource
 DescribeAclsRequest.API_KEY = 29
 DescribeAclsRequest.MESSAGE_TYPE = 'request'
 DescribeAclsRequest.VALID_VERSIONS = (1, 3)

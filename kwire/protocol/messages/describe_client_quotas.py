@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasResponse']
+__all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasRequest_ComponentData', 'DescribeClientQuotasResponse', 'DescribeClientQuotasResponse_EntityData', 'DescribeClientQuotasResponse_ValueData', 'DescribeClientQuotasResponse_EntryData']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -70,6 +71,7 @@ class DescribeClientQuotasRequest(Message):
     components: list[DescribeClientQuotasRequest_ComponentData] = field(default_factory=list)
     strict: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ComponentData: ClassVar[type[DescribeClientQuotasRequest_ComponentData]] = DescribeClientQuotasRequest_ComponentData
 
 DescribeClientQuotasRequest.__qualname__ = 'DescribeClientQuotasRequest'
 DescribeClientQuotasRequest._schema_name = 'DescribeClientQuotasRequest'
@@ -112,6 +114,9 @@ class DescribeClientQuotasResponse(Message):
     error_message: str | None = ''
     entries: list[DescribeClientQuotasResponse_EntryData] | None = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    EntityData: ClassVar[type[DescribeClientQuotasResponse_EntityData]] = DescribeClientQuotasResponse_EntityData
+    ValueData: ClassVar[type[DescribeClientQuotasResponse_ValueData]] = DescribeClientQuotasResponse_ValueData
+    EntryData: ClassVar[type[DescribeClientQuotasResponse_EntryData]] = DescribeClientQuotasResponse_EntryData
 
 DescribeClientQuotasResponse.__qualname__ = 'DescribeClientQuotasResponse'
 DescribeClientQuotasResponse._schema_name = 'DescribeClientQuotasResponse'
@@ -1023,10 +1028,6 @@ def _e_DescribeClientQuotasResponse_v1(out, o):
         raise
 
 
-DescribeClientQuotasRequest.ComponentData = DescribeClientQuotasRequest_ComponentData
-DescribeClientQuotasResponse.EntityData = DescribeClientQuotasResponse_EntityData
-DescribeClientQuotasResponse.ValueData = DescribeClientQuotasResponse_ValueData
-DescribeClientQuotasResponse.EntryData = DescribeClientQuotasResponse_EntryData
 DescribeClientQuotasRequest.API_KEY = 48
 DescribeClientQuotasRequest.MESSAGE_TYPE = 'request'
 DescribeClientQuotasRequest.VALID_VERSIONS = (0, 1)

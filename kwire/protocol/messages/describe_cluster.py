@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeClusterRequest', 'DescribeClusterResponse']
+__all__ = ['DescribeClusterRequest', 'DescribeClusterResponse', 'DescribeClusterResponse_DescribeClusterBroker']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -91,6 +92,7 @@ class DescribeClusterResponse(Message):
     brokers: list[DescribeClusterResponse_DescribeClusterBroker] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeClusterBroker: ClassVar[type[DescribeClusterResponse_DescribeClusterBroker]] = DescribeClusterResponse_DescribeClusterBroker
 
 DescribeClusterResponse.__qualname__ = 'DescribeClusterResponse'
 DescribeClusterResponse._schema_name = 'DescribeClusterResponse'
@@ -897,7 +899,6 @@ def _e_DescribeClusterResponse_v2(out, o):
         raise
 
 
-DescribeClusterResponse.DescribeClusterBroker = DescribeClusterResponse_DescribeClusterBroker
 DescribeClusterRequest.API_KEY = 60
 DescribeClusterRequest.MESSAGE_TYPE = 'request'
 DescribeClusterRequest.VALID_VERSIONS = (0, 2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeConfigsRequest', 'DescribeConfigsResponse']
+__all__ = ['DescribeConfigsRequest', 'DescribeConfigsRequest_DescribeConfigsResource', 'DescribeConfigsResponse', 'DescribeConfigsResponse_DescribeConfigsSynonym', 'DescribeConfigsResponse_DescribeConfigsResourceResult', 'DescribeConfigsResponse_DescribeConfigsResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -73,6 +74,7 @@ class DescribeConfigsRequest(Message):
     include_synonyms: bool = False
     include_documentation: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeConfigsResource: ClassVar[type[DescribeConfigsRequest_DescribeConfigsResource]] = DescribeConfigsRequest_DescribeConfigsResource
 
 DescribeConfigsRequest.__qualname__ = 'DescribeConfigsRequest'
 DescribeConfigsRequest._schema_name = 'DescribeConfigsRequest'
@@ -123,6 +125,9 @@ class DescribeConfigsResponse(Message):
     throttle_time_ms: int = 0
     results: list[DescribeConfigsResponse_DescribeConfigsResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeConfigsSynonym: ClassVar[type[DescribeConfigsResponse_DescribeConfigsSynonym]] = DescribeConfigsResponse_DescribeConfigsSynonym
+    DescribeConfigsResourceResult: ClassVar[type[DescribeConfigsResponse_DescribeConfigsResourceResult]] = DescribeConfigsResponse_DescribeConfigsResourceResult
+    DescribeConfigsResult: ClassVar[type[DescribeConfigsResponse_DescribeConfigsResult]] = DescribeConfigsResponse_DescribeConfigsResult
 
 DescribeConfigsResponse.__qualname__ = 'DescribeConfigsResponse'
 DescribeConfigsResponse._schema_name = 'DescribeConfigsResponse'
@@ -1763,10 +1768,6 @@ def _e_DescribeConfigsResponse_v4(out, o):
         raise
 
 
-DescribeConfigsRequest.DescribeConfigsResource = DescribeConfigsRequest_DescribeConfigsResource
-DescribeConfigsResponse.DescribeConfigsSynonym = DescribeConfigsResponse_DescribeConfigsSynonym
-DescribeConfigsResponse.DescribeConfigsResourceResult = DescribeConfigsResponse_DescribeConfigsResourceResult
-DescribeConfigsResponse.DescribeConfigsResult = DescribeConfigsResponse_DescribeConfigsResult
 DescribeConfigsRequest.API_KEY = 32
 DescribeConfigsRequest.MESSAGE_TYPE = 'request'
 DescribeConfigsRequest.VALID_VERSIONS = (1, 4)

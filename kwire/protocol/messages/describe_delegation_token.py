@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse']
+__all__ = ['DescribeDelegationTokenRequest', 'DescribeDelegationTokenRequest_DescribeDelegationTokenOwner', 'DescribeDelegationTokenResponse', 'DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer', 'DescribeDelegationTokenResponse_DescribedDelegationToken']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -67,6 +68,7 @@ DescribeDelegationTokenRequest_DescribeDelegationTokenOwner._schema_name = 'Desc
 class DescribeDelegationTokenRequest(Message):
     owners: list[DescribeDelegationTokenRequest_DescribeDelegationTokenOwner] | None = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeDelegationTokenOwner: ClassVar[type[DescribeDelegationTokenRequest_DescribeDelegationTokenOwner]] = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner
 
 DescribeDelegationTokenRequest.__qualname__ = 'DescribeDelegationTokenRequest'
 DescribeDelegationTokenRequest._schema_name = 'DescribeDelegationTokenRequest'
@@ -106,6 +108,8 @@ class DescribeDelegationTokenResponse(Message):
     tokens: list[DescribeDelegationTokenResponse_DescribedDelegationToken] = field(default_factory=list)
     throttle_time_ms: int = 0
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribedDelegationTokenRenewer: ClassVar[type[DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer]] = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer
+    DescribedDelegationToken: ClassVar[type[DescribeDelegationTokenResponse_DescribedDelegationToken]] = DescribeDelegationTokenResponse_DescribedDelegationToken
 
 DescribeDelegationTokenResponse.__qualname__ = 'DescribeDelegationTokenResponse'
 DescribeDelegationTokenResponse._schema_name = 'DescribeDelegationTokenResponse'
@@ -1276,9 +1280,6 @@ def _e_DescribeDelegationTokenResponse_v3(out, o):
         raise
 
 
-DescribeDelegationTokenRequest.DescribeDelegationTokenOwner = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner
-DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer
-DescribeDelegationTokenResponse.DescribedDelegationToken = DescribeDelegationTokenResponse_DescribedDelegationToken
 DescribeDelegationTokenRequest.API_KEY = 41
 DescribeDelegationTokenRequest.MESSAGE_TYPE = 'request'
 DescribeDelegationTokenRequest.VALID_VERSIONS = (1, 3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse']
+__all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse', 'DescribeGroupsResponse_DescribedGroupMember', 'DescribeGroupsResponse_DescribedGroup']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -98,6 +99,8 @@ class DescribeGroupsResponse(Message):
     throttle_time_ms: int = 0
     groups: list[DescribeGroupsResponse_DescribedGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribedGroupMember: ClassVar[type[DescribeGroupsResponse_DescribedGroupMember]] = DescribeGroupsResponse_DescribedGroupMember
+    DescribedGroup: ClassVar[type[DescribeGroupsResponse_DescribedGroup]] = DescribeGroupsResponse_DescribedGroup
 
 DescribeGroupsResponse.__qualname__ = 'DescribeGroupsResponse'
 DescribeGroupsResponse._schema_name = 'DescribeGroupsResponse'
@@ -2212,8 +2215,6 @@ def _e_DescribeGroupsResponse_v6(out, o):
         raise
 
 
-DescribeGroupsResponse.DescribedGroupMember = DescribeGroupsResponse_DescribedGroupMember
-DescribeGroupsResponse.DescribedGroup = DescribeGroupsResponse_DescribedGroup
 DescribeGroupsRequest.API_KEY = 15
 DescribeGroupsRequest.MESSAGE_TYPE = 'request'
 DescribeGroupsRequest.VALID_VERSIONS = (0, 6)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeLogDirsRequest', 'DescribeLogDirsResponse']
+__all__ = ['DescribeLogDirsRequest', 'DescribeLogDirsRequest_DescribableLogDirTopic', 'DescribeLogDirsResponse', 'DescribeLogDirsResponse_DescribeLogDirsPartition', 'DescribeLogDirsResponse_DescribeLogDirsTopic', 'DescribeLogDirsResponse_DescribeLogDirsResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -70,6 +71,7 @@ DescribeLogDirsRequest_DescribableLogDirTopic._schema_name = 'DescribeLogDirsReq
 class DescribeLogDirsRequest(Message):
     topics: list[DescribeLogDirsRequest_DescribableLogDirTopic] | None = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribableLogDirTopic: ClassVar[type[DescribeLogDirsRequest_DescribableLogDirTopic]] = DescribeLogDirsRequest_DescribableLogDirTopic
 
 DescribeLogDirsRequest.__qualname__ = 'DescribeLogDirsRequest'
 DescribeLogDirsRequest._schema_name = 'DescribeLogDirsRequest'
@@ -117,6 +119,9 @@ class DescribeLogDirsResponse(Message):
     error_code: int = 0
     results: list[DescribeLogDirsResponse_DescribeLogDirsResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeLogDirsPartition: ClassVar[type[DescribeLogDirsResponse_DescribeLogDirsPartition]] = DescribeLogDirsResponse_DescribeLogDirsPartition
+    DescribeLogDirsTopic: ClassVar[type[DescribeLogDirsResponse_DescribeLogDirsTopic]] = DescribeLogDirsResponse_DescribeLogDirsTopic
+    DescribeLogDirsResult: ClassVar[type[DescribeLogDirsResponse_DescribeLogDirsResult]] = DescribeLogDirsResponse_DescribeLogDirsResult
 
 DescribeLogDirsResponse.__qualname__ = 'DescribeLogDirsResponse'
 DescribeLogDirsResponse._schema_name = 'DescribeLogDirsResponse'
@@ -1307,10 +1312,6 @@ def _e_DescribeLogDirsResponse_v5(out, o):
         raise
 
 
-DescribeLogDirsRequest.DescribableLogDirTopic = DescribeLogDirsRequest_DescribableLogDirTopic
-DescribeLogDirsResponse.DescribeLogDirsPartition = DescribeLogDirsResponse_DescribeLogDirsPartition
-DescribeLogDirsResponse.DescribeLogDirsTopic = DescribeLogDirsResponse_DescribeLogDirsTopic
-DescribeLogDirsResponse.DescribeLogDirsResult = DescribeLogDirsResponse_DescribeLogDirsResult
 DescribeLogDirsRequest.API_KEY = 35
 DescribeLogDirsRequest.MESSAGE_TYPE = 'request'
 DescribeLogDirsRequest.VALID_VERSIONS = (1, 5)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeProducersRequest', 'DescribeProducersResponse']
+__all__ = ['DescribeProducersRequest', 'DescribeProducersRequest_TopicRequest', 'DescribeProducersResponse', 'DescribeProducersResponse_ProducerState', 'DescribeProducersResponse_PartitionResponse', 'DescribeProducersResponse_TopicResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -67,6 +68,7 @@ DescribeProducersRequest_TopicRequest._schema_name = 'DescribeProducersRequest.T
 class DescribeProducersRequest(Message):
     topics: list[DescribeProducersRequest_TopicRequest] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicRequest: ClassVar[type[DescribeProducersRequest_TopicRequest]] = DescribeProducersRequest_TopicRequest
 
 DescribeProducersRequest.__qualname__ = 'DescribeProducersRequest'
 DescribeProducersRequest._schema_name = 'DescribeProducersRequest'
@@ -113,6 +115,9 @@ class DescribeProducersResponse(Message):
     throttle_time_ms: int = 0
     topics: list[DescribeProducersResponse_TopicResponse] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ProducerState: ClassVar[type[DescribeProducersResponse_ProducerState]] = DescribeProducersResponse_ProducerState
+    PartitionResponse: ClassVar[type[DescribeProducersResponse_PartitionResponse]] = DescribeProducersResponse_PartitionResponse
+    TopicResponse: ClassVar[type[DescribeProducersResponse_TopicResponse]] = DescribeProducersResponse_TopicResponse
 
 DescribeProducersResponse.__qualname__ = 'DescribeProducersResponse'
 DescribeProducersResponse._schema_name = 'DescribeProducersResponse'
@@ -589,10 +594,6 @@ def _e_DescribeProducersResponse_v0(out, o):
         raise
 
 
-DescribeProducersRequest.TopicRequest = DescribeProducersRequest_TopicRequest
-DescribeProducersResponse.ProducerState = DescribeProducersResponse_ProducerState
-DescribeProducersResponse.PartitionResponse = DescribeProducersResponse_PartitionResponse
-DescribeProducersResponse.TopicResponse = DescribeProducersResponse_TopicResponse
 DescribeProducersRequest.API_KEY = 61
 DescribeProducersRequest.MESSAGE_TYPE = 'request'
 DescribeProducersRequest.VALID_VERSIONS = (0, 0)

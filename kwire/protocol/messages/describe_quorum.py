@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeQuorumRequest', 'DescribeQuorumResponse']
+__all__ = ['DescribeQuorumRequest', 'DescribeQuorumRequest_PartitionData', 'DescribeQuorumRequest_TopicData', 'DescribeQuorumResponse', 'DescribeQuorumResponse_ReplicaState', 'DescribeQuorumResponse_PartitionData', 'DescribeQuorumResponse_TopicData', 'DescribeQuorumResponse_Listener', 'DescribeQuorumResponse_Node']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -82,6 +83,8 @@ DescribeQuorumRequest_TopicData._schema_name = 'DescribeQuorumRequest.TopicData'
 class DescribeQuorumRequest(Message):
     topics: list[DescribeQuorumRequest_TopicData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[DescribeQuorumRequest_PartitionData]] = DescribeQuorumRequest_PartitionData
+    TopicData: ClassVar[type[DescribeQuorumRequest_TopicData]] = DescribeQuorumRequest_TopicData
 
 DescribeQuorumRequest.__qualname__ = 'DescribeQuorumRequest'
 DescribeQuorumRequest._schema_name = 'DescribeQuorumRequest'
@@ -154,6 +157,11 @@ class DescribeQuorumResponse(Message):
     topics: list[DescribeQuorumResponse_TopicData] = field(default_factory=list)
     nodes: list[DescribeQuorumResponse_Node] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ReplicaState: ClassVar[type[DescribeQuorumResponse_ReplicaState]] = DescribeQuorumResponse_ReplicaState
+    PartitionData: ClassVar[type[DescribeQuorumResponse_PartitionData]] = DescribeQuorumResponse_PartitionData
+    TopicData: ClassVar[type[DescribeQuorumResponse_TopicData]] = DescribeQuorumResponse_TopicData
+    Listener: ClassVar[type[DescribeQuorumResponse_Listener]] = DescribeQuorumResponse_Listener
+    Node: ClassVar[type[DescribeQuorumResponse_Node]] = DescribeQuorumResponse_Node
 
 DescribeQuorumResponse.__qualname__ = 'DescribeQuorumResponse'
 DescribeQuorumResponse._schema_name = 'DescribeQuorumResponse'
@@ -1638,13 +1646,6 @@ def _e_DescribeQuorumResponse_v2(out, o):
         raise
 
 
-DescribeQuorumRequest.PartitionData = DescribeQuorumRequest_PartitionData
-DescribeQuorumRequest.TopicData = DescribeQuorumRequest_TopicData
-DescribeQuorumResponse.ReplicaState = DescribeQuorumResponse_ReplicaState
-DescribeQuorumResponse.PartitionData = DescribeQuorumResponse_PartitionData
-DescribeQuorumResponse.TopicData = DescribeQuorumResponse_TopicData
-DescribeQuorumResponse.Listener = DescribeQuorumResponse_Listener
-DescribeQuorumResponse.Node = DescribeQuorumResponse_Node
 DescribeQuorumRequest.API_KEY = 55
 DescribeQuorumRequest.MESSAGE_TYPE = 'request'
 DescribeQuorumRequest.VALID_VERSIONS = (0, 2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse']
+__all__ = ['DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic', 'DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup', 'DescribeShareGroupOffsetsResponse', 'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition', 'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic', 'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -79,6 +80,8 @@ DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup._schema_n
 class DescribeShareGroupOffsetsRequest(Message):
     groups: list[DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeShareGroupOffsetsRequestTopic: ClassVar[type[DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic]] = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic
+    DescribeShareGroupOffsetsRequestGroup: ClassVar[type[DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup]] = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup
 
 DescribeShareGroupOffsetsRequest.__qualname__ = 'DescribeShareGroupOffsetsRequest'
 DescribeShareGroupOffsetsRequest._schema_name = 'DescribeShareGroupOffsetsRequest'
@@ -126,6 +129,9 @@ class DescribeShareGroupOffsetsResponse(Message):
     throttle_time_ms: int = 0
     groups: list[DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeShareGroupOffsetsResponsePartition: ClassVar[type[DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition]] = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition
+    DescribeShareGroupOffsetsResponseTopic: ClassVar[type[DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic]] = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic
+    DescribeShareGroupOffsetsResponseGroup: ClassVar[type[DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup]] = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup
 
 DescribeShareGroupOffsetsResponse.__qualname__ = 'DescribeShareGroupOffsetsResponse'
 DescribeShareGroupOffsetsResponse._schema_name = 'DescribeShareGroupOffsetsResponse'
@@ -1104,11 +1110,6 @@ def _e_DescribeShareGroupOffsetsResponse_v1(out, o):
         raise
 
 
-DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic
-DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup
-DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition
-DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic
-DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup
 DescribeShareGroupOffsetsRequest.API_KEY = 90
 DescribeShareGroupOffsetsRequest.MESSAGE_TYPE = 'request'
 DescribeShareGroupOffsetsRequest.VALID_VERSIONS = (0, 1)

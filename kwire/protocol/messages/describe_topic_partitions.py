@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse']
+__all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsRequest_TopicRequest', 'DescribeTopicPartitionsRequest_Cursor', 'DescribeTopicPartitionsResponse', 'DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition', 'DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic', 'DescribeTopicPartitionsResponse_Cursor']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -79,6 +80,8 @@ class DescribeTopicPartitionsRequest(Message):
     response_partition_limit: int = 2000
     cursor: DescribeTopicPartitionsRequest_Cursor | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicRequest: ClassVar[type[DescribeTopicPartitionsRequest_TopicRequest]] = DescribeTopicPartitionsRequest_TopicRequest
+    Cursor: ClassVar[type[DescribeTopicPartitionsRequest_Cursor]] = DescribeTopicPartitionsRequest_Cursor
 
 DescribeTopicPartitionsRequest.__qualname__ = 'DescribeTopicPartitionsRequest'
 DescribeTopicPartitionsRequest._schema_name = 'DescribeTopicPartitionsRequest'
@@ -131,6 +134,9 @@ class DescribeTopicPartitionsResponse(Message):
     topics: list[DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
     next_cursor: DescribeTopicPartitionsResponse_Cursor | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    DescribeTopicPartitionsResponsePartition: ClassVar[type[DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition]] = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition
+    DescribeTopicPartitionsResponseTopic: ClassVar[type[DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic]] = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic
+    Cursor: ClassVar[type[DescribeTopicPartitionsResponse_Cursor]] = DescribeTopicPartitionsResponse_Cursor
 
 DescribeTopicPartitionsResponse.__qualname__ = 'DescribeTopicPartitionsResponse'
 DescribeTopicPartitionsResponse._schema_name = 'DescribeTopicPartitionsResponse'
@@ -807,11 +813,6 @@ def _e_DescribeTopicPartitionsResponse_v0(out, o):
         raise
 
 
-DescribeTopicPartitionsRequest.TopicRequest = DescribeTopicPartitionsRequest_TopicRequest
-DescribeTopicPartitionsRequest.Cursor = DescribeTopicPartitionsRequest_Cursor
-DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition
-DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic
-DescribeTopicPartitionsResponse.Cursor = DescribeTopicPartitionsResponse_Cursor
 DescribeTopicPartitionsRequest.API_KEY = 75
 DescribeTopicPartitionsRequest.MESSAGE_TYPE = 'request'
 DescribeTopicPartitionsRequest.VALID_VERSIONS = (0, 0)

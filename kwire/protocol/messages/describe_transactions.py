@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeTransactionsRequest', 'DescribeTransactionsResponse']
+__all__ = ['DescribeTransactionsRequest', 'DescribeTransactionsResponse', 'DescribeTransactionsResponse_TopicData', 'DescribeTransactionsResponse_TransactionState']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -93,6 +94,8 @@ class DescribeTransactionsResponse(Message):
     throttle_time_ms: int = 0
     transaction_states: list[DescribeTransactionsResponse_TransactionState] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicData: ClassVar[type[DescribeTransactionsResponse_TopicData]] = DescribeTransactionsResponse_TopicData
+    TransactionState: ClassVar[type[DescribeTransactionsResponse_TransactionState]] = DescribeTransactionsResponse_TransactionState
 
 DescribeTransactionsResponse.__qualname__ = 'DescribeTransactionsResponse'
 DescribeTransactionsResponse._schema_name = 'DescribeTransactionsResponse'
@@ -460,8 +463,6 @@ def _e_DescribeTransactionsResponse_v0(out, o):
         raise
 
 
-DescribeTransactionsResponse.TopicData = DescribeTransactionsResponse_TopicData
-DescribeTransactionsResponse.TransactionState = DescribeTransactionsResponse_TransactionState
 DescribeTransactionsRequest.API_KEY = 65
 DescribeTransactionsRequest.MESSAGE_TYPE = 'request'
 DescribeTransactionsRequest.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse']
+__all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsRequest_UserName', 'DescribeUserScramCredentialsResponse', 'DescribeUserScramCredentialsResponse_CredentialInfo', 'DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -66,6 +67,7 @@ DescribeUserScramCredentialsRequest_UserName._schema_name = 'DescribeUserScramCr
 class DescribeUserScramCredentialsRequest(Message):
     users: list[DescribeUserScramCredentialsRequest_UserName] | None = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    UserName: ClassVar[type[DescribeUserScramCredentialsRequest_UserName]] = DescribeUserScramCredentialsRequest_UserName
 
 DescribeUserScramCredentialsRequest.__qualname__ = 'DescribeUserScramCredentialsRequest'
 DescribeUserScramCredentialsRequest._schema_name = 'DescribeUserScramCredentialsRequest'
@@ -100,6 +102,8 @@ class DescribeUserScramCredentialsResponse(Message):
     error_message: str | None = ''
     results: list[DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    CredentialInfo: ClassVar[type[DescribeUserScramCredentialsResponse_CredentialInfo]] = DescribeUserScramCredentialsResponse_CredentialInfo
+    DescribeUserScramCredentialsResult: ClassVar[type[DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult]] = DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
 
 DescribeUserScramCredentialsResponse.__qualname__ = 'DescribeUserScramCredentialsResponse'
 DescribeUserScramCredentialsResponse._schema_name = 'DescribeUserScramCredentialsResponse'
@@ -512,9 +516,6 @@ def _e_DescribeUserScramCredentialsResponse_v0(out, o):
         raise
 
 
-DescribeUserScramCredentialsRequest.UserName = DescribeUserScramCredentialsRequest_UserName
-DescribeUserScramCredentialsResponse.CredentialInfo = DescribeUserScramCredentialsResponse_CredentialInfo
-DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult = DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
 DescribeUserScramCredentialsRequest.API_KEY = 50
 DescribeUserScramCredentialsRequest.MESSAGE_TYPE = 'request'
 DescribeUserScramCredentialsRequest.VALID_VERSIONS = (0, 0)

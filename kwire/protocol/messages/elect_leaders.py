@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ElectLeadersRequest', 'ElectLeadersResponse']
+__all__ = ['ElectLeadersRequest', 'ElectLeadersRequest_TopicPartitions', 'ElectLeadersResponse', 'ElectLeadersResponse_PartitionResult', 'ElectLeadersResponse_ReplicaElectionResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -69,6 +70,7 @@ class ElectLeadersRequest(Message):
     topic_partitions: list[ElectLeadersRequest_TopicPartitions] | None = field(default_factory=list)
     timeout_ms: int = 60000
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ElectLeadersRequest_TopicPartitions]] = ElectLeadersRequest_TopicPartitions
 
 ElectLeadersRequest.__qualname__ = 'ElectLeadersRequest'
 ElectLeadersRequest._schema_name = 'ElectLeadersRequest'
@@ -101,6 +103,8 @@ class ElectLeadersResponse(Message):
     error_code: int = 0
     replica_election_results: list[ElectLeadersResponse_ReplicaElectionResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionResult: ClassVar[type[ElectLeadersResponse_PartitionResult]] = ElectLeadersResponse_PartitionResult
+    ReplicaElectionResult: ClassVar[type[ElectLeadersResponse_ReplicaElectionResult]] = ElectLeadersResponse_ReplicaElectionResult
 
 ElectLeadersResponse.__qualname__ = 'ElectLeadersResponse'
 ElectLeadersResponse._schema_name = 'ElectLeadersResponse'
@@ -984,9 +988,6 @@ def _e_ElectLeadersResponse_v2(out, o):
         raise
 
 
-ElectLeadersRequest.TopicPartitions = ElectLeadersRequest_TopicPartitions
-ElectLeadersResponse.PartitionResult = ElectLeadersResponse_PartitionResult
-ElectLeadersResponse.ReplicaElectionResult = ElectLeadersResponse_ReplicaElectionResult
 ElectLeadersRequest.API_KEY = 43
 ElectLeadersRequest.MESSAGE_TYPE = 'request'
 ElectLeadersRequest.VALID_VERSIONS = (0, 2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['EndQuorumEpochRequest', 'EndQuorumEpochResponse']
+__all__ = ['EndQuorumEpochRequest', 'EndQuorumEpochRequest_ReplicaInfo', 'EndQuorumEpochRequest_PartitionData', 'EndQuorumEpochRequest_TopicData', 'EndQuorumEpochRequest_LeaderEndpoint', 'EndQuorumEpochResponse', 'EndQuorumEpochResponse_PartitionData', 'EndQuorumEpochResponse_TopicData', 'EndQuorumEpochResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -106,6 +107,10 @@ class EndQuorumEpochRequest(Message):
     topics: list[EndQuorumEpochRequest_TopicData] = field(default_factory=list)
     leader_endpoints: list[EndQuorumEpochRequest_LeaderEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ReplicaInfo: ClassVar[type[EndQuorumEpochRequest_ReplicaInfo]] = EndQuorumEpochRequest_ReplicaInfo
+    PartitionData: ClassVar[type[EndQuorumEpochRequest_PartitionData]] = EndQuorumEpochRequest_PartitionData
+    TopicData: ClassVar[type[EndQuorumEpochRequest_TopicData]] = EndQuorumEpochRequest_TopicData
+    LeaderEndpoint: ClassVar[type[EndQuorumEpochRequest_LeaderEndpoint]] = EndQuorumEpochRequest_LeaderEndpoint
 
 EndQuorumEpochRequest.__qualname__ = 'EndQuorumEpochRequest'
 EndQuorumEpochRequest._schema_name = 'EndQuorumEpochRequest'
@@ -150,6 +155,9 @@ class EndQuorumEpochResponse(Message):
     topics: list[EndQuorumEpochResponse_TopicData] = field(default_factory=list)
     node_endpoints: list[EndQuorumEpochResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[EndQuorumEpochResponse_PartitionData]] = EndQuorumEpochResponse_PartitionData
+    TopicData: ClassVar[type[EndQuorumEpochResponse_TopicData]] = EndQuorumEpochResponse_TopicData
+    NodeEndpoint: ClassVar[type[EndQuorumEpochResponse_NodeEndpoint]] = EndQuorumEpochResponse_NodeEndpoint
 
 EndQuorumEpochResponse.__qualname__ = 'EndQuorumEpochResponse'
 EndQuorumEpochResponse._schema_name = 'EndQuorumEpochResponse'
@@ -1350,13 +1358,6 @@ def _e_EndQuorumEpochResponse_v1(out, o):
         raise
 
 
-EndQuorumEpochRequest.ReplicaInfo = EndQuorumEpochRequest_ReplicaInfo
-EndQuorumEpochRequest.PartitionData = EndQuorumEpochRequest_PartitionData
-EndQuorumEpochRequest.TopicData = EndQuorumEpochRequest_TopicData
-EndQuorumEpochRequest.LeaderEndpoint = EndQuorumEpochRequest_LeaderEndpoint
-EndQuorumEpochResponse.PartitionData = EndQuorumEpochResponse_PartitionData
-EndQuorumEpochResponse.TopicData = EndQuorumEpochResponse_TopicData
-EndQuorumEpochResponse.NodeEndpoint = EndQuorumEpochResponse_NodeEndpoint
 EndQuorumEpochRequest.API_KEY = 54
 EndQuorumEpochRequest.MESSAGE_TYPE = 'request'
 EndQuorumEpochRequest.VALID_VERSIONS = (0, 1)

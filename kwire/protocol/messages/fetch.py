@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['FetchRequest', 'FetchResponse']
+__all__ = ['FetchRequest', 'FetchRequest_ReplicaState', 'FetchRequest_FetchPartition', 'FetchRequest_FetchTopic', 'FetchRequest_ForgottenTopic', 'FetchResponse', 'FetchResponse_EpochEndOffset', 'FetchResponse_LeaderIdAndEpoch', 'FetchResponse_SnapshotId', 'FetchResponse_AbortedTransaction', 'FetchResponse_PartitionData', 'FetchResponse_FetchableTopicResponse', 'FetchResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -130,6 +131,10 @@ class FetchRequest(Message):
     forgotten_topics_data: list[FetchRequest_ForgottenTopic] = field(default_factory=list)
     rack_id: str = ''
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ReplicaState: ClassVar[type[FetchRequest_ReplicaState]] = FetchRequest_ReplicaState
+    FetchPartition: ClassVar[type[FetchRequest_FetchPartition]] = FetchRequest_FetchPartition
+    FetchTopic: ClassVar[type[FetchRequest_FetchTopic]] = FetchRequest_FetchTopic
+    ForgottenTopic: ClassVar[type[FetchRequest_ForgottenTopic]] = FetchRequest_ForgottenTopic
 
 FetchRequest.__qualname__ = 'FetchRequest'
 FetchRequest._schema_name = 'FetchRequest'
@@ -225,6 +230,13 @@ class FetchResponse(Message):
     responses: list[FetchResponse_FetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[FetchResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    EpochEndOffset: ClassVar[type[FetchResponse_EpochEndOffset]] = FetchResponse_EpochEndOffset
+    LeaderIdAndEpoch: ClassVar[type[FetchResponse_LeaderIdAndEpoch]] = FetchResponse_LeaderIdAndEpoch
+    SnapshotId: ClassVar[type[FetchResponse_SnapshotId]] = FetchResponse_SnapshotId
+    AbortedTransaction: ClassVar[type[FetchResponse_AbortedTransaction]] = FetchResponse_AbortedTransaction
+    PartitionData: ClassVar[type[FetchResponse_PartitionData]] = FetchResponse_PartitionData
+    FetchableTopicResponse: ClassVar[type[FetchResponse_FetchableTopicResponse]] = FetchResponse_FetchableTopicResponse
+    NodeEndpoint: ClassVar[type[FetchResponse_NodeEndpoint]] = FetchResponse_NodeEndpoint
 
 FetchResponse.__qualname__ = 'FetchResponse'
 FetchResponse._schema_name = 'FetchResponse'
@@ -6322,17 +6334,6 @@ def _e_FetchResponse_v16(out, o):
         raise
 
 
-FetchRequest.ReplicaState = FetchRequest_ReplicaState
-FetchRequest.FetchPartition = FetchRequest_FetchPartition
-FetchRequest.FetchTopic = FetchRequest_FetchTopic
-FetchRequest.ForgottenTopic = FetchRequest_ForgottenTopic
-FetchResponse.EpochEndOffset = FetchResponse_EpochEndOffset
-FetchResponse.LeaderIdAndEpoch = FetchResponse_LeaderIdAndEpoch
-FetchResponse.SnapshotId = FetchResponse_SnapshotId
-FetchResponse.AbortedTransaction = FetchResponse_AbortedTransaction
-FetchResponse.PartitionData = FetchResponse_PartitionData
-FetchResponse.FetchableTopicResponse = FetchResponse_FetchableTopicResponse
-FetchResponse.NodeEndpoint = FetchResponse_NodeEndpoint
 FetchRequest.API_KEY = 1
 FetchRequest.MESSAGE_TYPE = 'request'
 FetchRequest.VALID_VERSIONS = (4, 18)

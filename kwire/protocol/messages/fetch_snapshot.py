@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['FetchSnapshotRequest', 'FetchSnapshotResponse']
+__all__ = ['FetchSnapshotRequest', 'FetchSnapshotRequest_SnapshotId', 'FetchSnapshotRequest_PartitionSnapshot', 'FetchSnapshotRequest_TopicSnapshot', 'FetchSnapshotResponse', 'FetchSnapshotResponse_SnapshotId', 'FetchSnapshotResponse_LeaderIdAndEpoch', 'FetchSnapshotResponse_PartitionSnapshot', 'FetchSnapshotResponse_TopicSnapshot', 'FetchSnapshotResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -98,6 +99,9 @@ class FetchSnapshotRequest(Message):
     max_bytes: int = 2147483647
     topics: list[FetchSnapshotRequest_TopicSnapshot] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    SnapshotId: ClassVar[type[FetchSnapshotRequest_SnapshotId]] = FetchSnapshotRequest_SnapshotId
+    PartitionSnapshot: ClassVar[type[FetchSnapshotRequest_PartitionSnapshot]] = FetchSnapshotRequest_PartitionSnapshot
+    TopicSnapshot: ClassVar[type[FetchSnapshotRequest_TopicSnapshot]] = FetchSnapshotRequest_TopicSnapshot
 
 FetchSnapshotRequest.__qualname__ = 'FetchSnapshotRequest'
 FetchSnapshotRequest._schema_name = 'FetchSnapshotRequest'
@@ -166,6 +170,11 @@ class FetchSnapshotResponse(Message):
     topics: list[FetchSnapshotResponse_TopicSnapshot] = field(default_factory=list)
     node_endpoints: list[FetchSnapshotResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    SnapshotId: ClassVar[type[FetchSnapshotResponse_SnapshotId]] = FetchSnapshotResponse_SnapshotId
+    LeaderIdAndEpoch: ClassVar[type[FetchSnapshotResponse_LeaderIdAndEpoch]] = FetchSnapshotResponse_LeaderIdAndEpoch
+    PartitionSnapshot: ClassVar[type[FetchSnapshotResponse_PartitionSnapshot]] = FetchSnapshotResponse_PartitionSnapshot
+    TopicSnapshot: ClassVar[type[FetchSnapshotResponse_TopicSnapshot]] = FetchSnapshotResponse_TopicSnapshot
+    NodeEndpoint: ClassVar[type[FetchSnapshotResponse_NodeEndpoint]] = FetchSnapshotResponse_NodeEndpoint
 
 FetchSnapshotResponse.__qualname__ = 'FetchSnapshotResponse'
 FetchSnapshotResponse._schema_name = 'FetchSnapshotResponse'
@@ -1399,14 +1408,6 @@ def _e_FetchSnapshotResponse_v1(out, o):
         raise
 
 
-FetchSnapshotRequest.SnapshotId = FetchSnapshotRequest_SnapshotId
-FetchSnapshotRequest.PartitionSnapshot = FetchSnapshotRequest_PartitionSnapshot
-FetchSnapshotRequest.TopicSnapshot = FetchSnapshotRequest_TopicSnapshot
-FetchSnapshotResponse.SnapshotId = FetchSnapshotResponse_SnapshotId
-FetchSnapshotResponse.LeaderIdAndEpoch = FetchSnapshotResponse_LeaderIdAndEpoch
-FetchSnapshotResponse.PartitionSnapshot = FetchSnapshotResponse_PartitionSnapshot
-FetchSnapshotResponse.TopicSnapshot = FetchSnapshotResponse_TopicSnapshot
-FetchSnapshotResponse.NodeEndpoint = FetchSnapshotResponse_NodeEndpoint
 FetchSnapshotRequest.API_KEY = 59
 FetchSnapshotRequest.MESSAGE_TYPE = 'request'
 FetchSnapshotRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse']
+__all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse', 'FindCoordinatorResponse_Coordinator']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -89,6 +90,7 @@ class FindCoordinatorResponse(Message):
     port: int = 0
     coordinators: list[FindCoordinatorResponse_Coordinator] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Coordinator: ClassVar[type[FindCoordinatorResponse_Coordinator]] = FindCoordinatorResponse_Coordinator
 
 FindCoordinatorResponse.__qualname__ = 'FindCoordinatorResponse'
 FindCoordinatorResponse._schema_name = 'FindCoordinatorResponse'
@@ -1124,7 +1126,6 @@ def _e_FindCoordinatorResponse_v6(out, o):
         raise
 
 
-FindCoordinatorResponse.Coordinator = FindCoordinatorResponse_Coordinator
 FindCoordinatorRequest.API_KEY = 10
 FindCoordinatorRequest.MESSAGE_TYPE = 'request'
 FindCoordinatorRequest.VALID_VERSIONS = (0, 6)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse']
+__all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsRequest_AlterableConfig', 'IncrementalAlterConfigsRequest_AlterConfigsResource', 'IncrementalAlterConfigsResponse', 'IncrementalAlterConfigsResponse_AlterConfigsResourceResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -81,6 +82,8 @@ class IncrementalAlterConfigsRequest(Message):
     resources: list[IncrementalAlterConfigsRequest_AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterableConfig: ClassVar[type[IncrementalAlterConfigsRequest_AlterableConfig]] = IncrementalAlterConfigsRequest_AlterableConfig
+    AlterConfigsResource: ClassVar[type[IncrementalAlterConfigsRequest_AlterConfigsResource]] = IncrementalAlterConfigsRequest_AlterConfigsResource
 
 IncrementalAlterConfigsRequest.__qualname__ = 'IncrementalAlterConfigsRequest'
 IncrementalAlterConfigsRequest._schema_name = 'IncrementalAlterConfigsRequest'
@@ -103,6 +106,7 @@ class IncrementalAlterConfigsResponse(Message):
     throttle_time_ms: int = 0
     responses: list[IncrementalAlterConfigsResponse_AlterConfigsResourceResponse] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AlterConfigsResourceResponse: ClassVar[type[IncrementalAlterConfigsResponse_AlterConfigsResourceResponse]] = IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
 
 IncrementalAlterConfigsResponse.__qualname__ = 'IncrementalAlterConfigsResponse'
 IncrementalAlterConfigsResponse._schema_name = 'IncrementalAlterConfigsResponse'
@@ -870,9 +874,6 @@ def _e_IncrementalAlterConfigsResponse_v1(out, o):
         raise
 
 
-IncrementalAlterConfigsRequest.AlterableConfig = IncrementalAlterConfigsRequest_AlterableConfig
-IncrementalAlterConfigsRequest.AlterConfigsResource = IncrementalAlterConfigsRequest_AlterConfigsResource
-IncrementalAlterConfigsResponse.AlterConfigsResourceResponse = IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
 IncrementalAlterConfigsRequest.API_KEY = 44
 IncrementalAlterConfigsRequest.MESSAGE_TYPE = 'request'
 IncrementalAlterConfigsRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse']
+__all__ = ['InitializeShareGroupStateRequest', 'InitializeShareGroupStateRequest_PartitionData', 'InitializeShareGroupStateRequest_InitializeStateData', 'InitializeShareGroupStateResponse', 'InitializeShareGroupStateResponse_PartitionResult', 'InitializeShareGroupStateResponse_InitializeStateResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -79,6 +80,8 @@ class InitializeShareGroupStateRequest(Message):
     group_id: str = ''
     topics: list[InitializeShareGroupStateRequest_InitializeStateData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[InitializeShareGroupStateRequest_PartitionData]] = InitializeShareGroupStateRequest_PartitionData
+    InitializeStateData: ClassVar[type[InitializeShareGroupStateRequest_InitializeStateData]] = InitializeShareGroupStateRequest_InitializeStateData
 
 InitializeShareGroupStateRequest.__qualname__ = 'InitializeShareGroupStateRequest'
 InitializeShareGroupStateRequest._schema_name = 'InitializeShareGroupStateRequest'
@@ -109,6 +112,8 @@ InitializeShareGroupStateResponse_InitializeStateResult._schema_name = 'Initiali
 class InitializeShareGroupStateResponse(Message):
     results: list[InitializeShareGroupStateResponse_InitializeStateResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionResult: ClassVar[type[InitializeShareGroupStateResponse_PartitionResult]] = InitializeShareGroupStateResponse_PartitionResult
+    InitializeStateResult: ClassVar[type[InitializeShareGroupStateResponse_InitializeStateResult]] = InitializeShareGroupStateResponse_InitializeStateResult
 
 InitializeShareGroupStateResponse.__qualname__ = 'InitializeShareGroupStateResponse'
 InitializeShareGroupStateResponse._schema_name = 'InitializeShareGroupStateResponse'
@@ -538,10 +543,6 @@ def _e_InitializeShareGroupStateResponse_v0(out, o):
         raise
 
 
-InitializeShareGroupStateRequest.PartitionData = InitializeShareGroupStateRequest_PartitionData
-InitializeShareGroupStateRequest.InitializeStateData = InitializeShareGroupStateRequest_InitializeStateData
-InitializeShareGroupStateResponse.PartitionResult = InitializeShareGroupStateResponse_PartitionResult
-InitializeShareGroupStateResponse.InitializeStateResult = InitializeShareGroupStateResponse_InitializeStateResult
 InitializeShareGroupStateRequest.API_KEY = 83
 InitializeShareGroupStateRequest.MESSAGE_TYPE = 'request'
 InitializeShareGroupStateRequest.VALID_VERSIONS = (0, 0)

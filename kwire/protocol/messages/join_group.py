@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['JoinGroupRequest', 'JoinGroupResponse']
+__all__ = ['JoinGroupRequest', 'JoinGroupRequest_JoinGroupRequestProtocol', 'JoinGroupResponse', 'JoinGroupResponse_JoinGroupResponseMember']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -76,6 +77,7 @@ class JoinGroupRequest(Message):
     protocols: list[JoinGroupRequest_JoinGroupRequestProtocol] = field(default_factory=list)
     reason: str | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    JoinGroupRequestProtocol: ClassVar[type[JoinGroupRequest_JoinGroupRequestProtocol]] = JoinGroupRequest_JoinGroupRequestProtocol
 
 JoinGroupRequest.__qualname__ = 'JoinGroupRequest'
 JoinGroupRequest._schema_name = 'JoinGroupRequest'
@@ -104,6 +106,7 @@ class JoinGroupResponse(Message):
     member_id: str = ''
     members: list[JoinGroupResponse_JoinGroupResponseMember] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    JoinGroupResponseMember: ClassVar[type[JoinGroupResponse_JoinGroupResponseMember]] = JoinGroupResponse_JoinGroupResponseMember
 
 JoinGroupResponse.__qualname__ = 'JoinGroupResponse'
 JoinGroupResponse._schema_name = 'JoinGroupResponse'
@@ -2723,8 +2726,6 @@ def _e_JoinGroupResponse_v9(out, o):
         raise
 
 
-JoinGroupRequest.JoinGroupRequestProtocol = JoinGroupRequest_JoinGroupRequestProtocol
-JoinGroupResponse.JoinGroupResponseMember = JoinGroupResponse_JoinGroupResponseMember
 JoinGroupRequest.API_KEY = 11
 JoinGroupRequest.MESSAGE_TYPE = 'request'
 JoinGroupRequest.VALID_VERSIONS = (0, 9)

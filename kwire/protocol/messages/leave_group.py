@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['LeaveGroupRequest', 'LeaveGroupResponse']
+__all__ = ['LeaveGroupRequest', 'LeaveGroupRequest_MemberIdentity', 'LeaveGroupResponse', 'LeaveGroupResponse_MemberResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -69,6 +70,7 @@ class LeaveGroupRequest(Message):
     member_id: str = ''
     members: list[LeaveGroupRequest_MemberIdentity] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    MemberIdentity: ClassVar[type[LeaveGroupRequest_MemberIdentity]] = LeaveGroupRequest_MemberIdentity
 
 LeaveGroupRequest.__qualname__ = 'LeaveGroupRequest'
 LeaveGroupRequest._schema_name = 'LeaveGroupRequest'
@@ -91,6 +93,7 @@ class LeaveGroupResponse(Message):
     error_code: int = 0
     members: list[LeaveGroupResponse_MemberResponse] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    MemberResponse: ClassVar[type[LeaveGroupResponse_MemberResponse]] = LeaveGroupResponse_MemberResponse
 
 LeaveGroupResponse.__qualname__ = 'LeaveGroupResponse'
 LeaveGroupResponse._schema_name = 'LeaveGroupResponse'
@@ -1257,8 +1260,6 @@ def _e_LeaveGroupResponse_v4(out, o):
         raise
 
 
-LeaveGroupRequest.MemberIdentity = LeaveGroupRequest_MemberIdentity
-LeaveGroupResponse.MemberResponse = LeaveGroupResponse_MemberResponse
 LeaveGroupRequest.API_KEY = 13
 LeaveGroupRequest.MESSAGE_TYPE = 'request'
 LeaveGroupRequest.VALID_VERSIONS = (0, 5)

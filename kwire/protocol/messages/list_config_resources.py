@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ListConfigResourcesRequest', 'ListConfigResourcesResponse']
+__all__ = ['ListConfigResourcesRequest', 'ListConfigResourcesResponse', 'ListConfigResourcesResponse_ConfigResource']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -77,6 +78,7 @@ class ListConfigResourcesResponse(Message):
     error_code: int = 0
     config_resources: list[ListConfigResourcesResponse_ConfigResource] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ConfigResource: ClassVar[type[ListConfigResourcesResponse_ConfigResource]] = ListConfigResourcesResponse_ConfigResource
 
 ListConfigResourcesResponse.__qualname__ = 'ListConfigResourcesResponse'
 ListConfigResourcesResponse._schema_name = 'ListConfigResourcesResponse'
@@ -450,7 +452,6 @@ def _e_ListConfigResourcesResponse_v1(out, o):
         raise
 
 
-ListConfigResourcesResponse.ConfigResource = ListConfigResourcesResponse_ConfigResource
 ListConfigResourcesRequest.API_KEY = 74
 ListConfigResourcesRequest.MESSAGE_TYPE = 'request'
 ListConfigResourcesRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ListGroupsRequest', 'ListGroupsResponse']
+__all__ = ['ListGroupsRequest', 'ListGroupsResponse', 'ListGroupsResponse_ListedGroup']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -80,6 +81,7 @@ class ListGroupsResponse(Message):
     error_code: int = 0
     groups: list[ListGroupsResponse_ListedGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ListedGroup: ClassVar[type[ListGroupsResponse_ListedGroup]] = ListGroupsResponse_ListedGroup
 
 ListGroupsResponse.__qualname__ = 'ListGroupsResponse'
 ListGroupsResponse._schema_name = 'ListGroupsResponse'
@@ -1136,7 +1138,6 @@ def _e_ListGroupsResponse_v5(out, o):
         raise
 
 
-ListGroupsResponse.ListedGroup = ListGroupsResponse_ListedGroup
 ListGroupsRequest.API_KEY = 16
 ListGroupsRequest.MESSAGE_TYPE = 'request'
 ListGroupsRequest.VALID_VERSIONS = (0, 5)

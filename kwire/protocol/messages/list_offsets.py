@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
+__all__ = ['ListOffsetsRequest', 'ListOffsetsRequest_ListOffsetsPartition', 'ListOffsetsRequest_ListOffsetsTopic', 'ListOffsetsResponse', 'ListOffsetsResponse_ListOffsetsPartitionResponse', 'ListOffsetsResponse_ListOffsetsTopicResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -84,6 +85,8 @@ class ListOffsetsRequest(Message):
     topics: list[ListOffsetsRequest_ListOffsetsTopic] = field(default_factory=list)
     timeout_ms: int = 0
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ListOffsetsPartition: ClassVar[type[ListOffsetsRequest_ListOffsetsPartition]] = ListOffsetsRequest_ListOffsetsPartition
+    ListOffsetsTopic: ClassVar[type[ListOffsetsRequest_ListOffsetsTopic]] = ListOffsetsRequest_ListOffsetsTopic
 
 ListOffsetsRequest.__qualname__ = 'ListOffsetsRequest'
 ListOffsetsRequest._schema_name = 'ListOffsetsRequest'
@@ -117,6 +120,8 @@ class ListOffsetsResponse(Message):
     throttle_time_ms: int = 0
     topics: list[ListOffsetsResponse_ListOffsetsTopicResponse] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ListOffsetsPartitionResponse: ClassVar[type[ListOffsetsResponse_ListOffsetsPartitionResponse]] = ListOffsetsResponse_ListOffsetsPartitionResponse
+    ListOffsetsTopicResponse: ClassVar[type[ListOffsetsResponse_ListOffsetsTopicResponse]] = ListOffsetsResponse_ListOffsetsTopicResponse
 
 ListOffsetsResponse.__qualname__ = 'ListOffsetsResponse'
 ListOffsetsResponse._schema_name = 'ListOffsetsResponse'
@@ -1653,10 +1658,6 @@ def _e_ListOffsetsResponse_v6(out, o):
         raise
 
 
-ListOffsetsRequest.ListOffsetsPartition = ListOffsetsRequest_ListOffsetsPartition
-ListOffsetsRequest.ListOffsetsTopic = ListOffsetsRequest_ListOffsetsTopic
-ListOffsetsResponse.ListOffsetsPartitionResponse = ListOffsetsResponse_ListOffsetsPartitionResponse
-ListOffsetsResponse.ListOffsetsTopicResponse = ListOffsetsResponse_ListOffsetsTopicResponse
 ListOffsetsRequest.API_KEY = 2
 ListOffsetsRequest.MESSAGE_TYPE = 'request'
 ListOffsetsRequest.VALID_VERSIONS = (1, 11)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse']
+__all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics', 'ListPartitionReassignmentsResponse', 'ListPartitionReassignmentsResponse_OngoingPartitionReassignment', 'ListPartitionReassignmentsResponse_OngoingTopicReassignment']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -67,6 +68,7 @@ class ListPartitionReassignmentsRequest(Message):
     timeout_ms: int = 60000
     topics: list[ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics] | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ListPartitionReassignmentsTopics: ClassVar[type[ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics]] = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics
 
 ListPartitionReassignmentsRequest.__qualname__ = 'ListPartitionReassignmentsRequest'
 ListPartitionReassignmentsRequest._schema_name = 'ListPartitionReassignmentsRequest'
@@ -101,6 +103,8 @@ class ListPartitionReassignmentsResponse(Message):
     error_message: str | None = ''
     topics: list[ListPartitionReassignmentsResponse_OngoingTopicReassignment] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OngoingPartitionReassignment: ClassVar[type[ListPartitionReassignmentsResponse_OngoingPartitionReassignment]] = ListPartitionReassignmentsResponse_OngoingPartitionReassignment
+    OngoingTopicReassignment: ClassVar[type[ListPartitionReassignmentsResponse_OngoingTopicReassignment]] = ListPartitionReassignmentsResponse_OngoingTopicReassignment
 
 ListPartitionReassignmentsResponse.__qualname__ = 'ListPartitionReassignmentsResponse'
 ListPartitionReassignmentsResponse._schema_name = 'ListPartitionReassignmentsResponse'
@@ -583,9 +587,6 @@ def _e_ListPartitionReassignmentsResponse_v0(out, o):
         raise
 
 
-ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics
-ListPartitionReassignmentsResponse.OngoingPartitionReassignment = ListPartitionReassignmentsResponse_OngoingPartitionReassignment
-ListPartitionReassignmentsResponse.OngoingTopicReassignment = ListPartitionReassignmentsResponse_OngoingTopicReassignment
 ListPartitionReassignmentsRequest.API_KEY = 46
 ListPartitionReassignmentsRequest.MESSAGE_TYPE = 'request'
 ListPartitionReassignmentsRequest.VALID_VERSIONS = (0, 0)

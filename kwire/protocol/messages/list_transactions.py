@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ListTransactionsRequest', 'ListTransactionsResponse']
+__all__ = ['ListTransactionsRequest', 'ListTransactionsResponse', 'ListTransactionsResponse_TransactionState']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -82,6 +83,7 @@ class ListTransactionsResponse(Message):
     unknown_state_filters: list[str] = field(default_factory=list)
     transaction_states: list[ListTransactionsResponse_TransactionState] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TransactionState: ClassVar[type[ListTransactionsResponse_TransactionState]] = ListTransactionsResponse_TransactionState
 
 ListTransactionsResponse.__qualname__ = 'ListTransactionsResponse'
 ListTransactionsResponse._schema_name = 'ListTransactionsResponse'
@@ -592,7 +594,6 @@ def _e_ListTransactionsResponse_v0(out, o):
         raise
 
 
-ListTransactionsResponse.TransactionState = ListTransactionsResponse_TransactionState
 ListTransactionsRequest.API_KEY = 66
 ListTransactionsRequest.MESSAGE_TYPE = 'request'
 ListTransactionsRequest.VALID_VERSIONS = (0, 2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['MetadataRequest', 'MetadataResponse']
+__all__ = ['MetadataRequest', 'MetadataRequest_MetadataRequestTopic', 'MetadataResponse', 'MetadataResponse_MetadataResponseBroker', 'MetadataResponse_MetadataResponsePartition', 'MetadataResponse_MetadataResponseTopic']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -76,6 +77,7 @@ class MetadataRequest(Message):
     include_cluster_authorized_operations: bool = False
     include_topic_authorized_operations: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    MetadataRequestTopic: ClassVar[type[MetadataRequest_MetadataRequestTopic]] = MetadataRequest_MetadataRequestTopic
 
 MetadataRequest.__qualname__ = 'MetadataRequest'
 MetadataRequest._schema_name = 'MetadataRequest'
@@ -132,6 +134,9 @@ class MetadataResponse(Message):
     cluster_authorized_operations: int = -2147483648
     error_code: int = 0
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    MetadataResponseBroker: ClassVar[type[MetadataResponse_MetadataResponseBroker]] = MetadataResponse_MetadataResponseBroker
+    MetadataResponsePartition: ClassVar[type[MetadataResponse_MetadataResponsePartition]] = MetadataResponse_MetadataResponsePartition
+    MetadataResponseTopic: ClassVar[type[MetadataResponse_MetadataResponseTopic]] = MetadataResponse_MetadataResponseTopic
 
 MetadataResponse.__qualname__ = 'MetadataResponse'
 MetadataResponse._schema_name = 'MetadataResponse'
@@ -4322,10 +4327,6 @@ def _e_MetadataResponse_v13(out, o):
         raise
 
 
-MetadataRequest.MetadataRequestTopic = MetadataRequest_MetadataRequestTopic
-MetadataResponse.MetadataResponseBroker = MetadataResponse_MetadataResponseBroker
-MetadataResponse.MetadataResponsePartition = MetadataResponse_MetadataResponsePartition
-MetadataResponse.MetadataResponseTopic = MetadataResponse_MetadataResponseTopic
 MetadataRequest.API_KEY = 3
 MetadataRequest.MESSAGE_TYPE = 'request'
 MetadataRequest.VALID_VERSIONS = (0, 13)

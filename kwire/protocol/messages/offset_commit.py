@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['OffsetCommitRequest', 'OffsetCommitResponse']
+__all__ = ['OffsetCommitRequest', 'OffsetCommitRequest_OffsetCommitRequestPartition', 'OffsetCommitRequest_OffsetCommitRequestTopic', 'OffsetCommitResponse', 'OffsetCommitResponse_OffsetCommitResponsePartition', 'OffsetCommitResponse_OffsetCommitResponseTopic']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -88,6 +89,8 @@ class OffsetCommitRequest(Message):
     retention_time_ms: int = -1
     topics: list[OffsetCommitRequest_OffsetCommitRequestTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OffsetCommitRequestPartition: ClassVar[type[OffsetCommitRequest_OffsetCommitRequestPartition]] = OffsetCommitRequest_OffsetCommitRequestPartition
+    OffsetCommitRequestTopic: ClassVar[type[OffsetCommitRequest_OffsetCommitRequestTopic]] = OffsetCommitRequest_OffsetCommitRequestTopic
 
 OffsetCommitRequest.__qualname__ = 'OffsetCommitRequest'
 OffsetCommitRequest._schema_name = 'OffsetCommitRequest'
@@ -119,6 +122,8 @@ class OffsetCommitResponse(Message):
     throttle_time_ms: int = 0
     topics: list[OffsetCommitResponse_OffsetCommitResponseTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OffsetCommitResponsePartition: ClassVar[type[OffsetCommitResponse_OffsetCommitResponsePartition]] = OffsetCommitResponse_OffsetCommitResponsePartition
+    OffsetCommitResponseTopic: ClassVar[type[OffsetCommitResponse_OffsetCommitResponseTopic]] = OffsetCommitResponse_OffsetCommitResponseTopic
 
 OffsetCommitResponse.__qualname__ = 'OffsetCommitResponse'
 OffsetCommitResponse._schema_name = 'OffsetCommitResponse'
@@ -2414,10 +2419,6 @@ def _e_OffsetCommitResponse_v10(out, o):
         raise
 
 
-OffsetCommitRequest.OffsetCommitRequestPartition = OffsetCommitRequest_OffsetCommitRequestPartition
-OffsetCommitRequest.OffsetCommitRequestTopic = OffsetCommitRequest_OffsetCommitRequestTopic
-OffsetCommitResponse.OffsetCommitResponsePartition = OffsetCommitResponse_OffsetCommitResponsePartition
-OffsetCommitResponse.OffsetCommitResponseTopic = OffsetCommitResponse_OffsetCommitResponseTopic
 OffsetCommitRequest.API_KEY = 8
 OffsetCommitRequest.MESSAGE_TYPE = 'request'
 OffsetCommitRequest.VALID_VERSIONS = (2, 10)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['OffsetDeleteRequest', 'OffsetDeleteResponse']
+__all__ = ['OffsetDeleteRequest', 'OffsetDeleteRequest_OffsetDeleteRequestPartition', 'OffsetDeleteRequest_OffsetDeleteRequestTopic', 'OffsetDeleteResponse', 'OffsetDeleteResponse_OffsetDeleteResponsePartition', 'OffsetDeleteResponse_OffsetDeleteResponseTopic']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -77,6 +78,8 @@ class OffsetDeleteRequest(Message):
     group_id: str = ''
     topics: list[OffsetDeleteRequest_OffsetDeleteRequestTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OffsetDeleteRequestPartition: ClassVar[type[OffsetDeleteRequest_OffsetDeleteRequestPartition]] = OffsetDeleteRequest_OffsetDeleteRequestPartition
+    OffsetDeleteRequestTopic: ClassVar[type[OffsetDeleteRequest_OffsetDeleteRequestTopic]] = OffsetDeleteRequest_OffsetDeleteRequestTopic
 
 OffsetDeleteRequest.__qualname__ = 'OffsetDeleteRequest'
 OffsetDeleteRequest._schema_name = 'OffsetDeleteRequest'
@@ -108,6 +111,8 @@ class OffsetDeleteResponse(Message):
     throttle_time_ms: int = 0
     topics: list[OffsetDeleteResponse_OffsetDeleteResponseTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OffsetDeleteResponsePartition: ClassVar[type[OffsetDeleteResponse_OffsetDeleteResponsePartition]] = OffsetDeleteResponse_OffsetDeleteResponsePartition
+    OffsetDeleteResponseTopic: ClassVar[type[OffsetDeleteResponse_OffsetDeleteResponseTopic]] = OffsetDeleteResponse_OffsetDeleteResponseTopic
 
 OffsetDeleteResponse.__qualname__ = 'OffsetDeleteResponse'
 OffsetDeleteResponse._schema_name = 'OffsetDeleteResponse'
@@ -450,10 +455,6 @@ def _e_OffsetDeleteResponse_v0(out, o):
         raise
 
 
-OffsetDeleteRequest.OffsetDeleteRequestPartition = OffsetDeleteRequest_OffsetDeleteRequestPartition
-OffsetDeleteRequest.OffsetDeleteRequestTopic = OffsetDeleteRequest_OffsetDeleteRequestTopic
-OffsetDeleteResponse.OffsetDeleteResponsePartition = OffsetDeleteResponse_OffsetDeleteResponsePartition
-OffsetDeleteResponse.OffsetDeleteResponseTopic = OffsetDeleteResponse_OffsetDeleteResponseTopic
 OffsetDeleteRequest.API_KEY = 47
 OffsetDeleteRequest.MESSAGE_TYPE = 'request'
 OffsetDeleteRequest.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['OffsetFetchRequest', 'OffsetFetchResponse']
+__all__ = ['OffsetFetchRequest', 'OffsetFetchRequest_OffsetFetchRequestTopic', 'OffsetFetchRequest_OffsetFetchRequestTopics', 'OffsetFetchRequest_OffsetFetchRequestGroup', 'OffsetFetchResponse', 'OffsetFetchResponse_OffsetFetchResponsePartition', 'OffsetFetchResponse_OffsetFetchResponseTopic', 'OffsetFetchResponse_OffsetFetchResponsePartitions', 'OffsetFetchResponse_OffsetFetchResponseTopics', 'OffsetFetchResponse_OffsetFetchResponseGroup']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -96,6 +97,9 @@ class OffsetFetchRequest(Message):
     groups: list[OffsetFetchRequest_OffsetFetchRequestGroup] = field(default_factory=list)
     require_stable: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OffsetFetchRequestTopic: ClassVar[type[OffsetFetchRequest_OffsetFetchRequestTopic]] = OffsetFetchRequest_OffsetFetchRequestTopic
+    OffsetFetchRequestTopics: ClassVar[type[OffsetFetchRequest_OffsetFetchRequestTopics]] = OffsetFetchRequest_OffsetFetchRequestTopics
+    OffsetFetchRequestGroup: ClassVar[type[OffsetFetchRequest_OffsetFetchRequestGroup]] = OffsetFetchRequest_OffsetFetchRequestGroup
 
 OffsetFetchRequest.__qualname__ = 'OffsetFetchRequest'
 OffsetFetchRequest._schema_name = 'OffsetFetchRequest'
@@ -166,6 +170,11 @@ class OffsetFetchResponse(Message):
     error_code: int = 0
     groups: list[OffsetFetchResponse_OffsetFetchResponseGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OffsetFetchResponsePartition: ClassVar[type[OffsetFetchResponse_OffsetFetchResponsePartition]] = OffsetFetchResponse_OffsetFetchResponsePartition
+    OffsetFetchResponseTopic: ClassVar[type[OffsetFetchResponse_OffsetFetchResponseTopic]] = OffsetFetchResponse_OffsetFetchResponseTopic
+    OffsetFetchResponsePartitions: ClassVar[type[OffsetFetchResponse_OffsetFetchResponsePartitions]] = OffsetFetchResponse_OffsetFetchResponsePartitions
+    OffsetFetchResponseTopics: ClassVar[type[OffsetFetchResponse_OffsetFetchResponseTopics]] = OffsetFetchResponse_OffsetFetchResponseTopics
+    OffsetFetchResponseGroup: ClassVar[type[OffsetFetchResponse_OffsetFetchResponseGroup]] = OffsetFetchResponse_OffsetFetchResponseGroup
 
 OffsetFetchResponse.__qualname__ = 'OffsetFetchResponse'
 OffsetFetchResponse._schema_name = 'OffsetFetchResponse'
@@ -4145,14 +4154,6 @@ def _e_OffsetFetchResponse_v10(out, o):
         raise
 
 
-OffsetFetchRequest.OffsetFetchRequestTopic = OffsetFetchRequest_OffsetFetchRequestTopic
-OffsetFetchRequest.OffsetFetchRequestTopics = OffsetFetchRequest_OffsetFetchRequestTopics
-OffsetFetchRequest.OffsetFetchRequestGroup = OffsetFetchRequest_OffsetFetchRequestGroup
-OffsetFetchResponse.OffsetFetchResponsePartition = OffsetFetchResponse_OffsetFetchResponsePartition
-OffsetFetchResponse.OffsetFetchResponseTopic = OffsetFetchResponse_OffsetFetchResponseTopic
-OffsetFetchResponse.OffsetFetchResponsePartitions = OffsetFetchResponse_OffsetFetchResponsePartitions
-OffsetFetchResponse.OffsetFetchResponseTopics = OffsetFetchResponse_OffsetFetchResponseTopics
-OffsetFetchResponse.OffsetFetchResponseGroup = OffsetFetchResponse_OffsetFetchResponseGroup
 OffsetFetchRequest.API_KEY = 9
 OffsetFetchRequest.MESSAGE_TYPE = 'request'
 OffsetFetchRequest.VALID_VERSIONS = (1, 10)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse']
+__all__ = ['OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochRequest_OffsetForLeaderPartition', 'OffsetForLeaderEpochRequest_OffsetForLeaderTopic', 'OffsetForLeaderEpochResponse', 'OffsetForLeaderEpochResponse_EpochEndOffset', 'OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -79,6 +80,8 @@ class OffsetForLeaderEpochRequest(Message):
     replica_id: int = -2
     topics: list[OffsetForLeaderEpochRequest_OffsetForLeaderTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    OffsetForLeaderPartition: ClassVar[type[OffsetForLeaderEpochRequest_OffsetForLeaderPartition]] = OffsetForLeaderEpochRequest_OffsetForLeaderPartition
+    OffsetForLeaderTopic: ClassVar[type[OffsetForLeaderEpochRequest_OffsetForLeaderTopic]] = OffsetForLeaderEpochRequest_OffsetForLeaderTopic
 
 OffsetForLeaderEpochRequest.__qualname__ = 'OffsetForLeaderEpochRequest'
 OffsetForLeaderEpochRequest._schema_name = 'OffsetForLeaderEpochRequest'
@@ -111,6 +114,8 @@ class OffsetForLeaderEpochResponse(Message):
     throttle_time_ms: int = 0
     topics: list[OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    EpochEndOffset: ClassVar[type[OffsetForLeaderEpochResponse_EpochEndOffset]] = OffsetForLeaderEpochResponse_EpochEndOffset
+    OffsetForLeaderTopicResult: ClassVar[type[OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult]] = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult
 
 OffsetForLeaderEpochResponse.__qualname__ = 'OffsetForLeaderEpochResponse'
 OffsetForLeaderEpochResponse._schema_name = 'OffsetForLeaderEpochResponse'
@@ -982,10 +987,6 @@ def _e_OffsetForLeaderEpochResponse_v4(out, o):
         raise
 
 
-OffsetForLeaderEpochRequest.OffsetForLeaderPartition = OffsetForLeaderEpochRequest_OffsetForLeaderPartition
-OffsetForLeaderEpochRequest.OffsetForLeaderTopic = OffsetForLeaderEpochRequest_OffsetForLeaderTopic
-OffsetForLeaderEpochResponse.EpochEndOffset = OffsetForLeaderEpochResponse_EpochEndOffset
-OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult
 OffsetForLeaderEpochRequest.API_KEY = 23
 OffsetForLeaderEpochRequest.MESSAGE_TYPE = 'request'
 OffsetForLeaderEpochRequest.VALID_VERSIONS = (2, 4)

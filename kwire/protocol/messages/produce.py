@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ProduceRequest', 'ProduceResponse']
+__all__ = ['ProduceRequest', 'ProduceRequest_PartitionProduceData', 'ProduceRequest_TopicProduceData', 'ProduceResponse', 'ProduceResponse_BatchIndexAndErrorMessage', 'ProduceResponse_LeaderIdAndEpoch', 'ProduceResponse_PartitionProduceResponse', 'ProduceResponse_TopicProduceResponse', 'ProduceResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -84,6 +85,8 @@ class ProduceRequest(Message):
     timeout_ms: int = 0
     topic_data: list[ProduceRequest_TopicProduceData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionProduceData: ClassVar[type[ProduceRequest_PartitionProduceData]] = ProduceRequest_PartitionProduceData
+    TopicProduceData: ClassVar[type[ProduceRequest_TopicProduceData]] = ProduceRequest_TopicProduceData
 
 ProduceRequest.__qualname__ = 'ProduceRequest'
 ProduceRequest._schema_name = 'ProduceRequest'
@@ -154,6 +157,11 @@ class ProduceResponse(Message):
     throttle_time_ms: int = 0
     node_endpoints: list[ProduceResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    BatchIndexAndErrorMessage: ClassVar[type[ProduceResponse_BatchIndexAndErrorMessage]] = ProduceResponse_BatchIndexAndErrorMessage
+    LeaderIdAndEpoch: ClassVar[type[ProduceResponse_LeaderIdAndEpoch]] = ProduceResponse_LeaderIdAndEpoch
+    PartitionProduceResponse: ClassVar[type[ProduceResponse_PartitionProduceResponse]] = ProduceResponse_PartitionProduceResponse
+    TopicProduceResponse: ClassVar[type[ProduceResponse_TopicProduceResponse]] = ProduceResponse_TopicProduceResponse
+    NodeEndpoint: ClassVar[type[ProduceResponse_NodeEndpoint]] = ProduceResponse_NodeEndpoint
 
 ProduceResponse.__qualname__ = 'ProduceResponse'
 ProduceResponse._schema_name = 'ProduceResponse'
@@ -3384,13 +3392,6 @@ def _e_ProduceResponse_v13(out, o):
         raise
 
 
-ProduceRequest.PartitionProduceData = ProduceRequest_PartitionProduceData
-ProduceRequest.TopicProduceData = ProduceRequest_TopicProduceData
-ProduceResponse.BatchIndexAndErrorMessage = ProduceResponse_BatchIndexAndErrorMessage
-ProduceResponse.LeaderIdAndEpoch = ProduceResponse_LeaderIdAndEpoch
-ProduceResponse.PartitionProduceResponse = ProduceResponse_PartitionProduceResponse
-ProduceResponse.TopicProduceResponse = ProduceResponse_TopicProduceResponse
-ProduceResponse.NodeEndpoint = ProduceResponse_NodeEndpoint
 ProduceRequest.API_KEY = 0
 ProduceRequest.MESSAGE_TYPE = 'request'
 ProduceRequest.VALID_VERSIONS = (3, 13)

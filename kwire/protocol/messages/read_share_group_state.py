@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ReadShareGroupStateRequest', 'ReadShareGroupStateResponse']
+__all__ = ['ReadShareGroupStateRequest', 'ReadShareGroupStateRequest_PartitionData', 'ReadShareGroupStateRequest_ReadStateData', 'ReadShareGroupStateResponse', 'ReadShareGroupStateResponse_StateBatch', 'ReadShareGroupStateResponse_PartitionResult', 'ReadShareGroupStateResponse_ReadStateResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -80,6 +81,8 @@ class ReadShareGroupStateRequest(Message):
     group_id: str = ''
     topics: list[ReadShareGroupStateRequest_ReadStateData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[ReadShareGroupStateRequest_PartitionData]] = ReadShareGroupStateRequest_PartitionData
+    ReadStateData: ClassVar[type[ReadShareGroupStateRequest_ReadStateData]] = ReadShareGroupStateRequest_ReadStateData
 
 ReadShareGroupStateRequest.__qualname__ = 'ReadShareGroupStateRequest'
 ReadShareGroupStateRequest._schema_name = 'ReadShareGroupStateRequest'
@@ -125,6 +128,9 @@ ReadShareGroupStateResponse_ReadStateResult._schema_name = 'ReadShareGroupStateR
 class ReadShareGroupStateResponse(Message):
     results: list[ReadShareGroupStateResponse_ReadStateResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    StateBatch: ClassVar[type[ReadShareGroupStateResponse_StateBatch]] = ReadShareGroupStateResponse_StateBatch
+    PartitionResult: ClassVar[type[ReadShareGroupStateResponse_PartitionResult]] = ReadShareGroupStateResponse_PartitionResult
+    ReadStateResult: ClassVar[type[ReadShareGroupStateResponse_ReadStateResult]] = ReadShareGroupStateResponse_ReadStateResult
 
 ReadShareGroupStateResponse.__qualname__ = 'ReadShareGroupStateResponse'
 ReadShareGroupStateResponse._schema_name = 'ReadShareGroupStateResponse'
@@ -635,11 +641,6 @@ def _e_ReadShareGroupStateResponse_v0(out, o):
         raise
 
 
-ReadShareGroupStateRequest.PartitionData = ReadShareGroupStateRequest_PartitionData
-ReadShareGroupStateRequest.ReadStateData = ReadShareGroupStateRequest_ReadStateData
-ReadShareGroupStateResponse.StateBatch = ReadShareGroupStateResponse_StateBatch
-ReadShareGroupStateResponse.PartitionResult = ReadShareGroupStateResponse_PartitionResult
-ReadShareGroupStateResponse.ReadStateResult = ReadShareGroupStateResponse_ReadStateResult
 ReadShareGroupStateRequest.API_KEY = 84
 ReadShareGroupStateRequest.MESSAGE_TYPE = 'request'
 ReadShareGroupStateRequest.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse']
+__all__ = ['ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryRequest_PartitionData', 'ReadShareGroupStateSummaryRequest_ReadStateSummaryData', 'ReadShareGroupStateSummaryResponse', 'ReadShareGroupStateSummaryResponse_PartitionResult', 'ReadShareGroupStateSummaryResponse_ReadStateSummaryResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -80,6 +81,8 @@ class ReadShareGroupStateSummaryRequest(Message):
     group_id: str = ''
     topics: list[ReadShareGroupStateSummaryRequest_ReadStateSummaryData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[ReadShareGroupStateSummaryRequest_PartitionData]] = ReadShareGroupStateSummaryRequest_PartitionData
+    ReadStateSummaryData: ClassVar[type[ReadShareGroupStateSummaryRequest_ReadStateSummaryData]] = ReadShareGroupStateSummaryRequest_ReadStateSummaryData
 
 ReadShareGroupStateSummaryRequest.__qualname__ = 'ReadShareGroupStateSummaryRequest'
 ReadShareGroupStateSummaryRequest._schema_name = 'ReadShareGroupStateSummaryRequest'
@@ -114,6 +117,8 @@ ReadShareGroupStateSummaryResponse_ReadStateSummaryResult._schema_name = 'ReadSh
 class ReadShareGroupStateSummaryResponse(Message):
     results: list[ReadShareGroupStateSummaryResponse_ReadStateSummaryResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionResult: ClassVar[type[ReadShareGroupStateSummaryResponse_PartitionResult]] = ReadShareGroupStateSummaryResponse_PartitionResult
+    ReadStateSummaryResult: ClassVar[type[ReadShareGroupStateSummaryResponse_ReadStateSummaryResult]] = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult
 
 ReadShareGroupStateSummaryResponse.__qualname__ = 'ReadShareGroupStateSummaryResponse'
 ReadShareGroupStateSummaryResponse._schema_name = 'ReadShareGroupStateSummaryResponse'
@@ -751,10 +756,6 @@ def _e_ReadShareGroupStateSummaryResponse_v1(out, o):
         raise
 
 
-ReadShareGroupStateSummaryRequest.PartitionData = ReadShareGroupStateSummaryRequest_PartitionData
-ReadShareGroupStateSummaryRequest.ReadStateSummaryData = ReadShareGroupStateSummaryRequest_ReadStateSummaryData
-ReadShareGroupStateSummaryResponse.PartitionResult = ReadShareGroupStateSummaryResponse_PartitionResult
-ReadShareGroupStateSummaryResponse.ReadStateSummaryResult = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult
 ReadShareGroupStateSummaryRequest.API_KEY = 87
 ReadShareGroupStateSummaryRequest.MESSAGE_TYPE = 'request'
 ReadShareGroupStateSummaryRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareAcknowledgeRequest', 'ShareAcknowledgeResponse']
+__all__ = ['ShareAcknowledgeRequest', 'ShareAcknowledgeRequest_AcknowledgementBatch', 'ShareAcknowledgeRequest_AcknowledgePartition', 'ShareAcknowledgeRequest_AcknowledgeTopic', 'ShareAcknowledgeResponse', 'ShareAcknowledgeResponse_LeaderIdAndEpoch', 'ShareAcknowledgeResponse_PartitionData', 'ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse', 'ShareAcknowledgeResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -95,6 +96,9 @@ class ShareAcknowledgeRequest(Message):
     is_renew_ack: bool = False
     topics: list[ShareAcknowledgeRequest_AcknowledgeTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AcknowledgementBatch: ClassVar[type[ShareAcknowledgeRequest_AcknowledgementBatch]] = ShareAcknowledgeRequest_AcknowledgementBatch
+    AcknowledgePartition: ClassVar[type[ShareAcknowledgeRequest_AcknowledgePartition]] = ShareAcknowledgeRequest_AcknowledgePartition
+    AcknowledgeTopic: ClassVar[type[ShareAcknowledgeRequest_AcknowledgeTopic]] = ShareAcknowledgeRequest_AcknowledgeTopic
 
 ShareAcknowledgeRequest.__qualname__ = 'ShareAcknowledgeRequest'
 ShareAcknowledgeRequest._schema_name = 'ShareAcknowledgeRequest'
@@ -153,6 +157,10 @@ class ShareAcknowledgeResponse(Message):
     responses: list[ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse] = field(default_factory=list)
     node_endpoints: list[ShareAcknowledgeResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    LeaderIdAndEpoch: ClassVar[type[ShareAcknowledgeResponse_LeaderIdAndEpoch]] = ShareAcknowledgeResponse_LeaderIdAndEpoch
+    PartitionData: ClassVar[type[ShareAcknowledgeResponse_PartitionData]] = ShareAcknowledgeResponse_PartitionData
+    ShareAcknowledgeTopicResponse: ClassVar[type[ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse]] = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse
+    NodeEndpoint: ClassVar[type[ShareAcknowledgeResponse_NodeEndpoint]] = ShareAcknowledgeResponse_NodeEndpoint
 
 ShareAcknowledgeResponse.__qualname__ = 'ShareAcknowledgeResponse'
 ShareAcknowledgeResponse._schema_name = 'ShareAcknowledgeResponse'
@@ -1188,13 +1196,6 @@ def _e_ShareAcknowledgeResponse_v2(out, o):
         raise
 
 
-ShareAcknowledgeRequest.AcknowledgementBatch = ShareAcknowledgeRequest_AcknowledgementBatch
-ShareAcknowledgeRequest.AcknowledgePartition = ShareAcknowledgeRequest_AcknowledgePartition
-ShareAcknowledgeRequest.AcknowledgeTopic = ShareAcknowledgeRequest_AcknowledgeTopic
-ShareAcknowledgeResponse.LeaderIdAndEpoch = ShareAcknowledgeResponse_LeaderIdAndEpoch
-ShareAcknowledgeResponse.PartitionData = ShareAcknowledgeResponse_PartitionData
-ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse
-ShareAcknowledgeResponse.NodeEndpoint = ShareAcknowledgeResponse_NodeEndpoint
 ShareAcknowledgeRequest.API_KEY = 79
 ShareAcknowledgeRequest.MESSAGE_TYPE = 'request'
 ShareAcknowledgeRequest.VALID_VERSIONS = (1, 2)

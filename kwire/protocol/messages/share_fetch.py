@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareFetchRequest', 'ShareFetchResponse']
+__all__ = ['ShareFetchRequest', 'ShareFetchRequest_AcknowledgementBatch', 'ShareFetchRequest_FetchPartition', 'ShareFetchRequest_FetchTopic', 'ShareFetchRequest_ForgottenTopic', 'ShareFetchResponse', 'ShareFetchResponse_LeaderIdAndEpoch', 'ShareFetchResponse_AcquiredRecords', 'ShareFetchResponse_PartitionData', 'ShareFetchResponse_ShareFetchableTopicResponse', 'ShareFetchResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -116,6 +117,10 @@ class ShareFetchRequest(Message):
     topics: list[ShareFetchRequest_FetchTopic] = field(default_factory=list)
     forgotten_topics_data: list[ShareFetchRequest_ForgottenTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    AcknowledgementBatch: ClassVar[type[ShareFetchRequest_AcknowledgementBatch]] = ShareFetchRequest_AcknowledgementBatch
+    FetchPartition: ClassVar[type[ShareFetchRequest_FetchPartition]] = ShareFetchRequest_FetchPartition
+    FetchTopic: ClassVar[type[ShareFetchRequest_FetchTopic]] = ShareFetchRequest_FetchTopic
+    ForgottenTopic: ClassVar[type[ShareFetchRequest_ForgottenTopic]] = ShareFetchRequest_ForgottenTopic
 
 ShareFetchRequest.__qualname__ = 'ShareFetchRequest'
 ShareFetchRequest._schema_name = 'ShareFetchRequest'
@@ -189,6 +194,11 @@ class ShareFetchResponse(Message):
     responses: list[ShareFetchResponse_ShareFetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[ShareFetchResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    LeaderIdAndEpoch: ClassVar[type[ShareFetchResponse_LeaderIdAndEpoch]] = ShareFetchResponse_LeaderIdAndEpoch
+    AcquiredRecords: ClassVar[type[ShareFetchResponse_AcquiredRecords]] = ShareFetchResponse_AcquiredRecords
+    PartitionData: ClassVar[type[ShareFetchResponse_PartitionData]] = ShareFetchResponse_PartitionData
+    ShareFetchableTopicResponse: ClassVar[type[ShareFetchResponse_ShareFetchableTopicResponse]] = ShareFetchResponse_ShareFetchableTopicResponse
+    NodeEndpoint: ClassVar[type[ShareFetchResponse_NodeEndpoint]] = ShareFetchResponse_NodeEndpoint
 
 ShareFetchResponse.__qualname__ = 'ShareFetchResponse'
 ShareFetchResponse._schema_name = 'ShareFetchResponse'
@@ -1434,15 +1444,6 @@ def _e_ShareFetchResponse_v1(out, o):
         raise
 
 
-ShareFetchRequest.AcknowledgementBatch = ShareFetchRequest_AcknowledgementBatch
-ShareFetchRequest.FetchPartition = ShareFetchRequest_FetchPartition
-ShareFetchRequest.FetchTopic = ShareFetchRequest_FetchTopic
-ShareFetchRequest.ForgottenTopic = ShareFetchRequest_ForgottenTopic
-ShareFetchResponse.LeaderIdAndEpoch = ShareFetchResponse_LeaderIdAndEpoch
-ShareFetchResponse.AcquiredRecords = ShareFetchResponse_AcquiredRecords
-ShareFetchResponse.PartitionData = ShareFetchResponse_PartitionData
-ShareFetchResponse.ShareFetchableTopicResponse = ShareFetchResponse_ShareFetchableTopicResponse
-ShareFetchResponse.NodeEndpoint = ShareFetchResponse_NodeEndpoint
 ShareFetchRequest.API_KEY = 78
 ShareFetchRequest.MESSAGE_TYPE = 'request'
 ShareFetchRequest.VALID_VERSIONS = (1, 2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareGroupDescribeRequest', 'ShareGroupDescribeResponse']
+__all__ = ['ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 'ShareGroupDescribeResponse_TopicPartitions', 'ShareGroupDescribeResponse_Assignment', 'ShareGroupDescribeResponse_Member', 'ShareGroupDescribeResponse_DescribedGroup']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -122,6 +123,10 @@ class ShareGroupDescribeResponse(Message):
     throttle_time_ms: int = 0
     groups: list[ShareGroupDescribeResponse_DescribedGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ShareGroupDescribeResponse_TopicPartitions]] = ShareGroupDescribeResponse_TopicPartitions
+    Assignment: ClassVar[type[ShareGroupDescribeResponse_Assignment]] = ShareGroupDescribeResponse_Assignment
+    Member: ClassVar[type[ShareGroupDescribeResponse_Member]] = ShareGroupDescribeResponse_Member
+    DescribedGroup: ClassVar[type[ShareGroupDescribeResponse_DescribedGroup]] = ShareGroupDescribeResponse_DescribedGroup
 
 ShareGroupDescribeResponse.__qualname__ = 'ShareGroupDescribeResponse'
 ShareGroupDescribeResponse._schema_name = 'ShareGroupDescribeResponse'
@@ -816,10 +821,6 @@ def _e_ShareGroupDescribeResponse_v1(out, o):
         raise
 
 
-ShareGroupDescribeResponse.TopicPartitions = ShareGroupDescribeResponse_TopicPartitions
-ShareGroupDescribeResponse.Assignment = ShareGroupDescribeResponse_Assignment
-ShareGroupDescribeResponse.Member = ShareGroupDescribeResponse_Member
-ShareGroupDescribeResponse.DescribedGroup = ShareGroupDescribeResponse_DescribedGroup
 ShareGroupDescribeRequest.API_KEY = 77
 ShareGroupDescribeRequest.MESSAGE_TYPE = 'request'
 ShareGroupDescribeRequest.VALID_VERSIONS = (1, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse']
+__all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 'ShareGroupHeartbeatResponse_TopicPartitions', 'ShareGroupHeartbeatResponse_Assignment']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -96,6 +97,8 @@ class ShareGroupHeartbeatResponse(Message):
     heartbeat_interval_ms: int = 0
     assignment: ShareGroupHeartbeatResponse_Assignment | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopicPartitions: ClassVar[type[ShareGroupHeartbeatResponse_TopicPartitions]] = ShareGroupHeartbeatResponse_TopicPartitions
+    Assignment: ClassVar[type[ShareGroupHeartbeatResponse_Assignment]] = ShareGroupHeartbeatResponse_Assignment
 
 ShareGroupHeartbeatResponse.__qualname__ = 'ShareGroupHeartbeatResponse'
 ShareGroupHeartbeatResponse._schema_name = 'ShareGroupHeartbeatResponse'
@@ -518,8 +521,6 @@ def _e_ShareGroupHeartbeatResponse_v1(out, o):
         raise
 
 
-ShareGroupHeartbeatResponse.TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions
-ShareGroupHeartbeatResponse.Assignment = ShareGroupHeartbeatResponse_Assignment
 ShareGroupHeartbeatRequest.API_KEY = 76
 ShareGroupHeartbeatRequest.MESSAGE_TYPE = 'request'
 ShareGroupHeartbeatRequest.VALID_VERSIONS = (1, 1)

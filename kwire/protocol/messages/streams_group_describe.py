@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse']
+__all__ = ['StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 'StreamsGroupDescribeResponse_KeyValue', 'StreamsGroupDescribeResponse_TopicInfo', 'StreamsGroupDescribeResponse_Subtopology', 'StreamsGroupDescribeResponse_Topology', 'StreamsGroupDescribeResponse_Endpoint', 'StreamsGroupDescribeResponse_TaskOffset', 'StreamsGroupDescribeResponse_TaskIds', 'StreamsGroupDescribeResponse_Assignment', 'StreamsGroupDescribeResponse_Member', 'StreamsGroupDescribeResponse_TopologyDescriptionNode', 'StreamsGroupDescribeResponse_TopologyDescriptionSubtopology', 'StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore', 'StreamsGroupDescribeResponse_TopologyDescription', 'StreamsGroupDescribeResponse_DescribedGroup']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -249,6 +250,20 @@ class StreamsGroupDescribeResponse(Message):
     throttle_time_ms: int = 0
     groups: list[StreamsGroupDescribeResponse_DescribedGroup] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    KeyValue: ClassVar[type[StreamsGroupDescribeResponse_KeyValue]] = StreamsGroupDescribeResponse_KeyValue
+    TopicInfo: ClassVar[type[StreamsGroupDescribeResponse_TopicInfo]] = StreamsGroupDescribeResponse_TopicInfo
+    Subtopology: ClassVar[type[StreamsGroupDescribeResponse_Subtopology]] = StreamsGroupDescribeResponse_Subtopology
+    Topology: ClassVar[type[StreamsGroupDescribeResponse_Topology]] = StreamsGroupDescribeResponse_Topology
+    Endpoint: ClassVar[type[StreamsGroupDescribeResponse_Endpoint]] = StreamsGroupDescribeResponse_Endpoint
+    TaskOffset: ClassVar[type[StreamsGroupDescribeResponse_TaskOffset]] = StreamsGroupDescribeResponse_TaskOffset
+    TaskIds: ClassVar[type[StreamsGroupDescribeResponse_TaskIds]] = StreamsGroupDescribeResponse_TaskIds
+    Assignment: ClassVar[type[StreamsGroupDescribeResponse_Assignment]] = StreamsGroupDescribeResponse_Assignment
+    Member: ClassVar[type[StreamsGroupDescribeResponse_Member]] = StreamsGroupDescribeResponse_Member
+    TopologyDescriptionNode: ClassVar[type[StreamsGroupDescribeResponse_TopologyDescriptionNode]] = StreamsGroupDescribeResponse_TopologyDescriptionNode
+    TopologyDescriptionSubtopology: ClassVar[type[StreamsGroupDescribeResponse_TopologyDescriptionSubtopology]] = StreamsGroupDescribeResponse_TopologyDescriptionSubtopology
+    TopologyDescriptionGlobalStore: ClassVar[type[StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore]] = StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore
+    TopologyDescription: ClassVar[type[StreamsGroupDescribeResponse_TopologyDescription]] = StreamsGroupDescribeResponse_TopologyDescription
+    DescribedGroup: ClassVar[type[StreamsGroupDescribeResponse_DescribedGroup]] = StreamsGroupDescribeResponse_DescribedGroup
 
 StreamsGroupDescribeResponse.__qualname__ = 'StreamsGroupDescribeResponse'
 StreamsGroupDescribeResponse._schema_name = 'StreamsGroupDescribeResponse'
@@ -2651,20 +2666,6 @@ def _e_StreamsGroupDescribeResponse_v1(out, o):
         raise
 
 
-StreamsGroupDescribeResponse.KeyValue = StreamsGroupDescribeResponse_KeyValue
-StreamsGroupDescribeResponse.TopicInfo = StreamsGroupDescribeResponse_TopicInfo
-StreamsGroupDescribeResponse.Subtopology = StreamsGroupDescribeResponse_Subtopology
-StreamsGroupDescribeResponse.Topology = StreamsGroupDescribeResponse_Topology
-StreamsGroupDescribeResponse.Endpoint = StreamsGroupDescribeResponse_Endpoint
-StreamsGroupDescribeResponse.TaskOffset = StreamsGroupDescribeResponse_TaskOffset
-StreamsGroupDescribeResponse.TaskIds = StreamsGroupDescribeResponse_TaskIds
-StreamsGroupDescribeResponse.Assignment = StreamsGroupDescribeResponse_Assignment
-StreamsGroupDescribeResponse.Member = StreamsGroupDescribeResponse_Member
-StreamsGroupDescribeResponse.TopologyDescriptionNode = StreamsGroupDescribeResponse_TopologyDescriptionNode
-StreamsGroupDescribeResponse.TopologyDescriptionSubtopology = StreamsGroupDescribeResponse_TopologyDescriptionSubtopology
-StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore = StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore
-StreamsGroupDescribeResponse.TopologyDescription = StreamsGroupDescribeResponse_TopologyDescription
-StreamsGroupDescribeResponse.DescribedGroup = StreamsGroupDescribeResponse_DescribedGroup
 StreamsGroupDescribeRequest.API_KEY = 89
 StreamsGroupDescribeRequest.MESSAGE_TYPE = 'request'
 StreamsGroupDescribeRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatResponse']
+__all__ = ['StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatRequest_KeyValue', 'StreamsGroupHeartbeatRequest_TopicInfo', 'StreamsGroupHeartbeatRequest_CopartitionGroup', 'StreamsGroupHeartbeatRequest_Subtopology', 'StreamsGroupHeartbeatRequest_Topology', 'StreamsGroupHeartbeatRequest_TaskIds', 'StreamsGroupHeartbeatRequest_Endpoint', 'StreamsGroupHeartbeatRequest_TaskOffset', 'StreamsGroupHeartbeatResponse', 'StreamsGroupHeartbeatResponse_Status', 'StreamsGroupHeartbeatResponse_TaskIds', 'StreamsGroupHeartbeatResponse_Endpoint', 'StreamsGroupHeartbeatResponse_TopicPartition', 'StreamsGroupHeartbeatResponse_EndpointToPartitions']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -169,6 +170,14 @@ class StreamsGroupHeartbeatRequest(Message):
     task_end_offsets: list[StreamsGroupHeartbeatRequest_TaskOffset] | None = None
     shutdown_application: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    KeyValue: ClassVar[type[StreamsGroupHeartbeatRequest_KeyValue]] = StreamsGroupHeartbeatRequest_KeyValue
+    TopicInfo: ClassVar[type[StreamsGroupHeartbeatRequest_TopicInfo]] = StreamsGroupHeartbeatRequest_TopicInfo
+    CopartitionGroup: ClassVar[type[StreamsGroupHeartbeatRequest_CopartitionGroup]] = StreamsGroupHeartbeatRequest_CopartitionGroup
+    Subtopology: ClassVar[type[StreamsGroupHeartbeatRequest_Subtopology]] = StreamsGroupHeartbeatRequest_Subtopology
+    Topology: ClassVar[type[StreamsGroupHeartbeatRequest_Topology]] = StreamsGroupHeartbeatRequest_Topology
+    TaskIds: ClassVar[type[StreamsGroupHeartbeatRequest_TaskIds]] = StreamsGroupHeartbeatRequest_TaskIds
+    Endpoint: ClassVar[type[StreamsGroupHeartbeatRequest_Endpoint]] = StreamsGroupHeartbeatRequest_Endpoint
+    TaskOffset: ClassVar[type[StreamsGroupHeartbeatRequest_TaskOffset]] = StreamsGroupHeartbeatRequest_TaskOffset
 
 StreamsGroupHeartbeatRequest.__qualname__ = 'StreamsGroupHeartbeatRequest'
 StreamsGroupHeartbeatRequest._schema_name = 'StreamsGroupHeartbeatRequest'
@@ -244,6 +253,11 @@ class StreamsGroupHeartbeatResponse(Message):
     endpoint_information_epoch: int = 0
     partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse_EndpointToPartitions] | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Status: ClassVar[type[StreamsGroupHeartbeatResponse_Status]] = StreamsGroupHeartbeatResponse_Status
+    TaskIds: ClassVar[type[StreamsGroupHeartbeatResponse_TaskIds]] = StreamsGroupHeartbeatResponse_TaskIds
+    Endpoint: ClassVar[type[StreamsGroupHeartbeatResponse_Endpoint]] = StreamsGroupHeartbeatResponse_Endpoint
+    TopicPartition: ClassVar[type[StreamsGroupHeartbeatResponse_TopicPartition]] = StreamsGroupHeartbeatResponse_TopicPartition
+    EndpointToPartitions: ClassVar[type[StreamsGroupHeartbeatResponse_EndpointToPartitions]] = StreamsGroupHeartbeatResponse_EndpointToPartitions
 
 StreamsGroupHeartbeatResponse.__qualname__ = 'StreamsGroupHeartbeatResponse'
 StreamsGroupHeartbeatResponse._schema_name = 'StreamsGroupHeartbeatResponse'
@@ -2441,19 +2455,6 @@ def _e_StreamsGroupHeartbeatResponse_v1(out, o):
         raise
 
 
-StreamsGroupHeartbeatRequest.KeyValue = StreamsGroupHeartbeatRequest_KeyValue
-StreamsGroupHeartbeatRequest.TopicInfo = StreamsGroupHeartbeatRequest_TopicInfo
-StreamsGroupHeartbeatRequest.CopartitionGroup = StreamsGroupHeartbeatRequest_CopartitionGroup
-StreamsGroupHeartbeatRequest.Subtopology = StreamsGroupHeartbeatRequest_Subtopology
-StreamsGroupHeartbeatRequest.Topology = StreamsGroupHeartbeatRequest_Topology
-StreamsGroupHeartbeatRequest.TaskIds = StreamsGroupHeartbeatRequest_TaskIds
-StreamsGroupHeartbeatRequest.Endpoint = StreamsGroupHeartbeatRequest_Endpoint
-StreamsGroupHeartbeatRequest.TaskOffset = StreamsGroupHeartbeatRequest_TaskOffset
-StreamsGroupHeartbeatResponse.Status = StreamsGroupHeartbeatResponse_Status
-StreamsGroupHeartbeatResponse.TaskIds = StreamsGroupHeartbeatResponse_TaskIds
-StreamsGroupHeartbeatResponse.Endpoint = StreamsGroupHeartbeatResponse_Endpoint
-StreamsGroupHeartbeatResponse.TopicPartition = StreamsGroupHeartbeatResponse_TopicPartition
-StreamsGroupHeartbeatResponse.EndpointToPartitions = StreamsGroupHeartbeatResponse_EndpointToPartitions
 StreamsGroupHeartbeatRequest.API_KEY = 88
 StreamsGroupHeartbeatRequest.MESSAGE_TYPE = 'request'
 StreamsGroupHeartbeatRequest.VALID_VERSIONS = (0, 1)

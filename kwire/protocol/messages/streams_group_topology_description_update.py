@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateResponse']
+__all__ = ['StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription', 'StreamsGroupTopologyDescriptionUpdateResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -104,6 +105,10 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
     topology_epoch: int = 0
     topology_description: StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription = field(default_factory=StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TopologyDescriptionNode: ClassVar[type[StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode]] = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode
+    TopologyDescriptionSubtopology: ClassVar[type[StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology]] = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology
+    TopologyDescriptionGlobalStore: ClassVar[type[StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore]] = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore
+    TopologyDescription: ClassVar[type[StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription]] = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription
 
 StreamsGroupTopologyDescriptionUpdateRequest.__qualname__ = 'StreamsGroupTopologyDescriptionUpdateRequest'
 StreamsGroupTopologyDescriptionUpdateRequest._schema_name = 'StreamsGroupTopologyDescriptionUpdateRequest'
@@ -718,10 +723,6 @@ def _e_StreamsGroupTopologyDescriptionUpdateResponse_v0(out, o):
         raise
 
 
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription
 StreamsGroupTopologyDescriptionUpdateRequest.API_KEY = 93
 StreamsGroupTopologyDescriptionUpdateRequest.MESSAGE_TYPE = 'request'
 StreamsGroupTopologyDescriptionUpdateRequest.VALID_VERSIONS = (0, 0)

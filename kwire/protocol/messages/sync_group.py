@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['SyncGroupRequest', 'SyncGroupResponse']
+__all__ = ['SyncGroupRequest', 'SyncGroupRequest_SyncGroupRequestAssignment', 'SyncGroupResponse']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -73,6 +74,7 @@ class SyncGroupRequest(Message):
     protocol_name: str | None = None
     assignments: list[SyncGroupRequest_SyncGroupRequestAssignment] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    SyncGroupRequestAssignment: ClassVar[type[SyncGroupRequest_SyncGroupRequestAssignment]] = SyncGroupRequest_SyncGroupRequestAssignment
 
 SyncGroupRequest.__qualname__ = 'SyncGroupRequest'
 SyncGroupRequest._schema_name = 'SyncGroupRequest'
@@ -1300,7 +1302,6 @@ def _e_SyncGroupResponse_v5(out, o):
         raise
 
 
-SyncGroupRequest.SyncGroupRequestAssignment = SyncGroupRequest_SyncGroupRequestAssignment
 SyncGroupRequest.API_KEY = 14
 SyncGroupRequest.MESSAGE_TYPE = 'request'
 SyncGroupRequest.VALID_VERSIONS = (0, 5)

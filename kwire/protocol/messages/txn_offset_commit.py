@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['TxnOffsetCommitRequest', 'TxnOffsetCommitResponse']
+__all__ = ['TxnOffsetCommitRequest', 'TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition', 'TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic', 'TxnOffsetCommitResponse', 'TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition', 'TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -91,6 +92,8 @@ class TxnOffsetCommitRequest(Message):
     group_instance_id: str | None = None
     topics: list[TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TxnOffsetCommitRequestPartition: ClassVar[type[TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition]] = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition
+    TxnOffsetCommitRequestTopic: ClassVar[type[TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic]] = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic
 
 TxnOffsetCommitRequest.__qualname__ = 'TxnOffsetCommitRequest'
 TxnOffsetCommitRequest._schema_name = 'TxnOffsetCommitRequest'
@@ -122,6 +125,8 @@ class TxnOffsetCommitResponse(Message):
     throttle_time_ms: int = 0
     topics: list[TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    TxnOffsetCommitResponsePartition: ClassVar[type[TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition]] = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition
+    TxnOffsetCommitResponseTopic: ClassVar[type[TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic]] = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic
 
 TxnOffsetCommitResponse.__qualname__ = 'TxnOffsetCommitResponse'
 TxnOffsetCommitResponse._schema_name = 'TxnOffsetCommitResponse'
@@ -1855,10 +1860,6 @@ def _e_TxnOffsetCommitResponse_v6(out, o):
         raise
 
 
-TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition
-TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic
-TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition
-TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic
 TxnOffsetCommitRequest.API_KEY = 28
 TxnOffsetCommitRequest.MESSAGE_TYPE = 'request'
 TxnOffsetCommitRequest.VALID_VERSIONS = (0, 6)

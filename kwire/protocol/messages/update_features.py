@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesResponse']
+__all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesRequest_FeatureUpdateKey', 'UpdateFeaturesResponse', 'UpdateFeaturesResponse_UpdatableFeatureResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -74,6 +75,7 @@ class UpdateFeaturesRequest(Message):
     feature_updates: list[UpdateFeaturesRequest_FeatureUpdateKey] = field(default_factory=list)
     validate_only: bool = False
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    FeatureUpdateKey: ClassVar[type[UpdateFeaturesRequest_FeatureUpdateKey]] = UpdateFeaturesRequest_FeatureUpdateKey
 
 UpdateFeaturesRequest.__qualname__ = 'UpdateFeaturesRequest'
 UpdateFeaturesRequest._schema_name = 'UpdateFeaturesRequest'
@@ -97,6 +99,7 @@ class UpdateFeaturesResponse(Message):
     error_message: str | None = ''
     results: list[UpdateFeaturesResponse_UpdatableFeatureResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    UpdatableFeatureResult: ClassVar[type[UpdateFeaturesResponse_UpdatableFeatureResult]] = UpdateFeaturesResponse_UpdatableFeatureResult
 
 UpdateFeaturesResponse.__qualname__ = 'UpdateFeaturesResponse'
 UpdateFeaturesResponse._schema_name = 'UpdateFeaturesResponse'
@@ -722,8 +725,6 @@ def _e_UpdateFeaturesResponse_v2(out, o):
         raise
 
 
-UpdateFeaturesRequest.FeatureUpdateKey = UpdateFeaturesRequest_FeatureUpdateKey
-UpdateFeaturesResponse.UpdatableFeatureResult = UpdateFeaturesResponse_UpdatableFeatureResult
 UpdateFeaturesRequest.API_KEY = 57
 UpdateFeaturesRequest.MESSAGE_TYPE = 'request'
 UpdateFeaturesRequest.VALID_VERSIONS = (0, 2)

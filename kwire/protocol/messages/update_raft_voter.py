@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterResponse']
+__all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterRequest_Listener', 'UpdateRaftVoterRequest_KRaftVersionFeature', 'UpdateRaftVoterResponse', 'UpdateRaftVoterResponse_CurrentLeader']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -86,6 +87,8 @@ class UpdateRaftVoterRequest(Message):
     listeners: list[UpdateRaftVoterRequest_Listener] = field(default_factory=list)
     k_raft_version_feature: UpdateRaftVoterRequest_KRaftVersionFeature = field(default_factory=UpdateRaftVoterRequest_KRaftVersionFeature)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    Listener: ClassVar[type[UpdateRaftVoterRequest_Listener]] = UpdateRaftVoterRequest_Listener
+    KRaftVersionFeature: ClassVar[type[UpdateRaftVoterRequest_KRaftVersionFeature]] = UpdateRaftVoterRequest_KRaftVersionFeature
 
 UpdateRaftVoterRequest.__qualname__ = 'UpdateRaftVoterRequest'
 UpdateRaftVoterRequest._schema_name = 'UpdateRaftVoterRequest'
@@ -109,6 +112,7 @@ class UpdateRaftVoterResponse(Message):
     error_code: int = 0
     current_leader: UpdateRaftVoterResponse_CurrentLeader = field(default_factory=UpdateRaftVoterResponse_CurrentLeader)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    CurrentLeader: ClassVar[type[UpdateRaftVoterResponse_CurrentLeader]] = UpdateRaftVoterResponse_CurrentLeader
 
 UpdateRaftVoterResponse.__qualname__ = 'UpdateRaftVoterResponse'
 UpdateRaftVoterResponse._schema_name = 'UpdateRaftVoterResponse'
@@ -522,9 +526,6 @@ def _e_UpdateRaftVoterResponse_v0(out, o):
         raise
 
 
-UpdateRaftVoterRequest.Listener = UpdateRaftVoterRequest_Listener
-UpdateRaftVoterRequest.KRaftVersionFeature = UpdateRaftVoterRequest_KRaftVersionFeature
-UpdateRaftVoterResponse.CurrentLeader = UpdateRaftVoterResponse_CurrentLeader
 UpdateRaftVoterRequest.API_KEY = 82
 UpdateRaftVoterRequest.MESSAGE_TYPE = 'request'
 UpdateRaftVoterRequest.VALID_VERSIONS = (0, 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['VoteRequest', 'VoteResponse']
+__all__ = ['VoteRequest', 'VoteRequest_PartitionData', 'VoteRequest_TopicData', 'VoteResponse', 'VoteResponse_PartitionData', 'VoteResponse_TopicData', 'VoteResponse_NodeEndpoint']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -89,6 +90,8 @@ class VoteRequest(Message):
     voter_id: int = -1
     topics: list[VoteRequest_TopicData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[VoteRequest_PartitionData]] = VoteRequest_PartitionData
+    TopicData: ClassVar[type[VoteRequest_TopicData]] = VoteRequest_TopicData
 
 VoteRequest.__qualname__ = 'VoteRequest'
 VoteRequest._schema_name = 'VoteRequest'
@@ -134,6 +137,9 @@ class VoteResponse(Message):
     topics: list[VoteResponse_TopicData] = field(default_factory=list)
     node_endpoints: list[VoteResponse_NodeEndpoint] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionData: ClassVar[type[VoteResponse_PartitionData]] = VoteResponse_PartitionData
+    TopicData: ClassVar[type[VoteResponse_TopicData]] = VoteResponse_TopicData
+    NodeEndpoint: ClassVar[type[VoteResponse_NodeEndpoint]] = VoteResponse_NodeEndpoint
 
 VoteResponse.__qualname__ = 'VoteResponse'
 VoteResponse._schema_name = 'VoteResponse'
@@ -1279,11 +1285,6 @@ def _e_VoteResponse_v1(out, o):
         raise
 
 
-VoteRequest.PartitionData = VoteRequest_PartitionData
-VoteRequest.TopicData = VoteRequest_TopicData
-VoteResponse.PartitionData = VoteResponse_PartitionData
-VoteResponse.TopicData = VoteResponse_TopicData
-VoteResponse.NodeEndpoint = VoteResponse_NodeEndpoint
 VoteRequest.API_KEY = 52
 VoteRequest.MESSAGE_TYPE = 'request'
 VoteRequest.VALID_VERSIONS = (0, 2)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['WriteShareGroupStateRequest', 'WriteShareGroupStateResponse']
+__all__ = ['WriteShareGroupStateRequest', 'WriteShareGroupStateRequest_StateBatch', 'WriteShareGroupStateRequest_PartitionData', 'WriteShareGroupStateRequest_WriteStateData', 'WriteShareGroupStateResponse', 'WriteShareGroupStateResponse_PartitionResult', 'WriteShareGroupStateResponse_WriteStateResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -96,6 +97,9 @@ class WriteShareGroupStateRequest(Message):
     group_id: str = ''
     topics: list[WriteShareGroupStateRequest_WriteStateData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    StateBatch: ClassVar[type[WriteShareGroupStateRequest_StateBatch]] = WriteShareGroupStateRequest_StateBatch
+    PartitionData: ClassVar[type[WriteShareGroupStateRequest_PartitionData]] = WriteShareGroupStateRequest_PartitionData
+    WriteStateData: ClassVar[type[WriteShareGroupStateRequest_WriteStateData]] = WriteShareGroupStateRequest_WriteStateData
 
 WriteShareGroupStateRequest.__qualname__ = 'WriteShareGroupStateRequest'
 WriteShareGroupStateRequest._schema_name = 'WriteShareGroupStateRequest'
@@ -126,6 +130,8 @@ WriteShareGroupStateResponse_WriteStateResult._schema_name = 'WriteShareGroupSta
 class WriteShareGroupStateResponse(Message):
     results: list[WriteShareGroupStateResponse_WriteStateResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    PartitionResult: ClassVar[type[WriteShareGroupStateResponse_PartitionResult]] = WriteShareGroupStateResponse_PartitionResult
+    WriteStateResult: ClassVar[type[WriteShareGroupStateResponse_WriteStateResult]] = WriteShareGroupStateResponse_WriteStateResult
 
 WriteShareGroupStateResponse.__qualname__ = 'WriteShareGroupStateResponse'
 WriteShareGroupStateResponse._schema_name = 'WriteShareGroupStateResponse'
@@ -852,11 +858,6 @@ def _e_WriteShareGroupStateResponse_v0(out, o):
         raise
 
 
-WriteShareGroupStateRequest.StateBatch = WriteShareGroupStateRequest_StateBatch
-WriteShareGroupStateRequest.PartitionData = WriteShareGroupStateRequest_PartitionData
-WriteShareGroupStateRequest.WriteStateData = WriteShareGroupStateRequest_WriteStateData
-WriteShareGroupStateResponse.PartitionResult = WriteShareGroupStateResponse_PartitionResult
-WriteShareGroupStateResponse.WriteStateResult = WriteShareGroupStateResponse_WriteStateResult
 WriteShareGroupStateRequest.API_KEY = 85
 WriteShareGroupStateRequest.MESSAGE_TYPE = 'request'
 WriteShareGroupStateRequest.VALID_VERSIONS = (0, 1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from
 from uuid import UUID
 
@@ -42,7 +43,7 @@ from kwire.protocol._codec_support import (
     write_uvarint as _wuv,
 )
 
-__all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']
+__all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersRequest_WritableTxnMarkerTopic', 'WriteTxnMarkersRequest_WritableTxnMarker', 'WriteTxnMarkersResponse', 'WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult', 'WriteTxnMarkersResponse_WritableTxnMarkerTopicResult', 'WriteTxnMarkersResponse_WritableTxnMarkerResult']
 
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
@@ -83,6 +84,8 @@ WriteTxnMarkersRequest_WritableTxnMarker._schema_name = 'WriteTxnMarkersRequest.
 class WriteTxnMarkersRequest(Message):
     markers: list[WriteTxnMarkersRequest_WritableTxnMarker] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    WritableTxnMarkerTopic: ClassVar[type[WriteTxnMarkersRequest_WritableTxnMarkerTopic]] = WriteTxnMarkersRequest_WritableTxnMarkerTopic
+    WritableTxnMarker: ClassVar[type[WriteTxnMarkersRequest_WritableTxnMarker]] = WriteTxnMarkersRequest_WritableTxnMarker
 
 WriteTxnMarkersRequest.__qualname__ = 'WriteTxnMarkersRequest'
 WriteTxnMarkersRequest._schema_name = 'WriteTxnMarkersRequest'
@@ -122,6 +125,9 @@ WriteTxnMarkersResponse_WritableTxnMarkerResult._schema_name = 'WriteTxnMarkersR
 class WriteTxnMarkersResponse(Message):
     markers: list[WriteTxnMarkersResponse_WritableTxnMarkerResult] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    WritableTxnMarkerPartitionResult: ClassVar[type[WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult]] = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult
+    WritableTxnMarkerTopicResult: ClassVar[type[WriteTxnMarkersResponse_WritableTxnMarkerTopicResult]] = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult
+    WritableTxnMarkerResult: ClassVar[type[WriteTxnMarkersResponse_WritableTxnMarkerResult]] = WriteTxnMarkersResponse_WritableTxnMarkerResult
 
 WriteTxnMarkersResponse.__qualname__ = 'WriteTxnMarkersResponse'
 WriteTxnMarkersResponse._schema_name = 'WriteTxnMarkersResponse'
@@ -771,11 +777,6 @@ def _e_WriteTxnMarkersResponse_v1(out, o):
         raise
 
 
-WriteTxnMarkersRequest.WritableTxnMarkerTopic = WriteTxnMarkersRequest_WritableTxnMarkerTopic
-WriteTxnMarkersRequest.WritableTxnMarker = WriteTxnMarkersRequest_WritableTxnMarker
-WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult
-WriteTxnMarkersResponse.WritableTxnMarkerTopicResult = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult
-WriteTxnMarkersResponse.WritableTxnMarkerResult = WriteTxnMarkersResponse_WritableTxnMarkerResult
 WriteTxnMarkersRequest.API_KEY = 27
 WriteTxnMarkersRequest.MESSAGE_TYPE = 'request'
 WriteTxnMarkersRequest.VALID_VERSIONS = (1, 2)

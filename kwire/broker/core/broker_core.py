@@ -1,0 +1,463 @@
+"""The broker's sans-I/O core: every request of every connection passes through ``handle``.
+
+Theory of operation
+-------------------
+* One object owns all state (cluster, logs, groups, offsets, configs); trio runs on one
+  thread and no core call awaits, so no handler takes a lock (kfake's single owner, for free).
+* ``handle(conn, payload)`` decodes one request frame and returns an ``Outcome``: bytes to
+  send, nothing (acks=0), "deferred" (the answer comes later through ``take_outbox``), or
+  "close". A handler defers with ``ctx.defer()``, which hands back a ``Reply`` to send on.
+* Time is ``clock.now_ms()`` only. Whatever expires later is a deadline in ``deadlines``;
+  the edge sleeps until ``next_deadline_ms()`` and then calls ``fire_due()``.
+* Long polls (Fetch with MaxWaitMs) park with the partitions they watch; an append wakes them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kwire.broker.config import BrokerConfig
+from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, Topic, TopicError
+from kwire.broker.core.configs import ConfigStore, ResourceType
+from kwire.broker.core.deadlines import Deadline, Deadlines
+from kwire.broker.core.faults import FaultAction, Faults
+from kwire.clock import Clock
+from kwire.errors import DecodeError, KwireError, UnknownApiKeyError, UnsupportedVersionError
+from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.framing import decode_request, encode_response, peek_request_header
+from kwire.protocol.registry import ApiKey, api_info
+
+__all__ = ["BrokerCore", "ConnInfo", "RequestContext", "Reply", "Outcome", "Exchange"]
+
+log = logging.getLogger("kwire.broker")
+
+
+@dataclass(slots=True)
+class ConnInfo:
+    """What the core knows about one client connection."""
+
+    conn_id: int
+    broker_id: int
+    peer: str = ""
+    client_software_name: str | None = None
+    client_software_version: str | None = None
+    # SASL: None = not required; otherwise the handshake state machine's position.
+    sasl_mechanism: str | None = None
+    authenticated: bool = False
+    principal: str = "User:ANONYMOUS"
+    sasl_state: Any = None
+    busy: bool = False
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What to do with one request: send ``data``, send nothing, wait, or close."""
+
+    kind: str  # "send" | "none" | "deferred" | "close"
+    data: bytes = b""
+    reason: str = ""
+
+
+SEND_NOTHING = Outcome("none")
+DEFERRED = Outcome("deferred")
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One recorded request/response pair."""
+
+    at_ms: int
+    conn_id: int
+    broker_id: int
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    request: Any
+    request_bytes: bytes
+    response: Any = None
+    response_bytes: bytes | None = None
+    closed: str | None = None
+
+
+class Reply:
+    """A deferred answer: whoever completes the request calls ``send`` once."""
+
+    __slots__ = ("core", "conn_id", "api_key", "api_version", "correlation_id", "done", "exchange")
+
+    def __init__(self, core: BrokerCore, ctx: RequestContext) -> None:
+        self.core = core
+        self.conn_id = ctx.conn.conn_id
+        self.api_key = ctx.api_key
+        self.api_version = ctx.api_version
+        self.correlation_id = ctx.correlation_id
+        self.exchange = ctx.exchange
+        self.done = False
+
+    def send(self, response: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        data = encode_response(response, self.api_version, correlation_id=self.correlation_id, size_prefix=False)
+        if self.exchange is not None:
+            self.exchange.response = response
+            self.exchange.response_bytes = data
+        self.core.outbox.append((self.conn_id, data))
+
+    def close(self, reason: str) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.exchange is not None:
+            self.exchange.closed = reason
+        self.core.outbox.append((self.conn_id, None))
+
+
+@dataclass(slots=True)
+class RequestContext:
+    core: BrokerCore
+    conn: ConnInfo
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header: Any
+    exchange: Exchange | None = None
+    deferred: Reply | None = None
+
+    @property
+    def broker_id(self) -> int:
+        return self.conn.broker_id
+
+    @property
+    def now_ms(self) -> int:
+        return self.core.clock.now_ms()
+
+    def defer(self) -> Reply:
+        if self.deferred is None:
+            self.deferred = Reply(self.core, self)
+        return self.deferred
+
+
+@dataclass(slots=True)
+class ParkedPoll:
+    """A request waiting for data (Fetch long poll): retried on wake-ups, answered at the deadline."""
+
+    reply: Reply
+    keys: set[tuple[str, int]]
+    retry: Callable[[bool], Any | None]  # retry(final) -> response or None (keep waiting)
+    deadline: Deadline | None = None
+
+
+@dataclass(slots=True)
+class BrokerStats:
+    requests: int = 0
+    closed_connections: int = 0
+    per_api: dict[int, int] = field(default_factory=dict)
+
+
+class BrokerCore:
+    """All broker state and request handling, with no I/O."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock, *, rng: Rng | None = None) -> None:
+        from kwire.broker.handlers import HANDLERS, load_handlers
+
+        load_handlers()
+        self.handlers = HANDLERS
+        self.config = config
+        self.clock = clock
+        self.rng: Rng = rng if rng is not None else random.Random(config.seed)
+        nodes = [BrokerNode(config.first_node_id + i, config.host, config.port + i if config.port else 0)
+                 for i in range(config.brokers)]
+        self.cluster = Cluster(nodes, self.rng, config.cluster_id)
+        self.configs = ConfigStore()
+        for k, v in config.settings.items():
+            self.configs.set(ResourceType.BROKER, "", k, v)
+        self.deadlines = Deadlines()
+        self.faults = Faults()
+        self.outbox: list[tuple[int, bytes | None]] = []
+        self.connections: dict[int, ConnInfo] = {}
+        self._conn_ids = itertools.count(1)
+        self._parked: list[ParkedPoll] = []
+        self.stats = BrokerStats()
+        self.recording: list[Exchange] | None = None
+        # api key -> max version advertised (simulating an older broker); None = all implemented
+        self.version_caps: dict[int, int] = {}
+        self._listeners_changed: list[Callable[[], None]] = []
+        self.subsystems: dict[str, Any] = {}
+        self._init_subsystems()
+
+    def _init_subsystems(self) -> None:
+        """Coordinators that hold their own state (groups, offsets, transactions...)."""
+        from kwire.broker.core import subsystems
+
+        subsystems.install(self)
+
+    # --- connections ------------------------------------------------------------------------
+    def connect(self, broker_id: int, peer: str = "") -> ConnInfo:
+        conn = ConnInfo(next(self._conn_ids), broker_id, peer)
+        if self.config.sasl is not None:
+            conn.sasl_mechanism = ""
+        self.connections[conn.conn_id] = conn
+        return conn
+
+    def disconnect(self, conn_id: int) -> None:
+        conn = self.connections.pop(conn_id, None)
+        if conn is None:
+            return
+        self.stats.closed_connections += 1
+        for p in [p for p in self._parked if p.reply.conn_id == conn_id]:
+            self._unpark(p)
+        for sub in self.subsystems.values():
+            hook = getattr(sub, "on_disconnect", None)
+            if hook is not None:
+                hook(conn_id)
+
+    # --- requests ---------------------------------------------------------------------------
+    def handle(self, conn: ConnInfo, payload: bytes) -> Outcome:
+        """Handle one request frame (size prefix removed)."""
+        self.stats.requests += 1
+        try:
+            api_key, api_version, corr = peek_request_header(payload)
+        except DecodeError as exc:
+            return self._close(conn, f"unreadable request header: {exc}")
+        self.stats.per_api[api_key] = self.stats.per_api.get(api_key, 0) + 1
+        spec = self.handlers.get(api_key)
+        if spec is None:
+            return self._close(conn, f"unknown or unsupported api key {api_key}")
+        if not self.advertised_supports(api_key, api_version):
+            if api_key == ApiKey.API_VERSIONS:
+                from kwire.broker.handlers import api_versions
+
+                return Outcome("send", api_versions.unsupported_version_response(self, corr))
+            return self._close(conn, f"{spec.name} v{api_version} is not supported (range "
+                                     f"{spec.min_version}-{self.max_version(api_key)})")
+        try:
+            frame = decode_request(payload)
+        except (DecodeError, UnsupportedVersionError, UnknownApiKeyError) as exc:
+            # A real broker cannot parse the request and closes the connection.
+            return self._close(conn, f"malformed {spec.name} v{api_version} request: {exc}")
+        exchange = None
+        if self.recording is not None:
+            exchange = Exchange(self.clock.now_ms(), conn.conn_id, conn.broker_id, api_key, api_version, corr,
+                                frame.client_id, frame.body, bytes(payload))
+            self.recording.append(exchange)
+        if conn.sasl_mechanism is not None and not conn.authenticated and api_key not in (
+            ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
+        ):
+            return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
+        ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange)
+        node = self.cluster.nodes.get(conn.broker_id)
+        if node is not None and not node.up:
+            return self._close(conn, f"broker {conn.broker_id} is down", exchange)
+        rule = self.faults.match(api_key, conn.broker_id, frame.body) if self.faults.rules else None
+        if rule is not None:
+            outcome = self._apply_fault(rule, spec, ctx, frame.body)
+            if outcome is not None:
+                return outcome
+        try:
+            response = spec.handle(ctx, frame.body)
+        except KwireError as exc:
+            log.exception("handler for %s failed", spec.name)
+            return self._close(conn, f"{spec.name} handler error: {exc}", exchange)
+        return self._respond(ctx, response)
+
+    def _respond(self, ctx: RequestContext, response: Any) -> Outcome:
+        if response is None:
+            if ctx.deferred is None:
+                return SEND_NOTHING
+            return DEFERRED
+        data = encode_response(response, ctx.api_version, correlation_id=ctx.correlation_id, size_prefix=False)
+        if ctx.exchange is not None:
+            ctx.exchange.response = response
+            ctx.exchange.response_bytes = data
+        return Outcome("send", data)
+
+    def _close(self, conn: ConnInfo, reason: str, exchange: Exchange | None = None) -> Outcome:
+        log.info("closing connection %d on broker %d: %s", conn.conn_id, conn.broker_id, reason)
+        if exchange is not None:
+            exchange.closed = reason
+        return Outcome("close", reason=reason)
+
+    def _apply_fault(self, rule: Any, spec: Any, ctx: RequestContext, body: Any) -> Outcome | None:
+        action = rule.action
+        if action is FaultAction.CLOSE:
+            return self._close(ctx.conn, f"fault injection closed the connection ({spec.name})", ctx.exchange)
+        if action is FaultAction.SWALLOW:
+            ctx.defer()  # never sent
+            return DEFERRED
+        if action is FaultAction.ERROR:
+            resp = spec.error_response(ctx, body, rule.error_code)
+            if resp is None:
+                return self._close(ctx.conn, f"fault injection: {spec.name} has no error response", ctx.exchange)
+            return self._respond(ctx, resp)
+        if action is FaultAction.LATENCY:
+            response = spec.handle(ctx, body)
+            if response is None and ctx.deferred is not None:
+                return DEFERRED  # already waiting on its own; latency adds nothing sensible
+            reply = ctx.defer()
+            if response is None:
+                return SEND_NOTHING
+            self.deadlines.at(self.clock.now_ms() + rule.delay_ms, lambda: reply.send(response))
+            return DEFERRED
+        if action is FaultAction.HOOK:
+            resp = rule.hook(body, ctx)
+            if resp is None:
+                return None
+            return self._respond(ctx, resp)
+        return None
+
+    # --- versions ---------------------------------------------------------------------------
+    def max_version(self, api_key: int) -> int:
+        spec = self.handlers[api_key]
+        cap = self.version_caps.get(api_key)
+        return spec.max_version if cap is None else min(cap, spec.max_version)
+
+    def advertised_supports(self, api_key: int, version: int) -> bool:
+        spec = self.handlers.get(api_key)
+        if spec is None:
+            return False
+        return spec.min_version <= version <= self.max_version(api_key)
+
+    # --- time -------------------------------------------------------------------------------
+    def next_deadline_ms(self) -> int | None:
+        return self.deadlines.next_ms()
+
+    def fire_due(self) -> int:
+        return self.deadlines.fire_due(self.clock.now_ms())
+
+    def take_outbox(self) -> list[tuple[int, bytes | None]]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    # --- long polls -------------------------------------------------------------------------
+    def park(self, reply: Reply, keys: set[tuple[str, int]], wait_ms: int,
+             retry: Callable[[bool], Any | None]) -> ParkedPoll:
+        p = ParkedPoll(reply, keys, retry)
+        p.deadline = self.deadlines.at(self.clock.now_ms() + max(0, wait_ms), lambda: self._expire(p))
+        self._parked.append(p)
+        return p
+
+    def _unpark(self, p: ParkedPoll) -> None:
+        if p in self._parked:
+            self._parked.remove(p)
+        if p.deadline is not None:
+            p.deadline.cancel()
+
+    def _expire(self, p: ParkedPoll) -> None:
+        if p not in self._parked:
+            return
+        self._parked.remove(p)
+        resp = p.retry(True)
+        if resp is not None:
+            p.reply.send(resp)
+
+    def wake(self, topic: str, partition: int) -> None:
+        """Data arrived on a partition: retry the long polls that watch it."""
+        key = (topic, partition)
+        for p in [p for p in self._parked if key in p.keys]:
+            resp = p.retry(False)
+            if resp is not None:
+                self._unpark(p)
+                p.reply.send(resp)
+
+    def wake_all(self) -> None:
+        for p in list(self._parked):
+            resp = p.retry(False)
+            if resp is not None:
+                self._unpark(p)
+                p.reply.send(resp)
+
+    # --- topics (shared by CreateTopics, Metadata auto-create, Produce, the control API) ----
+    def create_topic(self, name: str, num_partitions: int | None = None, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None, *, internal: bool = False) -> Topic:
+        if num_partitions is None or num_partitions == -1:
+            num_partitions = self.configs.get_int(ResourceType.BROKER, "", "num.partitions")
+        if replication_factor is None or replication_factor == -1:
+            replication_factor = min(self.configs.get_int(ResourceType.BROKER, "", "default.replication.factor"),
+                                     len(self.cluster.live_nodes()))
+        defs = self.configs.definitions(ResourceType.TOPIC)
+        for k, v in (configs or {}).items():
+            d = defs.get(k)
+            if d is None:
+                raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {k!r}")
+            try:
+                d.validate(v)
+            except KwireError as exc:
+                raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        topic = self.cluster.create_topic(name, num_partitions, replication_factor, internal=internal)
+        for k, v in (configs or {}).items():
+            self.configs.set(ResourceType.TOPIC, name, k, v)
+        for p in topic.partitions:
+            self._attach_partition(p)
+        for sub in self.subsystems.values():
+            hook = getattr(sub, "on_topic_created", None)
+            if hook is not None:
+                hook(topic)
+        return topic
+
+    def _attach_partition(self, p: Any) -> None:
+        p.log.on_append.append(lambda batch, t=p.topic, i=p.index: self.wake(t, i))
+        for sub in self.subsystems.values():
+            hook = getattr(sub, "on_partition_created", None)
+            if hook is not None:
+                hook(p)
+
+    def create_partitions(self, name: str, total: int) -> Topic:
+        before = len(self.cluster.topics[name].partitions) if name in self.cluster.topics else 0
+        topic = self.cluster.create_partitions(name, total)
+        for p in topic.partitions[before:]:
+            self._attach_partition(p)
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.cluster.delete_topic(name)
+        self.configs.drop(ResourceType.TOPIC, name)
+        for sub in self.subsystems.values():
+            hook = getattr(sub, "on_topic_deleted", None)
+            if hook is not None:
+                hook(topic)
+        return topic
+
+    def auto_create_enabled(self) -> bool:
+        return self.configs.get_bool(ResourceType.BROKER, "", "auto.create.topics.enable")
+
+    def maybe_auto_create(self, name: str) -> Topic | None:
+        """Create a topic on first use if auto.create.topics.enable (Metadata, Produce)."""
+        if not self.auto_create_enabled():
+            return None
+        try:
+            return self.create_topic(name)
+        except TopicError:
+            return None
+
+    # --- coordinators -----------------------------------------------------------------------
+    def coordinator_for(self, key: str) -> BrokerNode | None:
+        """The node coordinating a group or transactional id (hash over live nodes, stable)."""
+        live = self.cluster.live_nodes()
+        if not live:
+            return None
+        h = 0
+        for ch in key.encode():
+            h = (h * 31 + ch) & 0x7FFFFFFF
+        partitions = self.configs.get_int(ResourceType.BROKER, "", "offsets.topic.num.partitions")
+        # Java's Utils.abs(hashCode) % partitions, then that partition's leader (round-robin here).
+        return live[(h % partitions) % len(live)]
+
+    def is_coordinator(self, broker_id: int, key: str) -> bool:
+        node = self.coordinator_for(key)
+        return node is not None and node.node_id == broker_id
+
+    def error_code_name(self, code: int) -> str:
+        try:
+            return ErrorCode(code).name
+        except ValueError:
+            return str(code)
+
+    def info(self, api_key: int) -> Any:
+        return api_info(api_key)

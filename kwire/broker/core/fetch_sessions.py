@@ -1,0 +1,127 @@
+"""Incremental fetch sessions (KIP-227), as the Java client drives them.
+
+* session 0, epoch -1: a sessionless full fetch.            * session 0, epoch 0: open a session (full).
+* session S, epoch N>0: incremental; N must be the next epoch; the request lists only what
+  changed (added/updated partitions, plus forgotten ones) and the response lists only
+  partitions with news (records, a changed high watermark/LSO/log start, or an error).
+* session S, epoch 0: close S and open a new one.           * session S, epoch -1: close S, sessionless fetch.
+Errors: unknown session → FETCH_SESSION_ID_NOT_FOUND(70), wrong epoch → INVALID_FETCH_SESSION_EPOCH(71).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kwire.protocol.error_codes import ErrorCode
+
+__all__ = ["FetchSessionCache", "FetchSession", "SessionTarget", "SessionContext", "FetchSessionError",
+           "INITIAL_EPOCH", "FINAL_EPOCH", "MAX_SESSIONS"]
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+MAX_SESSIONS = 1000  # max.incremental.fetch.session.cache.slots
+
+Key = tuple[str, int]  # (topic name, or "id:<uuid>" when the id is unknown; partition)
+
+
+class FetchSessionError(Exception):
+    def __init__(self, code: ErrorCode) -> None:
+        self.code = code
+        super().__init__(code.name)
+
+
+@dataclass(slots=True)
+class SessionTarget:
+    """What the client asked for one partition, and what it was last told."""
+
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+    topic_id: Any = None
+    sent_hw: int | None = None
+    sent_lso: int | None = None
+    sent_log_start: int | None = None
+
+
+@dataclass(slots=True)
+class FetchSession:
+    session_id: int
+    next_epoch: int
+    conn_id: int
+    targets: OrderedDict[Key, SessionTarget] = field(default_factory=OrderedDict)
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """One fetch's view of its session: which partitions to read, and whether to send all."""
+
+    session: FetchSession | None  # None: sessionless
+    targets: OrderedDict[Key, SessionTarget]
+    full: bool  # full response (every partition) vs incremental (only changes)
+    response_session_id: int
+
+
+def _next(epoch: int) -> int:
+    return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+class FetchSessionCache:
+    __slots__ = ("sessions", "_ids", "max_sessions")
+
+    def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
+        self.sessions: dict[int, FetchSession] = {}
+        self._ids = itertools.count(1)
+        self.max_sessions = max_sessions
+
+    def begin(self, session_id: int, epoch: int, conn_id: int, updates: list[tuple[Key, SessionTarget]],
+              forgotten: list[Key]) -> SessionContext:
+        """Resolve the session a request names and apply its partition changes."""
+        if session_id == 0:
+            targets = OrderedDict(updates)
+            if epoch == INITIAL_EPOCH:
+                s = self._new(conn_id, targets)
+                return SessionContext(s, targets, True, s.session_id if s else 0)
+            return SessionContext(None, targets, True, 0)
+        s = self.sessions.get(session_id)
+        if epoch == FINAL_EPOCH:
+            self.sessions.pop(session_id, None)
+            return SessionContext(None, OrderedDict(updates), True, 0)
+        if epoch == INITIAL_EPOCH:
+            self.sessions.pop(session_id, None)
+            targets = OrderedDict(updates)
+            s = self._new(conn_id, targets)
+            return SessionContext(s, targets, True, s.session_id if s else 0)
+        if s is None:
+            raise FetchSessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        if epoch != s.next_epoch:
+            raise FetchSessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+        for key in forgotten:
+            s.targets.pop(key, None)
+        for key, t in updates:
+            old = s.targets.get(key)
+            if old is not None:
+                t.sent_hw, t.sent_lso, t.sent_log_start = old.sent_hw, old.sent_lso, old.sent_log_start
+            s.targets[key] = t
+        return SessionContext(s, s.targets, False, s.session_id)
+
+    def finish(self, ctx: SessionContext) -> None:
+        if ctx.session is not None:
+            ctx.session.next_epoch = _next(ctx.session.next_epoch if not ctx.full else INITIAL_EPOCH)
+
+    def _new(self, conn_id: int, targets: OrderedDict[Key, SessionTarget]) -> FetchSession | None:
+        if len(self.sessions) >= self.max_sessions:
+            # Evict the oldest session, as the cache does for sessions of lower priority.
+            oldest = next(iter(self.sessions))
+            del self.sessions[oldest]
+        sid = next(self._ids)
+        s = FetchSession(sid, 1, conn_id, targets)
+        self.sessions[sid] = s
+        return s
+
+    def on_disconnect(self, conn_id: int) -> None:
+        # Sessions outlive connections in Kafka (a client may reconnect); they are only evicted.
+        return None

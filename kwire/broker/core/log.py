@@ -1,0 +1,163 @@
+"""A partition's log: stored batches, offsets and watermarks (sans-I/O, no clock of its own).
+
+Batches are kept as the bytes a client sent, with base offset and leader epoch rewritten in
+place (``kwire.records.validate_and_assign``), so a fetch serves them without re-encoding.
+Single-replica semantics: the high watermark is the log end offset once a batch is appended.
+The last stable offset is the high watermark minus whatever open transactions hold back
+(``open_txn_first_offsets``, maintained by the producer-state and transaction code).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kwire.records import BatchInfo
+
+__all__ = ["PartitionLog", "StoredBatch", "AbortedTxn", "ReadResult"]
+
+
+@dataclass(slots=True)
+class StoredBatch:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+    producer_id: int
+    is_transactional: bool
+    is_control: bool
+
+
+@dataclass(slots=True, frozen=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(slots=True)
+class ReadResult:
+    records: bytes
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: list[AbortedTxn]
+
+
+@dataclass(slots=True)
+class PartitionLog:
+    """The batches of one partition, with the offsets a broker reports."""
+
+    topic: str
+    partition: int
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    batches: list[StoredBatch] = field(default_factory=list)
+    _bases: list[int] = field(default_factory=list)
+    # producer id -> first offset of its open transaction (holds the LSO back)
+    open_txn_first_offsets: dict[int, int] = field(default_factory=dict)
+    aborted_txns: list[AbortedTxn] = field(default_factory=list)
+    # called with each stored batch after append (persistence, wake-ups)
+    on_append: list[Callable[[StoredBatch], None]] = field(default_factory=list)
+    size_bytes: int = 0
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        if not self.open_txn_first_offsets:
+            return self.log_end_offset
+        return min(self.log_end_offset, min(self.open_txn_first_offsets.values()))
+
+    def append(self, data: bytes, info: BatchInfo) -> StoredBatch:
+        """Store a batch whose offsets were already assigned from ``log_end_offset``."""
+        assert info.base_offset == self.log_end_offset, "offsets must be assigned from the log end"
+        batch = StoredBatch(
+            info.base_offset, info.last_offset, info.max_timestamp, data, info.producer_id,
+            info.is_transactional, info.is_control,
+        )
+        self.batches.append(batch)
+        self._bases.append(batch.base_offset)
+        self.log_end_offset = batch.last_offset + 1
+        self.size_bytes += len(data)
+        for fn in self.on_append:
+            fn(batch)
+        return batch
+
+    def load(self, data: bytes, info: BatchInfo) -> None:
+        """Restore a batch read back from disk (no callbacks)."""
+        batch = StoredBatch(
+            info.base_offset, info.last_offset, info.max_timestamp, data, info.producer_id,
+            info.is_transactional, info.is_control,
+        )
+        self.batches.append(batch)
+        self._bases.append(batch.base_offset)
+        self.log_end_offset = batch.last_offset + 1
+        self.size_bytes += len(data)
+
+    def _index_for(self, offset: int) -> int:
+        """Index of the first batch whose last offset is >= ``offset``."""
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return 0
+        if self.batches[i].last_offset < offset:
+            return i + 1
+        return i
+
+    def read(self, offset: int, max_bytes: int, *, upto: int | None = None, min_one: bool = True) -> bytes:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes``.
+
+        As KIP-74 requires, the first batch is returned even when larger than ``max_bytes``
+        (``min_one``) so that a consumer always makes progress. ``upto`` is an exclusive
+        offset bound (the high watermark, or the LSO for read_committed).
+        """
+        end = self.log_end_offset if upto is None else upto
+        if offset >= end:
+            return b""
+        parts: list[bytes] = []
+        size = 0
+        batches = self.batches
+        for i in range(self._index_for(offset), len(batches)):
+            b = batches[i]
+            if b.base_offset >= end:
+                break
+            n = len(b.data)
+            if size + n > max_bytes and (parts or not min_one):
+                break
+            parts.append(b.data)
+            size += n
+        return b"".join(parts)
+
+    def aborted_in_range(self, start: int, end: int) -> list[AbortedTxn]:
+        return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """First offset whose batch max timestamp is >= ``timestamp`` (batch granularity)."""
+        for b in self.batches:
+            if b.base_offset < self.log_start_offset:
+                continue
+            if b.max_timestamp >= timestamp and not b.is_control:
+                return max(b.base_offset, self.log_start_offset), b.max_timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the batch with the largest timestamp (ListOffsets -3)."""
+        best: tuple[int, int] | None = None
+        for b in self.batches:
+            if b.is_control or b.base_offset < self.log_start_offset:
+                continue
+            if best is None or b.max_timestamp > best[1]:
+                best = (b.last_offset, b.max_timestamp)
+        return best
+
+    def truncate_before(self, offset: int) -> None:
+        """DeleteRecords: move the log start offset forward (whole batches are dropped)."""
+        offset = min(offset, self.log_end_offset)
+        self.log_start_offset = max(self.log_start_offset, offset)
+        keep = [b for b in self.batches if b.last_offset >= self.log_start_offset]
+        self.batches = keep
+        self._bases = [b.base_offset for b in keep]
+        self.size_bytes = sum(len(b.data) for b in keep)

@@ -1,0 +1,35 @@
+"""The coordinators a BrokerCore carries, installed in one place.
+
+Each subsystem is plain synchronous state with optional hooks the core calls:
+``on_disconnect(conn_id)``, ``on_topic_created(topic)``, ``on_topic_deleted(topic)``,
+``on_partition_created(partition)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import BrokerCore
+
+__all__ = ["install"]
+
+
+def install(core: BrokerCore) -> None:
+    from kwire.broker.core.fetch_sessions import FetchSessionCache
+    from kwire.broker.core.producer_ids import ProducerIdManager
+
+    core.subsystems["producer_ids"] = ProducerIdManager()
+    core.subsystems["fetch_sessions"] = FetchSessionCache()
+    try:
+        from kwire.broker.core.offsets import OffsetStore
+    except ImportError:  # pragma: no cover - during bring-up
+        pass
+    else:
+        core.subsystems["offsets"] = OffsetStore()
+    try:
+        from kwire.broker.core.groups import GroupCoordinator
+    except ImportError:  # pragma: no cover - during bring-up
+        pass
+    else:
+        core.subsystems["groups"] = GroupCoordinator(core)

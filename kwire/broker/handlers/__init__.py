@@ -1,0 +1,104 @@
+"""Request handlers, one module per API, named after it; this registry is the one list that
+both ApiVersions and dispatch read.
+
+Each handler module defines ``API_KEY``, ``VERSIONS = (min, max)``, ``handle(ctx, request)``
+returning the response (or None when deferred / acks=0), and optionally
+``error_response(ctx, request, code)`` used by fault injection.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["HandlerSpec", "HANDLERS", "load_handlers", "HANDLER_MODULES"]
+
+# The modules that make up the broker's API surface (module name == API name in snake case).
+HANDLER_MODULES = (
+    "produce",
+    "fetch",
+    "list_offsets",
+    "metadata",
+    "offset_commit",
+    "offset_fetch",
+    "find_coordinator",
+    "join_group",
+    "heartbeat",
+    "leave_group",
+    "sync_group",
+    "describe_groups",
+    "list_groups",
+    "sasl_handshake",
+    "api_versions",
+    "create_topics",
+    "delete_topics",
+    "delete_records",
+    "init_producer_id",
+    "offset_for_leader_epoch",
+    "describe_configs",
+    "alter_configs",
+    "sasl_authenticate",
+    "create_partitions",
+    "delete_groups",
+    "incremental_alter_configs",
+    "offset_delete",
+    "describe_cluster",
+    "consumer_group_heartbeat",
+    "consumer_group_describe",
+)
+
+
+@dataclass(slots=True, frozen=True)
+class HandlerSpec:
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+    module: str
+    handle: Callable[[Any, Any], Any]
+    error_response_fn: Callable[[Any, Any, int], Any] | None
+
+    def error_response(self, ctx: Any, request: Any, code: int) -> Any:
+        if self.error_response_fn is not None:
+            return self.error_response_fn(ctx, request, code)
+        return _top_level_error(ctx, code)
+
+
+def _top_level_error(ctx: Any, code: int) -> Any:
+    """Generic error answer: the response class with its top-level ErrorCode set, if it has one."""
+    from kwire.protocol.registry import response_class
+
+    cls = response_class(ctx.api_key)
+    names = {f.attr for f in cls._fields if f.present_in(ctx.api_version)}
+    if "error_code" not in names:
+        return None
+    return cls(error_code=code)
+
+
+HANDLERS: dict[int, HandlerSpec] = {}
+
+
+def load_handlers() -> dict[int, HandlerSpec]:
+    """Import every handler module that exists and register it (once)."""
+    if HANDLERS:
+        return HANDLERS
+    from kwire.protocol.registry import api_info
+
+    for name in HANDLER_MODULES:
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue  # not written yet
+            raise
+        key = int(mod.API_KEY)
+        lo, hi = mod.VERSIONS
+        info = api_info(key)
+        if info.versions is None or lo < info.min_version or hi > info.max_version or lo > hi:
+            raise RuntimeError(f"handler {name}: versions {lo}-{hi} outside the codec's {info.versions}")
+        if key in HANDLERS:
+            raise RuntimeError(f"api key {key} registered twice ({HANDLERS[key].module} and {name})")
+        HANDLERS[key] = HandlerSpec(key, info.name, lo, hi, name, mod.handle, getattr(mod, "error_response", None))
+    return HANDLERS

@@ -1,0 +1,61 @@
+"""Helpers shared by the partition-oriented handlers (Produce, Fetch, ListOffsets, ...)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from kwire.protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import RequestContext
+    from kwire.broker.core.cluster import Partition, Topic
+
+__all__ = ["resolve_topic", "leader_error", "epoch_error", "error_message"]
+
+NO_AUTHORIZED_OPERATIONS = -(2**31)  # "not requested" in Metadata/DescribeCluster
+
+
+def resolve_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None,
+                  by_id: bool) -> tuple[Topic | None, int]:
+    """The topic a request names (by id from the versions that use ids), or an error code."""
+    cluster = ctx.core.cluster
+    if by_id:
+        t = cluster.topics_by_id.get(topic_id) if topic_id is not None else None
+        return t, (ErrorCode.NONE if t is not None else ErrorCode.UNKNOWN_TOPIC_ID)
+    t = cluster.topics.get(name or "")
+    return t, (ErrorCode.NONE if t is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def leader_error(ctx: RequestContext, p: Partition) -> int:
+    """NOT_LEADER_OR_FOLLOWER when this broker does not lead the partition."""
+    if p.leader_id == -1:
+        return ErrorCode.LEADER_NOT_AVAILABLE
+    if p.leader_id != ctx.broker_id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.NONE
+
+
+def epoch_error(p: Partition, current_leader_epoch: int) -> int:
+    """KIP-320: a client that knows a newer epoch than ours, or an older one."""
+    if current_leader_epoch < 0 or current_leader_epoch == p.leader_epoch:
+        return ErrorCode.NONE
+    if current_leader_epoch > p.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.FENCED_LEADER_EPOCH
+
+
+def error_message(code: int) -> str | None:
+    from kwire.protocol.error_codes import error_info
+
+    return None if code == 0 else error_info(code).message
+
+
+def node_endpoints(ctx: RequestContext, node_ids: set[int], cls: Any) -> list[Any]:
+    """NodeEndpoints for the leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951)."""
+    out = []
+    for nid in sorted(node_ids):
+        node = ctx.core.cluster.nodes.get(nid)
+        if node is not None and node.up:
+            out.append(cls(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack))
+    return out

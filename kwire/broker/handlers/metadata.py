@@ -1,0 +1,93 @@
+"""Metadata — key 3, v0–13.
+
+Behaviour: all topics for a null topic list, none for an empty one; topics by id from v10
+(v12+ clients may name either); unknown topics are auto-created when the request allows it
+(v4+) and ``auto.create.topics.enable`` is on; only live brokers are listed; a partition
+whose leader is down reports LEADER_NOT_AVAILABLE with leader -1. The controller id is
+always a live broker's id (one peer mock reports 0 while brokers are 1..N).
+Version notes: v13 adds a top-level ErrorCode. Deviations: ISR is the replica list.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kwire.broker.core.cluster import TopicError, validate_topic_name
+from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
+from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponse_MetadataResponseTopic
+from kwire.protocol.registry import ApiKey
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import RequestContext
+    from kwire.broker.core.cluster import Topic
+
+API_KEY = ApiKey.METADATA
+VERSIONS = (0, 13)
+
+ALL_TOPIC_OPERATIONS = 0b1111111111000  # READ..DESCRIBE_CONFIGS, ALTER_CONFIGS bits (AclOperation ids 3-12)
+
+
+def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse_MetadataResponseTopic:
+    nodes = ctx.core.cluster.nodes
+    parts = []
+    for p in t.partitions:
+        leader = p.leader_id
+        code = ErrorCode.NONE
+        if leader == -1 or not nodes[leader].up:
+            leader, code = -1, ErrorCode.LEADER_NOT_AVAILABLE
+        live = [r for r in p.replicas if r in nodes and nodes[r].up]
+        parts.append(MetadataResponse.MetadataResponsePartition(
+            error_code=code, partition_index=p.index, leader_id=leader, leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas), isr_nodes=live,
+            offline_replicas=[r for r in p.replicas if r not in live],
+        ))
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=ErrorCode.NONE, name=t.name, topic_id=t.topic_id, is_internal=t.internal, partitions=parts,
+        topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS,
+    )
+
+
+def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    core = ctx.core
+    cluster = core.cluster
+    v = ctx.api_version
+    include_ops = bool(req.include_topic_authorized_operations)
+    allow_create = req.allow_auto_topic_creation if v >= 4 else True
+    topics: list[MetadataResponse_MetadataResponseTopic] = []
+    if req.topics is None or (v == 0 and not req.topics):
+        # v0 has no null: an empty list meant "all topics" there.
+        topics = [_topic(ctx, t, include_ops) for t in cluster.topics.values()]
+    else:
+        for rt in req.topics:
+            if rt.name is None:
+                t = cluster.topics_by_id.get(rt.topic_id)
+                if t is None:
+                    topics.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=rt.topic_id,
+                        topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
+                else:
+                    topics.append(_topic(ctx, t, include_ops))
+                continue
+            t = cluster.topics.get(rt.name)
+            if t is None:
+                try:
+                    validate_topic_name(rt.name)
+                except TopicError as exc:
+                    topics.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=exc.code, name=rt.name, topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
+                    continue
+                if allow_create:
+                    t = core.maybe_auto_create(rt.name)
+            if t is None:
+                topics.append(MetadataResponse.MetadataResponseTopic(
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=rt.name,
+                    topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
+            else:
+                topics.append(_topic(ctx, t, include_ops))
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+               for n in cluster.live_nodes()]
+    return MetadataResponse(
+        brokers=brokers, cluster_id=cluster.cluster_id, controller_id=cluster.controller_id, topics=topics,
+        cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+    )

@@ -1,0 +1,178 @@
+"""Produce — key 0, v3–13 (advertised from v0 for librdkafka, RB-5).
+
+Behaviour, per partition in the leader's order: unknown topic → UNKNOWN_TOPIC_OR_PARTITION
+(UNKNOWN_TOPIC_ID by id in v13); not the leader → NOT_LEADER_OR_FOLLOWER (with the new
+leader, KIP-951, v10+); exactly one magic-2 batch (TX-10, RB-5: legacy sets → INVALID_RECORD,
+or up-converted when ``kwire.legacy.produce.upconvert`` is on); CRC → CORRUPT_MESSAGE;
+control batches → INVALID_RECORD; zstd before v7 → UNSUPPORTED_COMPRESSION_TYPE; over
+``max.message.bytes`` → MESSAGE_TOO_LARGE; producer id/epoch/sequence checks (TX-6..TX-8).
+Offsets and the leader epoch are written into the batch in place (no re-encode);
+LogAppendTime topics get the broker time. acks=0 gets no response; acks outside {-1,0,1}
+→ INVALID_REQUIRED_ACKS.
+Deviations: acks=all waits for no replica (single-replica storage).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.producer_state import Duplicate
+from kwire.broker.handlers._common import error_message, leader_error, node_endpoints, resolve_topic
+from kwire.errors import CorruptBatchError, RecordError
+from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.messages.produce import ProduceRequest, ProduceResponse, ProduceResponse_PartitionProduceResponse
+from kwire.protocol.registry import ApiKey
+from kwire.records import (
+    Compression,
+    iter_batches,
+    set_log_append_time,
+    upconvert_to_v2,
+    validate_and_assign,
+)
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import RequestContext
+    from kwire.broker.core.cluster import Partition
+
+API_KEY = ApiKey.PRODUCE
+VERSIONS = (3, 13)
+
+PR = ProduceResponse_PartitionProduceResponse
+
+
+class _Reject(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        self.code = code
+        self.message = message
+
+
+def _single_batch(ctx: RequestContext, records: Any) -> bytearray:
+    """The one batch of a partition's records, as a writable copy (magic 2, RB-5/TX-10)."""
+    if records is None or len(records) == 0:
+        raise _Reject(ErrorCode.INVALID_RECORD, "Produce request has no records for this partition")
+    try:
+        it = iter_batches(records, verify_crc=False)
+        batches = list(it)
+    except RecordError as exc:
+        raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    if it.has_partial_tail or not batches:
+        raise _Reject(ErrorCode.CORRUPT_MESSAGE, "records end inside a batch")
+    magic = batches[0].magic
+    if magic != 2:
+        if not ctx.core.configs.get_bool(ResourceType.BROKER, "", "kwire.legacy.produce.upconvert"):
+            raise _Reject(ErrorCode.INVALID_RECORD,
+                          f"Produce requests with version {ctx.api_version} must have at least one record batch "
+                          f"with magic 2, not magic {magic}")
+        try:
+            return bytearray(upconvert_to_v2(records))
+        except RecordError as exc:
+            raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    if len(batches) != 1:
+        raise _Reject(ErrorCode.INVALID_RECORD, "Produce requests must contain exactly one record batch per partition")
+    return bytearray(records)
+
+
+def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
+    core = ctx.core
+    buf = _single_batch(ctx, records)
+    log = p.log
+    try:
+        info = validate_and_assign(buf, log.log_end_offset, p.leader_epoch)
+    except CorruptBatchError as exc:
+        raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    except RecordError as exc:
+        raise _Reject(ErrorCode.INVALID_RECORD, str(exc)) from None
+    if info.is_control:
+        raise _Reject(ErrorCode.INVALID_RECORD, "control batches may only be written by the broker")
+    if info.compression == Compression.ZSTD and ctx.api_version < 7:
+        raise _Reject(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs produce v7 or later")
+    max_bytes = core.configs.get_int(ResourceType.TOPIC, p.topic, "max.message.bytes")
+    if info.size_in_bytes > max_bytes:
+        raise _Reject(ErrorCode.MESSAGE_TOO_LARGE,
+                      f"the batch of {info.size_in_bytes} bytes exceeds max.message.bytes {max_bytes}")
+    if info.producer_id >= 0 and info.producer_epoch < 0:
+        raise _Reject(ErrorCode.INVALID_RECORD, "a batch with a producer id needs a producer epoch")
+    now = ctx.now_ms
+    txn = core.subsystems.get("transactions")
+    if txn is not None:
+        code = txn.check_produce(ctx, p, info)
+        if code:
+            raise _Reject(code)
+    verdict = p.producers.check(info)
+    if isinstance(verdict, Duplicate):  # TX-6
+        return PR(index=p.index, base_offset=verdict.base_offset, log_append_time_ms=-1,
+                  log_start_offset=log.log_start_offset)
+    if verdict is not None:
+        raise _Reject(verdict)
+    append_time = -1
+    if core.configs.get(ResourceType.TOPIC, p.topic, "message.timestamp.type") == "LogAppendTime":
+        set_log_append_time(buf, now)
+        append_time = now
+        info = info._replace(max_timestamp=now, timestamp_type=1)
+    data = bytes(buf)
+    entry = p.producers.record(info, info.base_offset, info.max_timestamp)
+    if entry is not None and info.is_transactional:
+        log.open_txn_first_offsets.setdefault(info.producer_id, entry.txn_first_offset or info.base_offset)
+    log.append(data, info)
+    return PR(index=p.index, base_offset=info.base_offset, log_append_time_ms=append_time,
+              log_start_offset=log.log_start_offset)
+
+
+def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+    core = ctx.core
+    by_id = ctx.api_version >= 13
+    if req.acks not in (-1, 0, 1):
+        return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
+    txn = core.subsystems.get("transactions")
+    if req.transactional_id is not None and txn is None:
+        return error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    responses = []
+    leaders: set[int] = set()
+    for td in req.topic_data:
+        topic, tcode = resolve_topic(ctx, td.name, td.topic_id, by_id)
+        parts = []
+        for pd in td.partition_data:
+            r = PR(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+            parts.append(r)
+            if topic is None:
+                r.error_code = tcode
+                continue
+            if pd.index < 0 or pd.index >= len(topic.partitions):
+                r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            p = topic.partitions[pd.index]
+            injected = core.faults.partition_error(API_KEY, ctx.broker_id, topic.name, p.index) \
+                if core.faults.rules else None
+            code = injected if injected is not None else leader_error(ctx, p)
+            if code:
+                r.error_code = code
+                if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and p.leader_id >= 0 and ctx.api_version >= 10:
+                    r.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=p.leader_id,
+                                                                        leader_epoch=p.leader_epoch)
+                    leaders.add(p.leader_id)
+                continue
+            try:
+                ok = _append(ctx, p, pd.records)
+            except _Reject as rej:
+                r.error_code = rej.code
+                r.error_message = rej.message or error_message(rej.code)
+                r.log_start_offset = p.log.log_start_offset
+                continue
+            parts[-1] = ok
+        responses.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
+                                                              partition_responses=parts))
+    if req.acks == 0:
+        return None
+    resp = ProduceResponse(responses=responses)
+    if leaders and ctx.api_version >= 10:
+        resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
+    return resp
+
+
+def error_response(ctx: RequestContext, req: ProduceRequest, code: int) -> ProduceResponse:
+    return ProduceResponse(responses=[
+        ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id, partition_responses=[
+            PR(index=pd.index, error_code=code, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+            for pd in td.partition_data])
+        for td in req.topic_data])

@@ -1,0 +1,210 @@
+"""The trio edge: listeners, one task per connection, and the deadline task.
+
+Everything here is I/O; every decision is the core's. After anything that may have completed
+deferred requests (a request, a deadline, a control call), ``flush`` routes the core's outbox
+to the connections and wakes their writers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from kwire.broker.config import BrokerConfig
+from kwire.broker.connection import Connection
+from kwire.broker.core.broker_core import BrokerCore
+from kwire.clock import Clock, ManualClock, SystemClock
+
+__all__ = ["BrokerServer"]
+
+log = logging.getLogger("kwire.broker")
+
+_RECV_BYTES = 256 * 1024
+
+
+class _Conn:
+    __slots__ = ("conn", "stream", "wake", "broker_id", "cancel")
+
+    def __init__(self, conn: Connection, stream: trio.SocketStream, broker_id: int) -> None:
+        self.conn = conn
+        self.stream = stream
+        self.wake = trio.Event()
+        self.broker_id = broker_id
+        self.cancel = trio.CancelScope()
+
+
+class BrokerServer:
+    """Serves a BrokerCore over TCP, one listener per broker node."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None, core: BrokerCore | None = None,
+                 on_line: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.clock = clock if clock is not None else SystemClock()
+        self.core = core if core is not None else BrokerCore(config, self.clock)
+        self.on_line = on_line
+        self._conns: dict[int, _Conn] = {}
+        self._listeners: dict[int, list[trio.SocketListener]] = {}
+        self._listener_scopes: dict[int, trio.CancelScope] = {}
+        self._deadline_wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self.ready = trio.Event()
+
+    # --- lifecycle --------------------------------------------------------------------------
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for node in sorted(self.core.cluster.nodes.values(), key=lambda n: n.node_id):
+                await self._start_listener(node.node_id, node.port)
+            nursery.start_soon(self._deadline_task)
+            self.ready.set()
+            task_status.started(self.bootstrap())
+            await trio.sleep_forever()
+
+    def bootstrap(self) -> str:
+        return ",".join(f"{n.host}:{n.port}" for n in sorted(self.core.cluster.nodes.values(),
+                                                               key=lambda n: n.node_id) if n.up)
+
+    async def _start_listener(self, node_id: int, port: int) -> None:
+        assert self._nursery is not None
+        node = self.core.cluster.nodes[node_id]
+        listeners = await trio.open_tcp_listeners(port, host=self.config.host)
+        node.port = listeners[0].socket.getsockname()[1]
+        self._listeners[node_id] = listeners
+        scope = trio.CancelScope()
+        self._listener_scopes[node_id] = scope
+
+        async def run() -> None:
+            with scope:
+                await trio.serve_listeners(lambda s: self._serve_conn(s, node_id), listeners)  # type: ignore[arg-type]
+
+        self._nursery.start_soon(run)
+
+    def _line(self, text: str) -> None:
+        if self.config.log_connections:
+            if self.on_line is not None:
+                self.on_line(text)
+            else:
+                log.info("%s", text)
+
+    # --- connections ------------------------------------------------------------------------
+    async def _serve_conn(self, stream: trio.SocketStream, broker_id: int) -> None:
+        try:
+            peer = "{}:{}".format(*stream.socket.getpeername()[:2])
+        except OSError:
+            peer = "?"
+        conn = Connection(self.core, broker_id, peer)
+        c = _Conn(conn, stream, broker_id)
+        self._conns[conn.conn_id] = c
+        self._line(f"broker {broker_id}: connection {conn.conn_id} from {peer}")
+        try:
+            with c.cancel:
+                async with trio.open_nursery() as n:
+                    n.start_soon(self._writer, c)
+                    while not conn.closed:
+                        try:
+                            data = await stream.receive_some(_RECV_BYTES)
+                        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                            data = b""
+                        if not data:
+                            conn.connection_lost()
+                            break
+                        conn.receive_data(data)
+                        self.flush()
+                        c.wake.set()
+                    c.wake.set()
+                    n.cancel_scope.cancel()
+        finally:
+            if not conn.closed:
+                conn.connection_lost()
+            self._conns.pop(conn.conn_id, None)
+            reason = conn.close_reason or "closed"
+            self._line(f"broker {broker_id}: connection {conn.conn_id} closed ({reason})")
+            with trio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):  # closing a dead socket may fail in many ways
+                    await stream.aclose()
+
+    async def _writer(self, c: _Conn) -> None:
+        conn = c.conn
+        while True:
+            await c.wake.wait()
+            c.wake = trio.Event()
+            data = conn.data_to_send()
+            if data:
+                try:
+                    await c.stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    conn.connection_lost()
+                    c.cancel.cancel()
+                    return
+            if conn.closed:
+                c.cancel.cancel()
+                return
+
+    def flush(self) -> None:
+        """Deliver completed deferred responses and re-arm the deadline task."""
+        for conn_id, data in self.core.take_outbox():
+            c = self._conns.get(conn_id)
+            if c is None:
+                continue
+            c.conn.complete(data)
+            c.wake.set()
+        # Completing a response may let a connection dispatch queued requests: route again.
+        if self.core.outbox:
+            self.flush()
+        self._deadline_wake.set()
+
+    # --- time -------------------------------------------------------------------------------
+    async def _deadline_task(self) -> None:
+        manual = isinstance(self.clock, ManualClock)
+        while True:
+            self._deadline_wake = trio.Event()
+            nxt = self.core.next_deadline_ms()
+            if nxt is not None and nxt <= self.clock.now_ms():
+                self.core.fire_due()
+                self.flush()
+                continue
+            if nxt is None or manual:
+                # A manual clock moves only through the control API, which wakes us.
+                await self._deadline_wake.wait()
+            else:
+                delay = (nxt - self.clock.now_ms()) / 1000
+                with trio.move_on_after(max(0.0, min(delay, math.inf))):
+                    await self._deadline_wake.wait()
+
+    def poke(self) -> None:
+        """Re-examine deadlines and outbox now (after a control call changed state)."""
+        self.flush()
+
+    # --- control ----------------------------------------------------------------------------
+    def close_connections(self, broker_id: int | None = None) -> int:
+        n = 0
+        for c in list(self._conns.values()):
+            if broker_id is None or c.broker_id == broker_id:
+                c.conn.close("closed by the control API")
+                c.cancel.cancel()
+                n += 1
+        return n
+
+    async def stop_broker(self, node_id: int) -> None:
+        """Take one broker down: stop listening and drop its connections."""
+        scope = self._listener_scopes.pop(node_id, None)
+        if scope is not None:
+            scope.cancel()
+        for lst in self._listeners.pop(node_id, []):
+            await lst.aclose()
+        self.core.cluster.set_node_up(node_id, False)
+        self.close_connections(node_id)
+        self.core.wake_all()
+        self.flush()
+
+    async def start_broker(self, node_id: int) -> None:
+        node = self.core.cluster.nodes[node_id]
+        if node_id not in self._listeners:
+            await self._start_listener(node_id, node.port)
+        self.core.cluster.set_node_up(node_id, True)
+        self.flush()

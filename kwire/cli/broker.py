@@ -1,0 +1,64 @@
+"""``kwire broker``: run a mock Kafka cluster until Ctrl-C / SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=9092, help="port of the first broker (0: any free port)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--brokers", type=int, default=1, help="number of brokers (consecutive ports)")
+    p.add_argument("--data-dir", help="keep partitions in Kafka's segment format under DIR")
+    p.add_argument("--sasl", metavar="USER:PASSWORD", action="append",
+                   help="require SASL (PLAIN, SCRAM-SHA-256/512) with this user; repeatable")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="a broker config setting")
+    p.add_argument("--topic", metavar="NAME[:PARTITIONS]", action="append", default=[], help="create a topic")
+    p.add_argument("--quiet", action="store_true", help="do not log connections")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kwire.cli import CliError
+    from kwire.control import Broker, BrokerConfig, SaslConfig
+
+    settings = {}
+    for item in args.set:
+        if "=" not in item:
+            raise CliError(f"--set takes KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        settings[k] = v
+    sasl = None
+    if args.sasl:
+        users = {}
+        for item in args.sasl:
+            if ":" not in item:
+                raise CliError(f"--sasl takes USER:PASSWORD, got {item!r}")
+            u, pw = item.split(":", 1)
+            users[u] = pw
+        sasl = SaslConfig(users=users)
+    config = BrokerConfig(brokers=args.brokers, host=args.host, port=args.port, data_dir=args.data_dir,
+                          sasl=sasl, settings=settings, log_connections=not args.quiet)
+
+    def line(text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
+
+    broker = Broker(config, on_line=line).start()
+    for spec in args.topic:
+        name, _, parts = spec.partition(":")
+        broker.create_topic(name, int(parts or 1))
+    print(f"kwire broker: bootstrap servers {broker.bootstrap}", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+        print("kwire broker: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,227 @@
+"""Drive a kwire broker from Python: start it, change it, break it, watch it.
+
+``Broker`` runs the trio server in a background thread; every control call is carried onto
+that thread (the core has one owner), so tests call plain methods from any thread while real
+clients talk to the broker over TCP.
+
+    with Broker(brokers=3) as b:
+        b.create_topic("orders", partitions=6)
+        b.inject_error(api_key=0, error_code=6, times=2)   # NOT_LEADER_OR_FOLLOWER twice
+        b.advance(30_000)                                  # move the broker clock 30 s
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
+import trio.from_thread
+import trio.lowlevel
+
+from kwire.broker.config import BrokerConfig, SaslConfig
+from kwire.broker.core.broker_core import BrokerCore, Exchange
+from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.faults import FaultAction, FaultRule
+from kwire.broker.server import BrokerServer
+from kwire.clock import Clock, ManualClock, SystemClock
+from kwire.errors import KwireError
+
+__all__ = ["Broker", "BrokerConfig", "SaslConfig", "FaultAction"]
+
+T = TypeVar("T")
+
+
+class BrokerNotRunning(KwireError):
+    """A control call on a broker that is not running."""
+
+
+class Broker:
+    """A kwire cluster running in a background thread, with its control API."""
+
+    def __init__(self, config: BrokerConfig | None = None, *, clock: Clock | None = None,
+                 manual_clock: bool = False, on_line: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+        self.config = config if config is not None else BrokerConfig(**kwargs)
+        if clock is None:
+            clock = ManualClock() if manual_clock else SystemClock()
+        self.clock = clock
+        self.core = BrokerCore(self.config, self.clock)
+        self.server = BrokerServer(self.config, self.clock, self.core, on_line=on_line)
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._stop: trio.Event | None = None
+        self._error: BaseException | None = None
+        self.bootstrap = ""
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def start(self, timeout: float = 30.0) -> Broker:
+        if self._thread is not None:
+            return self
+        self._thread = threading.Thread(target=self._run, name="kwire-broker", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout):
+            raise BrokerNotRunning("the broker did not start in time")
+        if self._error is not None:
+            raise BrokerNotRunning(f"the broker failed to start: {self._error}") from self._error
+        return self
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            self._stop = trio.Event()
+            async with trio.open_nursery() as n:
+                self.bootstrap = await n.start(self.server.serve)
+                self._started.set()
+                await self._stop.wait()
+                n.cancel_scope.cancel()
+
+        try:
+            trio.run(main)
+        except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
+            self._error = exc
+            self._started.set()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        if self._token is not None and self._stop is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(timeout=30)
+        self._thread = None
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the broker's thread (the owner of all state), then deliver what it completed."""
+        if self._token is None:
+            raise BrokerNotRunning("the broker is not running")
+
+        def run() -> T:
+            result = fn()
+            self.server.poke()
+            return result
+
+        return trio.from_thread.run_sync(run, trio_token=self._token)
+
+    def call_async(self, fn: Callable[[], Any]) -> Any:
+        if self._token is None:
+            raise BrokerNotRunning("the broker is not running")
+        return trio.from_thread.run(fn, trio_token=self._token)
+
+    # --- topics and configs -----------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> Any:
+        return self.call(lambda: self.core.create_topic(name, partitions, replication_factor, configs))
+
+    def create_partitions(self, name: str, total: int) -> Any:
+        return self.call(lambda: self.core.create_partitions(name, total))
+
+    def delete_topic(self, name: str) -> None:
+        self.call(lambda: self.core.delete_topic(name))
+
+    def set_config(self, resource: str, name: str, key: str, value: str | None) -> None:
+        """Set (or with None, remove) a config of a "broker", "topic" or "group"."""
+        rtype = {"broker": ResourceType.BROKER, "topic": ResourceType.TOPIC, "group": ResourceType.GROUP}[resource]
+        self.call(lambda: self.core.configs.set(rtype, "" if rtype is ResourceType.BROKER else name, key, value))
+
+    # --- faults -----------------------------------------------------------------------------
+    def inject_error(self, *, api_key: int | None = None, error_code: int, times: int | None = 1,
+                     broker_id: int | None = None, topic: str | None = None, partition: int | None = None,
+                     when: Callable[[Any], bool] | None = None) -> int:
+        """Answer matching requests (or one partition of them) with ``error_code``."""
+        rule = FaultRule(FaultAction.ERROR, api_key=api_key, broker_id=broker_id, error_code=error_code,
+                         times=times, topic=topic, partition=partition, when=when)
+        return self.call(lambda: self.core.faults.add(rule).rule_id)
+
+    def add_latency(self, delay_ms: int, *, api_key: int | None = None, times: int | None = None,
+                    broker_id: int | None = None) -> int:
+        rule = FaultRule(FaultAction.LATENCY, api_key=api_key, broker_id=broker_id, delay_ms=delay_ms, times=times)
+        return self.call(lambda: self.core.faults.add(rule).rule_id)
+
+    def swallow(self, *, api_key: int | None = None, times: int | None = 1, broker_id: int | None = None) -> int:
+        rule = FaultRule(FaultAction.SWALLOW, api_key=api_key, broker_id=broker_id, times=times)
+        return self.call(lambda: self.core.faults.add(rule).rule_id)
+
+    def close_on(self, *, api_key: int | None = None, times: int | None = 1, broker_id: int | None = None) -> int:
+        """Close the connection instead of answering the next matching request(s)."""
+        rule = FaultRule(FaultAction.CLOSE, api_key=api_key, broker_id=broker_id, times=times)
+        return self.call(lambda: self.core.faults.add(rule).rule_id)
+
+    def hook(self, fn: Callable[[Any, Any], Any], *, api_key: int | None = None, times: int | None = None,
+             broker_id: int | None = None) -> int:
+        """Call ``fn(request, context)``; a non-None return is sent as the response."""
+        rule = FaultRule(FaultAction.HOOK, api_key=api_key, broker_id=broker_id, times=times, hook=fn)
+        return self.call(lambda: self.core.faults.add(rule).rule_id)
+
+    def remove_fault(self, rule_id: int) -> None:
+        self.call(lambda: self.core.faults.remove(rule_id))
+
+    def clear_faults(self) -> None:
+        self.call(self.core.faults.clear)
+
+    def close_connections(self, broker_id: int | None = None) -> int:
+        return self.call(lambda: self.server.close_connections(broker_id))
+
+    def cap_api_version(self, api_key: int, max_version: int | None) -> None:
+        """Advertise at most ``max_version`` of an API (simulate an older broker); None lifts the cap."""
+        def run() -> None:
+            if max_version is None:
+                self.core.version_caps.pop(api_key, None)
+            else:
+                self.core.version_caps[api_key] = max_version
+        self.call(run)
+
+    # --- cluster ----------------------------------------------------------------------------
+    def broker_down(self, node_id: int) -> None:
+        self.call_async(lambda: self.server.stop_broker(node_id))
+
+    def broker_up(self, node_id: int) -> None:
+        self.call_async(lambda: self.server.start_broker(node_id))
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        def run() -> None:
+            self.core.cluster.move_leader(topic, partition, node_id)
+            self.core.wake_all()
+        self.call(run)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return sorted(self.core.cluster.nodes)
+
+    # --- time -------------------------------------------------------------------------------
+    def advance(self, ms: int) -> int:
+        """Move a manual broker clock forward and fire everything that became due."""
+        clock = self.clock
+        if not isinstance(clock, ManualClock):
+            raise KwireError("advance() needs a broker started with manual_clock=True")
+
+        def run() -> int:
+            now = clock.advance(ms)
+            self.core.fire_due()
+            return now
+        return self.call(run)
+
+    # --- recording --------------------------------------------------------------------------
+    def start_recording(self) -> None:
+        def run() -> None:
+            if self.core.recording is None:
+                self.core.recording = []
+        self.call(run)
+
+    def recorded(self) -> list[Exchange]:
+        return self.call(lambda: list(self.core.recording or []))
+
+    def stats(self) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            s = self.core.stats
+            return {"requests": s.requests, "closed_connections": s.closed_connections,
+                    "per_api": dict(s.per_api), "connections": len(self.core.connections)}
+        return self.call(run)
