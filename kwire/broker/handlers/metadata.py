@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING
 from kwire.broker.core.cluster import TopicError, validate_topic_name
 from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
 from kwire.protocol.error_codes import ErrorCode
-from kwire.protocol.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponse_MetadataResponseTopic
+from kwire.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponse_MetadataResponseTopic,
+)
 from kwire.protocol.registry import ApiKey
 
 if TYPE_CHECKING:

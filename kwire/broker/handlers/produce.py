@@ -21,7 +21,11 @@ from kwire.broker.core.producer_state import Duplicate
 from kwire.broker.handlers._common import error_message, leader_error, node_endpoints, resolve_topic
 from kwire.errors import CorruptBatchError, RecordError
 from kwire.protocol.error_codes import ErrorCode
-from kwire.protocol.messages.produce import ProduceRequest, ProduceResponse, ProduceResponse_PartitionProduceResponse
+from kwire.protocol.messages.produce import (
+    ProduceRequest,
+    ProduceResponse,
+    ProduceResponse_PartitionProduceResponse,
+)
 from kwire.protocol.registry import ApiKey
 from kwire.records import (
     Compression,
