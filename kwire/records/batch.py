@@ -44,6 +44,8 @@ from kwire.errors import CorruptBatchError, RecordDecodeError, RecordEncodeError
 
 from .compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression, compress, decompress_view
 from .crc import crc32c
+from .varint import _SMALL as _VARINT_SMALL
+from .varint import _SMALL_CACHE as _VARINT_CACHE
 from .varint import INT32_MAX, INT64_MAX, INT64_MIN, encode_varint, encode_varlong
 
 __all__ = [
@@ -192,6 +194,10 @@ def _varint_slow(data: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, 
     raise _Fail(f"varint longer than {max_bytes} bytes", pos)
 
 
+# zig-zag value of every 1-byte varint: one tuple index instead of three operations
+_ZIGZAG_1 = tuple((b >> 1) ^ -(b & 1) for b in range(128))
+
+
 class _Fail(Exception):
     """Internal: a decode failure at a byte position of the records region."""
 
@@ -214,13 +220,18 @@ def _decode_records_py(
     new = _new_record
     rec_type = Record
     slow = _varint_slow
+    zz = _ZIGZAG_1
     for _ in range(count):
         if pos >= end:
             raise _Fail("record count says more records than the data holds", pos)
         b = data[pos]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            length = zz[b]
             pos += 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+            u = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (u >> 1) ^ -(u & 1)
+            pos += 2
         else:
             length, pos = slow(data, pos, end, 5)
         rec_end = pos + length
@@ -229,20 +240,32 @@ def _decode_records_py(
         pos += 1  # attributes: unused (RB-4 table)
         b = data[pos]
         if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
+            ts_delta = zz[b]
             pos += 1
+        elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+            u = (b & 0x7F) | (data[pos + 1] << 7)
+            ts_delta = (u >> 1) ^ -(u & 1)
+            pos += 2
         else:
             ts_delta, pos = slow(data, pos, rec_end, 10)
         b = data[pos] if pos < rec_end else 0
         if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
+            offset_delta = zz[b]
             pos += 1
+        elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+            u = (b & 0x7F) | (data[pos + 1] << 7)
+            offset_delta = (u >> 1) ^ -(u & 1)
+            pos += 2
         else:
             offset_delta, pos = slow(data, pos, rec_end, 5)
         b = data[pos] if pos < rec_end else 0
         if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
+            n = zz[b]
             pos += 1
+        elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+            u = (b & 0x7F) | (data[pos + 1] << 7)
+            n = (u >> 1) ^ -(u & 1)
+            pos += 2
         else:
             n, pos = slow(data, pos, rec_end, 5)
         if n >= 0:
@@ -256,8 +279,12 @@ def _decode_records_py(
             raise _Fail(f"invalid key length {n}", pos)
         b = data[pos] if pos < rec_end else 0x80
         if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
+            n = zz[b]
             pos += 1
+        elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+            u = (b & 0x7F) | (data[pos + 1] << 7)
+            n = (u >> 1) ^ -(u & 1)
+            pos += 2
         else:
             n, pos = slow(data, pos, rec_end, 5)
         if n >= 0:
@@ -271,8 +298,12 @@ def _decode_records_py(
             raise _Fail(f"invalid value length {n}", pos)
         b = data[pos] if pos < rec_end else 0x80
         if b < 0x80:
-            hcount = (b >> 1) ^ -(b & 1)
+            hcount = zz[b]
             pos += 1
+        elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+            u = (b & 0x7F) | (data[pos + 1] << 7)
+            hcount = (u >> 1) ^ -(u & 1)
+            pos += 2
         else:
             hcount, pos = slow(data, pos, rec_end, 5)
         headers: list[Header] = []
@@ -282,8 +313,12 @@ def _decode_records_py(
             for _h in range(hcount):
                 b = data[pos] if pos < rec_end else 0x80
                 if b < 0x80:
-                    n = (b >> 1) ^ -(b & 1)
+                    n = zz[b]
                     pos += 1
+                elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+                    u = (b & 0x7F) | (data[pos + 1] << 7)
+                    n = (u >> 1) ^ -(u & 1)
+                    pos += 2
                 else:
                     n, pos = slow(data, pos, rec_end, 5)
                 if n < 0 or pos + n > rec_end:
@@ -295,8 +330,12 @@ def _decode_records_py(
                 pos += n
                 b = data[pos] if pos < rec_end else 0x80
                 if b < 0x80:
-                    n = (b >> 1) ^ -(b & 1)
+                    n = zz[b]
                     pos += 1
+                elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # 2-byte varint, also common
+                    u = (b & 0x7F) | (data[pos + 1] << 7)
+                    n = (u >> 1) ^ -(u & 1)
+                    pos += 2
                 else:
                     n, pos = slow(data, pos, rec_end, 5)
                 if n >= 0:
@@ -333,52 +372,90 @@ def _check_blob(v: Any, what: str, i: int) -> None:
 
 
 def _encode_records_py(records: Sequence[tuple[int, int, Any, Any, Any]], base_timestamp: int) -> bytes:
-    """Encode ``(offset_delta, timestamp, key, value, headers)`` tuples as a records region."""
+    """Encode ``(offset_delta, timestamp, key, value, headers)`` tuples as a records region.
+
+    Parts go straight into one list, each record's length slot filled in once its size is
+    known, so there is a single join at the end; small varints come from a precomputed table.
+    """
     out: list[bytes] = []
     add = out.append
     ev = encode_varint
-    el = encode_varlong
+    cache = _VARINT_CACHE
+    small = _VARINT_SMALL
     for i, (offset_delta, timestamp, key, value, headers) in enumerate(records):
         if not isinstance(timestamp, int):
             raise TypeError(f"record {i}: timestamp must be an int, not {type(timestamp).__name__}")
-        _check_blob(key, "key", i)
-        _check_blob(value, "value", i)
         delta = timestamp - base_timestamp
-        if not INT64_MIN <= delta <= INT64_MAX:
+        if -small <= delta < small:
+            tsb = cache[delta + small]
+        elif INT64_MIN <= delta <= INT64_MAX:
+            tsb = encode_varlong(delta)
+        else:
             raise OverflowError(f"record {i}: timestamp delta out of int64 range")
-        body = [b"\x00", el(delta), ev(offset_delta)]
+        odb = cache[offset_delta + small] if offset_delta < small else ev(offset_delta)
+        slot = len(out)
+        add(b"")
+        add(b"\x00")
+        add(tsb)
+        add(odb)
+        size = 1 + len(tsb) + len(odb)
         if key is None:
-            body.append(b"\x01")
+            add(b"\x01")
+            size += 1
         else:
-            body.append(ev(len(key)))
-            body.append(bytes(key))
+            if type(key) is not bytes:
+                _check_blob(key, "key", i)
+                key = bytes(key)
+            n = len(key)
+            lb = cache[n + small] if n < small else ev(n)
+            add(lb)
+            add(key)
+            size += len(lb) + n
         if value is None:
-            body.append(b"\x01")
+            add(b"\x01")
+            size += 1
         else:
-            body.append(ev(len(value)))
-            body.append(bytes(value))
+            if type(value) is not bytes:
+                _check_blob(value, "value", i)
+                value = bytes(value)
+            n = len(value)
+            lb = cache[n + small] if n < small else ev(n)
+            add(lb)
+            add(value)
+            size += len(lb) + n
         if headers:
             if not isinstance(headers, list | tuple):
                 raise TypeError(f"record {i}: headers must be a list or tuple")
-            body.append(ev(len(headers)))
+            n = len(headers)
+            hb = cache[n + small] if n < small else ev(n)
+            add(hb)
+            size += len(hb)
             for h in headers:
                 if not (isinstance(h, tuple) and len(h) == 2 and isinstance(h[0], str)):
                     raise TypeError(f"record {i}: header must be a (str, bytes | None) tuple, not {h!r}")
-                hkey, hvalue = h
-                _check_blob(hvalue, "header value", i)
-                kb = hkey.encode()
-                body.append(ev(len(kb)))
-                body.append(kb)
+                kb = h[0].encode()
+                n = len(kb)
+                lb = cache[n + small] if n < small else ev(n)
+                add(lb)
+                add(kb)
+                size += len(lb) + n
+                hvalue = h[1]
                 if hvalue is None:
-                    body.append(b"\x01")
+                    add(b"\x01")
+                    size += 1
                 else:
-                    body.append(ev(len(hvalue)))
-                    body.append(bytes(hvalue))
+                    if type(hvalue) is not bytes:
+                        _check_blob(hvalue, "header value", i)
+                        hvalue = bytes(hvalue)
+                    n = len(hvalue)
+                    lb = cache[n + small] if n < small else ev(n)
+                    add(lb)
+                    add(hvalue)
+                    size += len(lb) + n
         else:
-            body.append(_EMPTY_HEADERS)
-        payload = b"".join(body)
-        add(ev(len(payload)))
-        add(payload)
+            add(_EMPTY_HEADERS)
+            size += 1
+        out[slot] = cache[size + small] if size < small else ev(size)
     return b"".join(out)
 
 
