@@ -8,6 +8,11 @@ proper flexible layout, with the ranges the mock advertises; every other frame p
 through untouched. The mock is told to advertise the proxy's address
 (``rd_kafka_mock_broker_set_host_port``), so no response needs rewriting.
 
+It also repairs SyncGroup responses whose Assignment is NULL (the mock sends that while
+a rebalance is in progress; Java and kafkats reject a null in that non-nullable field,
+and a real broker sends empty bytes). SyncGroup is capped at v3, so the field sits at a
+fixed place and the rewrite keeps the length.
+
 Responses go back in request order (Kafka's per-connection guarantee): each request
 queues either a ready answer or "read one upstream frame"; Produce with acks=0 queues
 nothing, since no response comes.
@@ -26,7 +31,11 @@ from kwire.errors import ConformanceError
 __all__ = ["FixupProxy", "query_api_versions"]
 
 _API_PRODUCE = 0
+_API_SYNC_GROUP = 14
 _API_API_VERSIONS = 18
+# SyncGroup v1-3 response: correlation_id, throttle_time_ms, error_code, then the
+# assignment's int32 length.
+_SYNC_ASSIGNMENT_LEN_AT = 4 + 4 + 2
 # Highest ApiVersions version the proxy encodes (v4 has the v3 layout, KIP-896).
 _PROXY_API_VERSIONS_MAX = 4
 # Produce v9+ and ApiVersions v3+ use request header v2 (tagged fields).
@@ -114,6 +123,19 @@ def encode_api_versions_v3(correlation_id: int, ranges: dict[int, tuple[int, int
     return bytes(out)
 
 
+def fix_response(key: int, version: int, frame: bytes) -> bytes:
+    """Repair the mock's responses that real clients reject (see the module docstring)."""
+    at = _SYNC_ASSIGNMENT_LEN_AT
+    if (
+        key == _API_SYNC_GROUP
+        and 1 <= version <= 3
+        and len(frame) >= at + 4
+        and struct.unpack_from(">i", frame, at)[0] == -1
+    ):
+        return frame[:at] + struct.pack(">i", 0) + frame[at + 4 :]
+    return frame
+
+
 async def _read_frame(reader: asyncio.StreamReader) -> bytes | None:
     try:
         head = await reader.readexactly(4)
@@ -167,8 +189,9 @@ class FixupProxy:
         except OSError:
             client_w.close()
             return
-        # None = "the next response comes from upstream"; bytes = an answer made here.
-        order: asyncio.Queue[bytes | None] = asyncio.Queue()
+        # int = "the next response comes from upstream, for this api key";
+        # bytes = an answer made here.
+        order: asyncio.Queue[bytes | tuple[int, int]] = asyncio.Queue()
 
         async def client_to_upstream() -> None:
             while (frame := await _read_frame(client_r)) is not None:
@@ -179,15 +202,18 @@ class FixupProxy:
                 up_w.write(_SIZE.pack(len(frame)) + frame)
                 await up_w.drain()
                 if not (key == _API_PRODUCE and produce_acks(frame) == 0):
-                    await order.put(None)
+                    await order.put((key, version))
 
         async def upstream_to_client() -> None:
             while True:
-                item = await order.get()
-                if item is None:
-                    item = await _read_frame(up_r)
-                    if item is None:
+                pending = await order.get()
+                if isinstance(pending, bytes):
+                    item = pending
+                else:
+                    frame = await _read_frame(up_r)
+                    if frame is None:
                         return
+                    item = fix_response(pending[0], pending[1], frame)
                 client_w.write(_SIZE.pack(len(item)) + item)
                 await client_w.drain()
 

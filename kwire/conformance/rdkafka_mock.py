@@ -32,14 +32,17 @@ from kwire.errors import ConformanceError
 __all__ = ["RdkafkaMock", "RdkafkaMockProcess", "KNOWN_DEFECTS", "find_librdkafka"]
 
 # ApiVersions keys used by the workarounds.
+_API_OFFSET_FETCH = 9
 _API_JOIN_GROUP = 11
 _API_LEAVE_GROUP = 13
 _API_SYNC_GROUP = 14
 
 # (client, scenario) -> why the librdkafka 2.16 mock cannot run it (clients.md §4).
 KNOWN_DEFECTS: dict[tuple[str, str], str] = {
-    ("java", "kip848_group"): "mock aborts on Java's ConsumerGroupHeartbeat v1 (rdkafka_mock_cgrp.c assertion)",
-    ("kafkats", "consumer_group"): "kafkats needs OffsetFetch v7 exactly; the mock offers 0-6",
+    (
+        "java",
+        "kip848_group",
+    ): "mock aborts on Java's ConsumerGroupHeartbeat v1 (rdkafka_mock_cgrp.c assertion)",
 }
 
 _CONFLUENT_KAFKA_DIST = "confluent_kafka.libs"
@@ -66,19 +69,34 @@ class RdkafkaMock:
         lib.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
         lib.rd_kafka_conf_set.argtypes = [
-            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
         ]
         lib.rd_kafka_mock_cluster_new.restype = ctypes.c_void_p
         lib.rd_kafka_mock_cluster_new.argtypes = [ctypes.c_void_p, ctypes.c_int]
         lib.rd_kafka_mock_cluster_destroy.argtypes = [ctypes.c_void_p]
         lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
         lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
-        lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+        lib.rd_kafka_mock_topic_create.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_int,
+        ]
         lib.rd_kafka_mock_set_apiversion.argtypes = [
-            ctypes.c_void_p, ctypes.c_int16, ctypes.c_int16, ctypes.c_int16,
+            ctypes.c_void_p,
+            ctypes.c_int16,
+            ctypes.c_int16,
+            ctypes.c_int16,
         ]
         lib.rd_kafka_mock_broker_set_host_port.argtypes = [
-            ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_int32,
+            ctypes.c_char_p,
+            ctypes.c_int,
         ]
         lib.rd_kafka_mock_set_controller_id.argtypes = [ctypes.c_void_p, ctypes.c_int32]
         lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [ctypes.c_void_p, ctypes.c_int32]
@@ -125,6 +143,9 @@ class RdkafkaMock:
         # Found here (not in clients.md): after a SyncGroup v4 (flexible) answer, Java
         # drops the coordinator and rejoins forever; v3 works.
         self._check(self._lib.rd_kafka_mock_set_apiversion(self._mc, _API_SYNC_GROUP, 0, 3))
+        # kafkats pins OffsetFetch v7 exactly (even for manually assigned partitions); the
+        # mock offers 0-6 but its handler reads a v7 request fine.
+        self._check(self._lib.rd_kafka_mock_set_apiversion(self._mc, _API_OFFSET_FETCH, 0, 7))
         # Defect 2: Metadata's ControllerId=0 is no broker (brokers are 1..N); kafkajs's
         # idempotent producer looks the controller up and fails.
         self._check(self._lib.rd_kafka_mock_set_controller_id(self._mc, 1))
@@ -188,6 +209,7 @@ class RdkafkaMockProcess:
     start_timeout_s: float = 20.0
     name: str = "rdkafka-mock"
     bootstrap: str = ""
+    known_defects: dict[tuple[str, str], str] = field(default_factory=lambda: dict(KNOWN_DEFECTS))
     _proc: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     def start(self) -> RdkafkaMockProcess:

@@ -7,6 +7,7 @@ per stdout line. A reader thread per pipe feeds a queue, so the parent waits on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -125,10 +126,8 @@ class JsonLineProcess:
         """Signal end of commands (programs treat EOF as 'stop')."""
         proc = self._proc
         if proc is not None and proc.stdin is not None and not proc.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 proc.stdin.close()
-            except BrokenPipeError:
-                pass
 
     def next_event(self, deadline: float) -> Event | None:
         """The next event before ``deadline`` (time.monotonic()); None on timeout.
@@ -180,10 +179,8 @@ class JsonLineProcess:
         try:
             return proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
-            except ProcessLookupError:
-                pass
             return proc.wait()
 
     def __enter__(self) -> JsonLineProcess:
@@ -218,7 +215,9 @@ def run_json_command(
                 )
             kind = ev.get("event")
             if kind == "error":
-                raise ConformanceError(f"{proc.label}: {ev.get('error')}: {ev.get('message')} ({proc.diagnostics()})")
+                raise ConformanceError(
+                    f"{proc.label}: {ev.get('error')}: {ev.get('message')} ({proc.diagnostics()})"
+                )
             if kind == "done":
                 return events
             events.append(ev)

@@ -1,0 +1,527 @@
+"""Child program driving the Python clients: confluent-kafka, kafka-python, aiokafka.
+
+``python -m kwire.conformance.clients._pyrunner CLIENT`` speaks the JSON-lines
+protocol of ``kwire.conformance.clients.base``. Running in a child rather than in the
+test process gives every call a hard timeout (the parent kills the child) and keeps a
+client's threads and sockets out of pytest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+# classic-protocol timers: short so rebalances finish fast (6 s is the broker minimum).
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_INTERVAL_MS = 500
+POLL_S = 0.1
+
+Cmd = dict[str, Any]
+_lock = threading.Lock()
+
+
+def emit(**event: Any) -> None:
+    """Print one event line (callbacks may run on client threads)."""
+    with _lock:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+
+def _hex(b: bytes | None) -> str | None:
+    return None if b is None else bytes(b).hex()
+
+
+def _unhex(s: str | None) -> bytes | None:
+    return None if s is None else bytes.fromhex(s)
+
+
+def _headers_in(rec: Cmd) -> list[tuple[str, bytes | None]]:
+    return [(str(k), _unhex(v)) for k, v in rec.get("headers") or ()]
+
+
+def _record_event(partition: int, offset: int, key: Any, value: Any, headers: Any) -> dict[str, Any]:
+    return {
+        "event": "record",
+        "partition": partition,
+        "offset": offset,
+        "key": _hex(key),
+        "value": _hex(value),
+        "headers": [[k, _hex(v)] for k, v in (headers or ())],
+    }
+
+
+class StdinCommands:
+    """Later stdin lines (``{"op": "stop"}``), read by a thread; EOF counts as stop."""
+
+    def __init__(self) -> None:
+        self._q: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in sys.stdin:
+            if line.strip():
+                self._q.put(line)
+        self._q.put(None)
+
+    def stop_requested(self) -> bool:
+        """Whether a stop command or EOF has arrived (never blocks)."""
+        while True:
+            try:
+                line = self._q.get_nowait()
+            except queue.Empty:
+                return False
+            if line is None or json.loads(line).get("op") == "stop":
+                return True
+
+
+class Assignment:
+    """A member's current partitions, reported whole after every change."""
+
+    def __init__(self) -> None:
+        self.owned: set[int] = set()
+
+    def add(self, partitions: Any) -> None:
+        self.owned.update(int(p) for p in partitions)
+        emit(event="assignment", partitions=sorted(self.owned))
+
+    def remove(self, partitions: Any) -> None:
+        self.owned.difference_update(int(p) for p in partitions)
+        emit(event="assignment", partitions=sorted(self.owned))
+
+
+# ---- confluent-kafka ------------------------------------------------------------------
+
+
+def _ck_consumer_conf(cmd: Cmd, group_id: str | None) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": cmd["bootstrap"],
+        "client.id": "kwire-confluent-kafka",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest" if cmd.get("from_beginning", True) else "latest",
+        # No group: assign() only; librdkafka still wants an id, which is never joined.
+        "group.id": group_id or f"kwire-nogroup-{uuid.uuid4().hex[:8]}",
+    }
+    if group_id is not None:
+        proto = cmd.get("group_protocol", "classic")
+        conf["group.protocol"] = proto
+        if proto == "classic":
+            conf["session.timeout.ms"] = SESSION_TIMEOUT_MS
+            conf["heartbeat.interval.ms"] = HEARTBEAT_INTERVAL_MS
+    conf.update(cmd.get("config") or {})
+    return conf
+
+
+def ck_produce(cmd: Cmd) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    timeout_s = cmd["timeout_ms"] / 1000
+    conf = {
+        "bootstrap.servers": cmd["bootstrap"],
+        "client.id": "kwire-confluent-kafka",
+        "compression.type": cmd.get("compression", "none"),
+        "acks": str(cmd.get("acks", -1)),
+        "message.timeout.ms": int(cmd["timeout_ms"]),
+    }
+    if str(cmd.get("acks", -1)) != "-1":
+        conf["enable.idempotence"] = False
+    conf.update(cmd.get("config") or {})
+    p = Producer(conf)
+    results: list[tuple[int, int] | str | None] = [None] * len(cmd["records"])
+
+    def on_delivery(i: int) -> Callable[[Any, Any], None]:
+        def cb(err: Any, msg: Any) -> None:
+            results[i] = str(err) if err is not None else (msg.partition(), msg.offset())
+
+        return cb
+
+    for i, rec in enumerate(cmd["records"]):
+        part = rec.get("partition")
+        kwargs: dict[str, Any] = {"key": _unhex(rec.get("key")), "value": _unhex(rec.get("value"))}
+        if rec.get("headers"):
+            kwargs["headers"] = _headers_in(rec)
+        if part is not None:
+            kwargs["partition"] = int(part)
+        p.produce(cmd["topic"], on_delivery=on_delivery(i), **kwargs)
+    left = p.flush(timeout_s)
+    if left:
+        raise KafkaException(f"{left} messages not delivered in {timeout_s}s")
+    for r in results:
+        if not isinstance(r, tuple):
+            raise KafkaException(f"delivery failed: {r}")
+        emit(event="produced", partition=r[0], offset=r[1])
+
+
+def ck_consume(cmd: Cmd) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicPartition
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    group_id = cmd.get("group_id")
+    c = Consumer(_ck_consumer_conf(cmd, group_id))
+    try:
+        if group_id is None:
+            md = c.list_topics(cmd["topic"], timeout=max(deadline - time.monotonic(), 0.1))
+            start = OFFSET_BEGINNING if cmd.get("from_beginning", True) else OFFSET_END
+            parts = sorted(md.topics[cmd["topic"]].partitions)
+            c.assign([TopicPartition(cmd["topic"], p, start) for p in parts])
+        else:
+            c.subscribe([cmd["topic"]])
+        got = 0
+        while got < cmd["count"] and time.monotonic() < deadline:
+            msgs = c.consume(num_messages=cmd["count"] - got, timeout=POLL_S)
+            for m in msgs:
+                if m.error():
+                    raise KafkaException(m.error())
+                emit(**_record_event(m.partition(), m.offset(), m.key(), m.value(), m.headers()))
+                got += 1
+            if group_id is not None and msgs:
+                c.commit(asynchronous=False)
+    finally:
+        c.close()
+
+
+def ck_member(cmd: Cmd) -> None:
+    from confluent_kafka import Consumer, KafkaException
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    stdin = StdinCommands()
+    owned = Assignment()
+    c = Consumer(_ck_consumer_conf(cmd, cmd["group_id"]))
+    c.subscribe(
+        [cmd["topic"]],
+        on_assign=lambda _c, parts: owned.add(tp.partition for tp in parts),
+        on_revoke=lambda _c, parts: owned.remove(tp.partition for tp in parts),
+        on_lost=lambda _c, parts: owned.remove(tp.partition for tp in parts),
+    )
+    emit(event="ready")
+    try:
+        while time.monotonic() < deadline and not stdin.stop_requested():
+            msgs = c.consume(num_messages=100, timeout=POLL_S)
+            good = []
+            for m in msgs:
+                if m.error():
+                    raise KafkaException(m.error())
+                good.append(m)
+            if not good:
+                continue
+            try:
+                # Commit before reporting: a reported record is a committed one.
+                c.commit(asynchronous=False)
+            except KafkaException as exc:
+                emit(event="commit_failed", message=str(exc))
+                continue
+            for m in good:
+                emit(**_record_event(m.partition(), m.offset(), m.key(), m.value(), m.headers()))
+    finally:
+        c.close()
+    emit(event="closed")
+
+
+# ---- kafka-python ---------------------------------------------------------------------
+
+
+def _kp_acks(acks: int) -> int | str:
+    return "all" if acks == -1 else acks
+
+
+def kp_produce(cmd: Cmd) -> None:
+    from kafka import KafkaProducer
+
+    timeout_ms = int(cmd["timeout_ms"])
+    codec = cmd.get("compression", "none")
+    acks = int(cmd.get("acks", -1))
+    conf: dict[str, Any] = {
+        "bootstrap_servers": cmd["bootstrap"].split(","),
+        "client_id": "kwire-kafka-python",
+        "compression_type": None if codec == "none" else codec,
+        "acks": _kp_acks(acks),
+        "max_block_ms": timeout_ms,
+        "request_timeout_ms": min(timeout_ms, 30000),
+    }
+    if acks != -1:
+        conf["enable_idempotence"] = False
+    conf.update(cmd.get("config") or {})
+    p = KafkaProducer(**conf)
+    try:
+        futures = []
+        for rec in cmd["records"]:
+            part = rec.get("partition")
+            futures.append(
+                p.send(
+                    cmd["topic"],
+                    value=_unhex(rec.get("value")),
+                    key=_unhex(rec.get("key")),
+                    headers=_headers_in(rec),
+                    partition=None if part is None else int(part),
+                )
+            )
+        p.flush(timeout=timeout_ms / 1000)
+        for f in futures:
+            md = f.get(timeout=timeout_ms / 1000)
+            emit(event="produced", partition=md.partition, offset=md.offset)
+    finally:
+        p.close(timeout=5)
+
+
+def _kp_consumer(cmd: Cmd, group_id: str | None) -> Any:
+    from kafka import KafkaConsumer
+
+    conf: dict[str, Any] = {
+        "bootstrap_servers": cmd["bootstrap"].split(","),
+        "client_id": "kwire-kafka-python",
+        "group_id": group_id,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest" if cmd.get("from_beginning", True) else "latest",
+    }
+    if group_id is not None:
+        conf["session_timeout_ms"] = SESSION_TIMEOUT_MS
+        conf["heartbeat_interval_ms"] = HEARTBEAT_INTERVAL_MS
+    conf.update(cmd.get("config") or {})
+    return KafkaConsumer(**conf)
+
+
+def kp_consume(cmd: Cmd) -> None:
+    from kafka import TopicPartition
+    from kafka.errors import KafkaTimeoutError
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    group_id = cmd.get("group_id")
+    c = _kp_consumer(cmd, group_id)
+    try:
+        if group_id is None:
+            parts = None
+            # Metadata arrives asynchronously; poll for it within the deadline.
+            while not parts:
+                if time.monotonic() >= deadline:
+                    raise KafkaTimeoutError(f"no partitions for {cmd['topic']}")
+                parts = c.partitions_for_topic(cmd["topic"])
+            tps = [TopicPartition(cmd["topic"], p) for p in sorted(parts)]
+            c.assign(tps)
+            if cmd.get("from_beginning", True):
+                c.seek_to_beginning(*tps)
+            else:
+                c.seek_to_end(*tps)
+        else:
+            c.subscribe([cmd["topic"]])
+        got = 0
+        while got < cmd["count"] and time.monotonic() < deadline:
+            batch = c.poll(timeout_ms=int(POLL_S * 1000), max_records=cmd["count"] - got)
+            for recs in batch.values():
+                for r in recs:
+                    emit(**_record_event(r.partition, r.offset, r.key, r.value, r.headers))
+                    got += 1
+            if group_id is not None and batch:
+                c.commit()
+    finally:
+        c.close()
+
+
+def kp_member(cmd: Cmd) -> None:
+    from kafka import ConsumerRebalanceListener
+    from kafka.errors import KafkaError
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    stdin = StdinCommands()
+    owned = Assignment()
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            owned.remove(tp.partition for tp in revoked)
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            owned.add(tp.partition for tp in assigned)
+
+    c = _kp_consumer(cmd, cmd["group_id"])
+    c.subscribe([cmd["topic"]], listener=Listener())
+    emit(event="ready")
+    try:
+        while time.monotonic() < deadline and not stdin.stop_requested():
+            batch = c.poll(timeout_ms=int(POLL_S * 1000))
+            if not batch:
+                continue
+            try:
+                c.commit()
+            except KafkaError as exc:
+                emit(event="commit_failed", message=str(exc))
+                continue
+            for recs in batch.values():
+                for r in recs:
+                    emit(**_record_event(r.partition, r.offset, r.key, r.value, r.headers))
+    finally:
+        c.close()
+    emit(event="closed")
+
+
+# ---- aiokafka -------------------------------------------------------------------------
+
+
+async def _aio_produce(cmd: Cmd) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    timeout_s = cmd["timeout_ms"] / 1000
+    codec = cmd.get("compression", "none")
+    acks = int(cmd.get("acks", -1))
+    conf: dict[str, Any] = {
+        "bootstrap_servers": cmd["bootstrap"],
+        "client_id": "kwire-aiokafka",
+        "compression_type": None if codec == "none" else codec,
+        "acks": _kp_acks(acks),
+        "request_timeout_ms": min(int(cmd["timeout_ms"]), 30000),
+    }
+    if acks != -1:
+        conf["enable_idempotence"] = False
+    conf.update(cmd.get("config") or {})
+    p = AIOKafkaProducer(**conf)
+    await asyncio.wait_for(p.start(), timeout_s)
+    try:
+        futures = []
+        for rec in cmd["records"]:
+            part = rec.get("partition")
+            futures.append(
+                await p.send(
+                    cmd["topic"],
+                    value=_unhex(rec.get("value")),
+                    key=_unhex(rec.get("key")),
+                    headers=_headers_in(rec),
+                    partition=None if part is None else int(part),
+                )
+            )
+        for f in futures:
+            md = await asyncio.wait_for(f, timeout_s)
+            emit(event="produced", partition=md.partition, offset=md.offset)
+    finally:
+        await p.stop()
+
+
+def _aio_consumer(cmd: Cmd, group_id: str | None) -> Any:
+    from aiokafka import AIOKafkaConsumer
+
+    conf: dict[str, Any] = {
+        "bootstrap_servers": cmd["bootstrap"],
+        "client_id": "kwire-aiokafka",
+        "group_id": group_id,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest" if cmd.get("from_beginning", True) else "latest",
+    }
+    if group_id is not None:
+        conf["session_timeout_ms"] = SESSION_TIMEOUT_MS
+        conf["heartbeat_interval_ms"] = HEARTBEAT_INTERVAL_MS
+    conf.update(cmd.get("config") or {})
+    return AIOKafkaConsumer(**conf)
+
+
+async def _aio_consume(cmd: Cmd) -> None:
+    from aiokafka import TopicPartition
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    group_id = cmd.get("group_id")
+    c = _aio_consumer(cmd, group_id)
+    await asyncio.wait_for(c.start(), max(deadline - time.monotonic(), 0.1))
+    try:
+        if group_id is None:
+            parts = None
+            while not parts:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"no partitions for {cmd['topic']}")
+                parts = c.partitions_for_topic(cmd["topic"])
+                if not parts:
+                    await c._client.force_metadata_update()  # public API has no metadata wait
+            tps = [TopicPartition(cmd["topic"], p) for p in sorted(parts)]
+            c.assign(tps)
+            if cmd.get("from_beginning", True):
+                await c.seek_to_beginning(*tps)
+            else:
+                await c.seek_to_end(*tps)
+        else:
+            c.subscribe([cmd["topic"]])
+        got = 0
+        while got < cmd["count"] and time.monotonic() < deadline:
+            batch = await c.getmany(timeout_ms=int(POLL_S * 1000), max_records=cmd["count"] - got)
+            for recs in batch.values():
+                for r in recs:
+                    emit(**_record_event(r.partition, r.offset, r.key, r.value, r.headers))
+                    got += 1
+            if group_id is not None and batch:
+                await c.commit()
+    finally:
+        await c.stop()
+
+
+async def _aio_member(cmd: Cmd) -> None:
+    from aiokafka import ConsumerRebalanceListener
+    from aiokafka.errors import KafkaError
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    stdin = StdinCommands()
+    owned = Assignment()
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            owned.remove(tp.partition for tp in revoked)
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            owned.add(tp.partition for tp in assigned)
+
+    c = _aio_consumer(cmd, cmd["group_id"])
+    c.subscribe([cmd["topic"]], listener=Listener())
+    await asyncio.wait_for(c.start(), 30)
+    emit(event="ready")
+    try:
+        while time.monotonic() < deadline and not stdin.stop_requested():
+            batch = await c.getmany(timeout_ms=int(POLL_S * 1000))
+            if not batch:
+                continue
+            try:
+                await c.commit()
+            except KafkaError as exc:
+                emit(event="commit_failed", message=str(exc))
+                continue
+            for recs in batch.values():
+                for r in recs:
+                    emit(**_record_event(r.partition, r.offset, r.key, r.value, r.headers))
+    finally:
+        await c.stop()
+    emit(event="closed")
+
+
+OPS: dict[str, dict[str, Callable[[Cmd], None]]] = {
+    "confluent_kafka": {"produce": ck_produce, "consume": ck_consume, "member": ck_member},
+    "kafka_python": {"produce": kp_produce, "consume": kp_consume, "member": kp_member},
+    "aiokafka": {
+        "produce": lambda c: asyncio.run(_aio_produce(c)),
+        "consume": lambda c: asyncio.run(_aio_consume(c)),
+        "member": lambda c: asyncio.run(_aio_member(c)),
+    },
+}
+
+
+def main(argv: list[str]) -> int:
+    """Run one command for the client named in ``argv[0]``."""
+    if not argv or argv[0] not in OPS or argv[0] in ("-h", "--help"):
+        print(f"usage: python -m kwire.conformance.clients._pyrunner {{{'|'.join(OPS)}}} < command.json")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    try:
+        cmd = json.loads(sys.stdin.readline())
+        op = OPS[argv[0]][cmd["op"]]
+        op(cmd)
+        if cmd["op"] != "member":
+            emit(event="done")
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the parent needs every failure as an event
+        emit(event="error", error=type(exc).__name__, message=str(exc))
+        return 1
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    # Client threads (librdkafka, kafka-python's IO thread) must not delay exit.
+    import os
+
+    os._exit(code)

@@ -1,0 +1,321 @@
+"""The adapter interface every real client implements, and the JSON-lines protocol behind it.
+
+Each adapter runs its client as a child program (JVM, node, a Python runner, or a
+wrapper around kcat), so every operation has a hard timeout and a crashing client
+cannot take the test runner down. All programs speak the same protocol:
+
+* stdin, first line: a command object.
+  ``{"op": "produce", "bootstrap", "topic", "records": [WireRecord], "compression", "acks", "timeout_ms"}``
+  ``{"op": "consume", "bootstrap", "topic", "group_id": str|null, "count", "timeout_ms",
+  "from_beginning", "group_protocol"}``
+  ``{"op": "member", "bootstrap", "topic", "group_id", "group_protocol", "timeout_ms"}``
+  Optional ``"config": {name: value}`` passes client-specific settings through.
+* stdout: one event object per line. ``{"event": "produced", "partition", "offset"}``,
+  ``{"event": "record", **WireRecord}``, ``{"event": "done"}``, ``{"event": "error",
+  "error", "message"}``; a member adds ``ready``, ``assignment`` (its whole current
+  assignment as ``partitions``), ``commit_failed`` and ``closed``.
+* A member reads further commands (``{"op": "stop"}``); EOF means stop. A member
+  commits before it reports records, so every reported record is committed.
+
+WireRecord: ``{"key": hex|null, "value": hex|null, "headers": [[name, hex|null], ...],
+"partition": int|null, "offset": int}``; hex keeps binary data intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from kwire.conformance.clients._proc import Event, JsonLineProcess, run_json_command
+from kwire.errors import ConformanceError
+
+__all__ = [
+    "ALL_CODECS",
+    "ClientAdapter",
+    "GroupMember",
+    "GroupProtocol",
+    "Produced",
+    "ProduceResult",
+    "Record",
+]
+
+ALL_CODECS: tuple[str, ...] = ("none", "gzip", "snappy", "lz4", "zstd")
+GroupProtocol = Literal["classic", "consumer"]
+Header = tuple[str, bytes | None]
+
+# Seconds added to a child's own timeout before the parent kills it: JVM start-up
+# plus a clean shutdown.
+_KILL_MARGIN_S = 15.0
+
+
+def _hex(b: bytes | None) -> str | None:
+    return None if b is None else b.hex()
+
+
+def _unhex(s: str | None) -> bytes | None:
+    return None if s is None else bytes.fromhex(s)
+
+
+@dataclass(slots=True, frozen=True)
+class Record:
+    """One Kafka record as a test sees it; partition/offset are set on consumed ones."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    partition: int | None = None
+    offset: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The WireRecord form (hex bytes)."""
+        return {
+            "key": _hex(self.key),
+            "value": _hex(self.value),
+            "headers": [[k, _hex(v)] for k, v in self.headers],
+            "partition": self.partition,
+        }
+
+    @classmethod
+    def from_wire(cls, ev: Mapping[str, Any]) -> Record:
+        """Parse a ``record`` event."""
+        return cls(
+            key=_unhex(ev.get("key")),
+            value=_unhex(ev.get("value")),
+            headers=tuple((str(k), _unhex(v)) for k, v in ev.get("headers") or ()),
+            partition=ev.get("partition"),
+            offset=ev.get("offset"),
+        )
+
+    def content(self) -> tuple[bytes | None, bytes | None, tuple[Header, ...]]:
+        """What a round trip must preserve: key, value, headers in order."""
+        return (self.key, self.value, self.headers)
+
+
+@dataclass(slots=True, frozen=True)
+class Produced:
+    """Where the broker put one produced record; None where the client does not say (kcat)."""
+
+    partition: int | None
+    offset: int | None
+
+
+@dataclass(slots=True)
+class ProduceResult:
+    """Outcome of one produce call, in the order of the records given."""
+
+    client: str
+    produced: list[Produced]
+    elapsed_s: float
+
+
+@dataclass(slots=True)
+class GroupMember:
+    """A long-running consumer-group member process; see the module docstring."""
+
+    client: str
+    proc: JsonLineProcess
+    assignment: frozenset[int] = frozenset()
+    records: list[Record] = field(default_factory=list)
+    ready: bool = False
+    closed: bool = False
+
+    def _apply(self, ev: Event) -> None:
+        kind = ev.get("event")
+        if kind == "assignment":
+            self.assignment = frozenset(int(p) for p in ev.get("partitions") or ())
+        elif kind == "record":
+            self.records.append(Record.from_wire(ev))
+        elif kind == "ready":
+            self.ready = True
+        elif kind == "closed":
+            self.closed = True
+        elif kind == "error":
+            raise ConformanceError(f"{self.client} member: {ev.get('error')}: {ev.get('message')}")
+
+    def pump(self, deadline: float) -> bool:
+        """Apply the next event before ``deadline``; False on timeout."""
+        ev = self.proc.next_event(deadline)
+        if ev is None:
+            return False
+        self._apply(ev)
+        return True
+
+    def pump_nowait(self) -> None:
+        """Apply every event already received."""
+        while self.pump(time.monotonic()):
+            pass
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Ask the member to leave the group and wait until it has closed."""
+        deadline = time.monotonic() + timeout_s
+        with contextlib.suppress(ConformanceError):
+            self.proc.send({"op": "stop"})
+        self.proc.close_stdin()
+        while not self.closed:
+            if not self.pump(deadline):
+                self.proc.close(grace_s=0)
+                raise ConformanceError(f"{self.client} member did not close in {timeout_s}s")
+
+    def kill(self) -> None:
+        """End the process without leaving the group (cleanup path)."""
+        self.proc.close(grace_s=2.0)
+
+
+class ClientAdapter(ABC):
+    """One real Kafka client. Subclasses say how to launch its JSON-lines program."""
+
+    name: ClassVar[str]
+    supported_codecs: ClassVar[tuple[str, ...]] = ALL_CODECS
+    supports_kip848: ClassVar[bool] = False
+    # kcat takes headers on its command line: text only, no null values.
+    binary_headers: ClassVar[bool] = True
+    # Whether consume(group_id=None) reads without joining any group.
+    groupless_consume: ClassVar[bool] = True
+
+    def available(self) -> bool:
+        """Whether the client is installed here."""
+        return self.unavailable_reason() is None
+
+    @abstractmethod
+    def unavailable_reason(self) -> str | None:
+        """Why the client cannot run (None when it can), e.g. 'run tools/install_clients.sh java'."""
+
+    @abstractmethod
+    def argv(self) -> list[str]:
+        """The command line of the client's JSON-lines program."""
+
+    def env(self) -> dict[str, str] | None:
+        """Extra environment for the program."""
+        return None
+
+    def _run(self, command: Mapping[str, Any], timeout_s: float) -> list[Event]:
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise ConformanceError(f"{self.name} unavailable: {reason}")
+        cmd = dict(command)
+        cmd["timeout_ms"] = int(timeout_s * 1000)
+        return run_json_command(self.argv(), cmd, timeout_s + _KILL_MARGIN_S, env=self.env(), label=self.name)
+
+    def produce(
+        self,
+        bootstrap: str,
+        topic: str,
+        records: Sequence[Record],
+        *,
+        compression: str = "none",
+        acks: int = -1,
+        timeout_s: float = 30.0,
+        config: Mapping[str, Any] | None = None,
+    ) -> ProduceResult:
+        """Produce ``records`` in order and wait for every acknowledgement."""
+        if compression not in self.supported_codecs:
+            raise ConformanceError(f"{self.name} does not support compression {compression!r}")
+        start = time.monotonic()
+        events = self._run(
+            {
+                "op": "produce",
+                "bootstrap": bootstrap,
+                "topic": topic,
+                "records": [r.to_wire() for r in records],
+                "compression": compression,
+                "acks": acks,
+                "config": dict(config or {}),
+            },
+            timeout_s,
+        )
+        produced = [
+            Produced(e.get("partition"), e.get("offset")) for e in events if e.get("event") == "produced"
+        ]
+        if len(produced) != len(records):
+            raise ConformanceError(f"{self.name}: {len(produced)} acks for {len(records)} records")
+        return ProduceResult(self.name, produced, time.monotonic() - start)
+
+    def consume(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        group_id: str | None,
+        count: int,
+        timeout_s: float = 30.0,
+        from_beginning: bool = True,
+        group_protocol: GroupProtocol = "classic",
+        config: Mapping[str, Any] | None = None,
+    ) -> list[Record]:
+        """Read until ``count`` records arrived or ``timeout_s`` passed; fewer is not an error.
+
+        With a group the consumer subscribes and commits; without one it reads every
+        partition directly.
+        """
+        events = self._run(
+            {
+                "op": "consume",
+                "bootstrap": bootstrap,
+                "topic": topic,
+                "group_id": group_id,
+                "count": count,
+                "from_beginning": from_beginning,
+                "group_protocol": group_protocol,
+                "config": dict(config or {}),
+            },
+            timeout_s,
+        )
+        return [Record.from_wire(e) for e in events if e.get("event") == "record"]
+
+    def start_member(
+        self,
+        bootstrap: str,
+        topic: str,
+        group_id: str,
+        *,
+        group_protocol: GroupProtocol = "classic",
+        lifetime_s: float = 120.0,
+        ready_timeout_s: float = 30.0,
+        config: Mapping[str, Any] | None = None,
+    ) -> GroupMember:
+        """Start a group member; returns once it reports ``ready`` (subscribed)."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise ConformanceError(f"{self.name} unavailable: {reason}")
+        proc = JsonLineProcess(self.argv(), env=self.env(), label=f"{self.name} member").start()
+        member = GroupMember(self.name, proc)
+        try:
+            proc.send(
+                {
+                    "op": "member",
+                    "bootstrap": bootstrap,
+                    "topic": topic,
+                    "group_id": group_id,
+                    "group_protocol": group_protocol,
+                    "timeout_ms": int(lifetime_s * 1000),
+                    "config": dict(config or {}),
+                }
+            )
+            # Some clients join (and report an assignment) before they say ready; keep those events.
+            deadline = time.monotonic() + ready_timeout_s
+            while not member.ready:
+                if not member.pump(deadline):
+                    raise ConformanceError(
+                        f"{self.name} member not ready in {ready_timeout_s}s ({proc.diagnostics()})"
+                    )
+        except BaseException:
+            proc.close(grace_s=0)
+            raise
+        return member
+
+    def describe(self) -> str:
+        """A one-line summary for reports."""
+        return f"{self.name} (codecs {','.join(self.supported_codecs)}; kip848={self.supports_kip848})"
+
+
+def check_codecs(codecs: Iterable[str]) -> tuple[str, ...]:
+    """Validate codec names against ``ALL_CODECS``."""
+    out = tuple(codecs)
+    for c in out:
+        if c not in ALL_CODECS:
+            raise ConformanceError(f"unknown compression codec {c!r}")
+    return out

@@ -1,0 +1,48 @@
+"""Adapters for the Node clients (kafkajs, @kafkats/client) via ``kwire_js_client.cjs``."""
+
+from __future__ import annotations
+
+import shutil
+from typing import ClassVar
+
+from kwire.conformance import paths
+from kwire.conformance.clients.base import ClientAdapter
+
+__all__ = ["KafkajsAdapter", "KafkatsAdapter"]
+
+
+class _NodeAdapter(ClientAdapter):
+    package: ClassVar[str]
+
+    def unavailable_reason(self) -> str | None:
+        if shutil.which("node") is None:
+            return "no node on PATH"
+        if not (paths.node_modules_dir() / self.package / "package.json").is_file():
+            return f"{self.package} is not in {paths.node_modules_dir()} (run tools/install_clients.sh js)"
+        return None
+
+    def argv(self) -> list[str]:
+        return ["node", str(paths.js_driver()), self.name]
+
+    def env(self) -> dict[str, str] | None:
+        return {"KWIRE_NODE_MODULES": str(paths.node_modules_dir())}
+
+
+class KafkajsAdapter(_NodeAdapter):
+    """kafkajs 2.2.4: pre-flexible protocol versions; classic groups; gzip built in."""
+
+    name = "kafkajs"
+    package = "kafkajs"
+    # snappy/lz4/zstd need plug-in packages that are not installed.
+    supported_codecs = ("none", "gzip")
+    # kafkajs cannot fetch without joining a group; consume(group_id=None) uses a throwaway one.
+    groupless_consume = False
+
+
+class KafkatsAdapter(_NodeAdapter):
+    """@kafkats/client 0.12.0: pure TypeScript; topics must exist (no auto-create)."""
+
+    name = "kafkats"
+    package = "@kafkats/client"
+    # gzip uses node's zlib; the other codecs need plug-in libraries not installed.
+    supported_codecs = ("none", "gzip")

@@ -1,0 +1,344 @@
+#!/usr/bin/env node
+// kwire conformance driver for the Node clients: kafkajs 2.2.4 and @kafkats/client 0.12.0.
+//
+// usage: KWIRE_NODE_MODULES=<dir> node kwire_js_client.cjs kafkajs|kafkats < command.json
+// Speaks the JSON-lines protocol described in kwire/conformance/clients/base.py: the
+// first stdin line is the command, events go to stdout one per line, hex for bytes.
+// The packages live in the clients cache (tools/install_clients.sh), not next to this
+// file, hence createRequire on KWIRE_NODE_MODULES.
+'use strict'
+
+const path = require('path')
+const readline = require('readline')
+const { createRequire } = require('module')
+
+const USAGE = 'usage: KWIRE_NODE_MODULES=<dir> node kwire_js_client.cjs kafkajs|kafkats < command.json\n'
+const SESSION_TIMEOUT_MS = 6000 // the broker's minimum; keeps rebalances short
+const HEARTBEAT_INTERVAL_MS = 500
+
+const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
+const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
+const unhex = (s) => (s === null || s === undefined ? null : Buffer.from(s, 'hex'))
+
+function loadModule(name) {
+  const dir = process.env.KWIRE_NODE_MODULES
+  if (!dir) throw new Error('KWIRE_NODE_MODULES is not set')
+  return createRequire(path.join(dir, 'noop.js'))(name)
+}
+
+// stdin: the first line is the command; later lines are member commands; EOF = stop.
+function stdinLines() {
+  const rl = readline.createInterface({ input: process.stdin })
+  const waiting = []
+  const lines = []
+  let ended = false
+  rl.on('line', (l) => {
+    if (!l.trim()) return
+    if (waiting.length) waiting.shift()(l)
+    else lines.push(l)
+  })
+  rl.on('close', () => {
+    ended = true
+    while (waiting.length) waiting.shift()(null)
+  })
+  return () => new Promise((resolve) => {
+    if (lines.length) resolve(lines.shift())
+    else if (ended) resolve(null)
+    else waiting.push(resolve)
+  })
+}
+
+async function waitForStop(next) {
+  for (;;) {
+    const line = await next()
+    if (line === null || JSON.parse(line).op === 'stop') return
+  }
+}
+
+function withDeadline(promise, ms, what) {
+  let timer
+  const t = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms) })
+  return Promise.race([promise, t]).finally(() => clearTimeout(timer))
+}
+
+class Assignment {
+  constructor() { this.owned = new Set() }
+  set(parts) { this.owned = new Set(parts); this.report() }
+  add(parts) { for (const p of parts) this.owned.add(p); this.report() }
+  remove(parts) { for (const p of parts) this.owned.delete(p); this.report() }
+  report() { emit({ event: 'assignment', partitions: [...this.owned].sort((a, b) => a - b) }) }
+}
+
+// ---- kafkajs ---------------------------------------------------------------------------
+
+const kafkajs = {
+  client(cmd) {
+    const { Kafka, logLevel } = loadModule('kafkajs')
+    return new Kafka({
+      clientId: 'kwire-kafkajs',
+      brokers: cmd.bootstrap.split(','),
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 5, initialRetryTime: 100 },
+      ...(cmd.config || {}).client,
+    })
+  },
+
+  async produce(cmd) {
+    const { CompressionTypes, Partitioners } = loadModule('kafkajs')
+    const codecs = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }
+    if (!(cmd.compression in codecs)) throw new Error(`kafkajs has no built-in codec ${cmd.compression}`)
+    const kafka = kafkajs.client(cmd)
+    const admin = kafka.admin()
+    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, ...(cmd.config || {}).producer })
+    await producer.connect()
+    try {
+      // kafkajs reports one base offset per partition, so every record needs a known
+      // partition: pick missing ones with kafkajs's own default partitioner.
+      let records = cmd.records
+      if (records.some((r) => r.partition === null || r.partition === undefined)) {
+        await admin.connect()
+        const md = await admin.fetchTopicMetadata({ topics: [cmd.topic] })
+        await admin.disconnect()
+        const partitioner = Partitioners.DefaultPartitioner()
+        const partitionMetadata = md.topics[0].partitions
+        records = records.map((r) => (r.partition === null || r.partition === undefined
+          ? { ...r, partition: partitioner({ topic: cmd.topic, partitionMetadata, message: { key: unhex(r.key), value: unhex(r.value) } }) }
+          : r))
+      }
+      const messages = records.map((r) => ({
+        key: unhex(r.key),
+        value: unhex(r.value),
+        partition: r.partition,
+        headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
+      }))
+      const res = await producer.send({ topic: cmd.topic, messages, acks: cmd.acks, compression: codecs[cmd.compression], timeout: cmd.timeout_ms })
+      const base = new Map(res.map((m) => [m.partition, BigInt(m.baseOffset)]))
+      const seen = new Map()
+      for (const r of records) {
+        const n = seen.get(r.partition) || 0n
+        seen.set(r.partition, n + 1n)
+        emit({ event: 'produced', partition: r.partition, offset: Number(base.get(r.partition) + n) })
+      }
+    } finally {
+      await producer.disconnect()
+    }
+  },
+
+  record(partition, m) {
+    return {
+      event: 'record',
+      partition,
+      offset: Number(m.offset),
+      key: hex(m.key),
+      value: hex(m.value),
+      headers: Object.entries(m.headers || {}).map(([k, v]) => [k, hex(v)]),
+    }
+  },
+
+  consumer(cmd, groupId) {
+    return kafkajs.client(cmd).consumer({
+      groupId,
+      sessionTimeout: SESSION_TIMEOUT_MS,
+      heartbeatInterval: HEARTBEAT_INTERVAL_MS,
+      maxWaitTimeInMs: 100,
+      ...(cmd.config || {}).consumer,
+    })
+  },
+
+  async consume(cmd) {
+    // kafkajs always joins a group; "no group" becomes a throwaway group that never commits.
+    const group = cmd.group_id || `kwire-nogroup-${process.pid}-${Date.now()}`
+    const consumer = kafkajs.consumer(cmd, group)
+    let got = 0
+    let finish
+    const done = new Promise((resolve) => { finish = resolve })
+    await consumer.connect()
+    try {
+      await consumer.subscribe({ topic: cmd.topic, fromBeginning: cmd.from_beginning !== false })
+      await consumer.run({
+        autoCommit: false,
+        eachMessage: async ({ partition, message }) => {
+          if (got >= cmd.count) return
+          if (cmd.group_id) {
+            await consumer.commitOffsets([{ topic: cmd.topic, partition, offset: (BigInt(message.offset) + 1n).toString() }])
+          }
+          emit(kafkajs.record(partition, message))
+          if (++got >= cmd.count) finish()
+        },
+      })
+      await Promise.race([done, new Promise((resolve) => setTimeout(resolve, cmd.timeout_ms))])
+    } finally {
+      await consumer.disconnect()
+    }
+  },
+
+  async member(cmd, next) {
+    const consumer = kafkajs.consumer(cmd, cmd.group_id)
+    const owned = new Assignment()
+    // GROUP_JOIN carries the whole assignment after each rebalance (kafkajs is eager).
+    consumer.on(consumer.events.GROUP_JOIN, (e) => owned.set((e.payload.memberAssignment || {})[cmd.topic] || []))
+    await consumer.connect()
+    await consumer.subscribe({ topic: cmd.topic, fromBeginning: cmd.from_beginning !== false })
+    await consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        try {
+          await consumer.commitOffsets([{ topic: cmd.topic, partition, offset: (BigInt(message.offset) + 1n).toString() }])
+        } catch (e) {
+          emit({ event: 'commit_failed', message: String(e.message) })
+          throw e // kafkajs retries the message after the rebalance
+        }
+        emit(kafkajs.record(partition, message))
+      },
+    })
+    emit({ event: 'ready' })
+    await Promise.race([waitForStop(next), new Promise((resolve) => setTimeout(resolve, cmd.timeout_ms))])
+    await consumer.disconnect()
+    emit({ event: 'closed' })
+  },
+}
+
+// ---- @kafkats/client -------------------------------------------------------------------
+
+const kafkats = {
+  async client(cmd) {
+    const { KafkaClient } = loadModule('@kafkats/client')
+    const client = new KafkaClient({
+      brokers: cmd.bootstrap.split(','),
+      clientId: 'kwire-kafkats',
+      requestTimeoutMs: Math.min(cmd.timeout_ms, 30000),
+      logLevel: 'error',
+      logger: { debug() {}, info() {}, warn() {}, error() {}, child() { return this } },
+      ...(cmd.config || {}).client,
+    })
+    await client.connect()
+    return client
+  },
+
+  async produce(cmd) {
+    const client = await kafkats.client(cmd)
+    const acks = { '-1': 'all', 1: 'leader', 0: 'none' }[String(cmd.acks)]
+    const producer = client.producer({ compression: cmd.compression, acks, lingerMs: 5, ...(cmd.config || {}).producer })
+    try {
+      const messages = cmd.records.map((r) => {
+        const m = {
+          key: unhex(r.key),
+          value: unhex(r.value),
+          headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
+        }
+        if (r.partition !== null && r.partition !== undefined) m.partition = r.partition
+        return m
+      })
+      const res = await producer.send(cmd.topic, messages)
+      for (const r of Array.isArray(res) ? res : [res]) {
+        emit({ event: 'produced', partition: r.partition, offset: Number(r.offset) })
+      }
+    } finally {
+      await producer.disconnect()
+      await client.disconnect()
+    }
+  },
+
+  record(m) {
+    return {
+      event: 'record',
+      partition: m.partition,
+      offset: Number(m.offset),
+      key: hex(m.key),
+      value: hex(m.value),
+      headers: Object.entries(m.headers || {}).map(([k, v]) => [k, hex(v)]),
+    }
+  },
+
+  consumer(client, cmd, groupId) {
+    return client.consumer({
+      groupId,
+      autoOffsetReset: cmd.from_beginning === false ? 'latest' : 'earliest',
+      sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+      maxWaitMs: 100,
+      ...(cmd.config || {}).consumer,
+    })
+  },
+
+  async consume(cmd) {
+    const client = await kafkats.client(cmd)
+    const ac = new AbortController()
+    const timer = setTimeout(() => ac.abort(), cmd.timeout_ms)
+    const opts = { signal: ac.signal, autoCommitIntervalMs: 100 }
+    if (!cmd.group_id) {
+      // Manual assignment: no JoinGroup, no commits.
+      const md = await client.getMetadata([cmd.topic])
+      const topic = md.topics.get(cmd.topic)
+      if (!topic) throw new Error(`no metadata for topic ${cmd.topic}`)
+      const parts = [...topic.partitions.keys()].sort((a, b) => a - b)
+      // Explicit start offsets: without them kafkats asks OffsetFetch for committed ones.
+      const starts = await client.admin().fetchTopicOffsets(cmd.topic, parts, cmd.from_beginning === false ? 'latest' : 'earliest')
+      opts.assignment = parts.map((partition) => ({ topic: cmd.topic, partition, offset: starts.get(partition) }))
+      opts.commitOffsets = false
+    }
+    const consumer = kafkats.consumer(client, cmd, cmd.group_id || `kwire-nogroup-${process.pid}`)
+    let got = 0
+    try {
+      await consumer.runEach(cmd.topic, async (m) => {
+        if (got >= cmd.count) return
+        emit(kafkats.record(m))
+        if (++got >= cmd.count) ac.abort()
+      }, opts)
+    } finally {
+      clearTimeout(timer)
+      consumer.stop()
+      await client.disconnect()
+    }
+  },
+
+  async member(cmd, next) {
+    const client = await kafkats.client(cmd)
+    const consumer = kafkats.consumer(client, cmd, cmd.group_id)
+    const owned = new Assignment()
+    consumer.on('partitionsAssigned', (ps) => owned.add(ps.map((p) => p.partition)))
+    consumer.on('partitionsRevoked', (ps) => owned.remove(ps.map((p) => p.partition)))
+    consumer.on('partitionsLost', (ps) => owned.remove(ps.map((p) => p.partition)))
+    const ac = new AbortController()
+    // kafkats commits marked offsets every 100 ms and always before a revoke or stop,
+    // so a reported record is committed before its partition changes owner.
+    const running = consumer.runEach(cmd.topic, async (m) => { emit(kafkats.record(m)) },
+      { signal: ac.signal, autoCommitIntervalMs: 100 })
+    emit({ event: 'ready' })
+    const stopped = waitForStop(next).then(() => 'stop')
+    const ended = running.then(() => 'ended')
+    await Promise.race([stopped, ended, new Promise((resolve) => setTimeout(resolve, cmd.timeout_ms))])
+    consumer.stop()
+    await withDeadline(running, 20000, 'kafkats stop')
+    await client.disconnect()
+    emit({ event: 'closed' })
+  },
+}
+
+const CLIENTS = { kafkajs, kafkats }
+
+async function main() {
+  const which = process.argv[2]
+  if (!which || which === '--help' || which === '-h' || !(which in CLIENTS)) {
+    process.stdout.write(USAGE)
+    process.exit(which === '--help' || which === '-h' ? 0 : 2)
+  }
+  const next = stdinLines()
+  const first = await next()
+  if (first === null) throw new Error('no command on stdin')
+  const cmd = JSON.parse(first)
+  const impl = CLIENTS[which]
+  if (!(cmd.op in impl) || cmd.op === 'client' || cmd.op === 'record' || cmd.op === 'consumer') {
+    throw new Error(`unknown op ${cmd.op}`)
+  }
+  await impl[cmd.op](cmd, next)
+  if (cmd.op !== 'member') emit({ event: 'done' })
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    emit({ event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
+    process.exit(1)
+  },
+)

@@ -1,0 +1,26 @@
+"""Adapter for kcat (Debian's 1.7.1 on librdkafka 2.0.2) via ``_kcat_driver``."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from kwire.conformance.clients.base import ClientAdapter
+
+__all__ = ["KcatAdapter"]
+
+
+class KcatAdapter(ClientAdapter):
+    """kcat: an older librdkafka's version mix; classic groups (-G)."""
+
+    name = "kcat"
+    # Headers come from -H name=value arguments: text only, no NULL values.
+    binary_headers = False
+
+    def unavailable_reason(self) -> str | None:
+        if shutil.which("kcat") is None and shutil.which("kafkacat") is None:
+            return "kcat is not installed (run tools/install_clients.sh kcat)"
+        return None
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "kwire.conformance.clients._kcat_driver"]

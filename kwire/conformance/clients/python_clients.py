@@ -1,0 +1,76 @@
+"""Adapters for the Python clients, run through the ``_pyrunner`` child program."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import sys
+from typing import ClassVar
+
+from kwire.conformance.clients.base import ClientAdapter
+
+__all__ = ["ConfluentKafkaAdapter", "KafkaPythonAdapter", "AiokafkaAdapter"]
+
+
+class _PythonAdapter(ClientAdapter):
+    module: ClassVar[str]
+    distribution: ClassVar[str]
+
+    def unavailable_reason(self) -> str | None:
+        if importlib.util.find_spec(self.module) is None:
+            return f"{self.distribution} is not installed (run tools/install_clients.sh python)"
+        return None
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "kwire.conformance.clients._pyrunner", self.name]
+
+    def version(self) -> str | None:
+        """Installed distribution version."""
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+
+class ConfluentKafkaAdapter(_PythonAdapter):
+    """confluent-kafka 2.16 (librdkafka 2.16): classic groups and KIP-848."""
+
+    name = "confluent_kafka"
+    module = "confluent_kafka"
+    distribution = "confluent-kafka"
+    supports_kip848 = True
+
+
+def _codecs_from(module: str) -> tuple[str, ...]:
+    # kafka-python and aiokafka enable snappy/lz4/zstd only when their optional
+    # libraries import; ask their own has_* probes.
+    if importlib.util.find_spec(module) is None:
+        return ("none",)
+    codec = importlib.import_module(module)
+    out = ["none"]
+    for name in ("gzip", "snappy", "lz4", "zstd"):
+        if getattr(codec, f"has_{name}")():
+            out.append(name)
+    return tuple(out)
+
+
+class KafkaPythonAdapter(_PythonAdapter):
+    """kafka-python 3.0 (pure Python; classic groups only)."""
+
+    name = "kafka_python"
+    module = "kafka"
+    distribution = "kafka-python"
+
+    def __init__(self) -> None:
+        self.supported_codecs = _codecs_from("kafka.codec")  # type: ignore[misc]
+
+
+class AiokafkaAdapter(_PythonAdapter):
+    """aiokafka 0.14 (asyncio; old protocol versions; classic groups only)."""
+
+    name = "aiokafka"
+    module = "aiokafka"
+    distribution = "aiokafka"
+
+    def __init__(self) -> None:
+        self.supported_codecs = _codecs_from("aiokafka.codec")  # type: ignore[misc]

@@ -1,0 +1,56 @@
+"""Conformance scenarios: plain functions ``(adapter, bootstrap, control) -> ScenarioResult``.
+
+``SCENARIOS`` maps a name to each; ``run_scenario`` adds the skips every scenario shares.
+Types live in ``base``: ``BrokerControl`` (what the broker under test offers besides its
+bootstrap address), ``ScenarioResult`` and ``Outcome``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from kwire.conformance.clients.base import ClientAdapter
+from kwire.conformance.scenarios.base import BrokerControl, Outcome, Scenario, ScenarioResult, unique_name
+from kwire.conformance.scenarios.group import consumer_group, kip848_group
+from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
+from kwire.errors import ConformanceError
+
+__all__ = [
+    "BrokerControl",
+    "Outcome",
+    "Scenario",
+    "ScenarioResult",
+    "SCENARIOS",
+    "run_scenario",
+    "unique_name",
+]
+
+SCENARIOS: dict[str, Scenario] = {
+    "roundtrip": produce_consume_roundtrip,
+    "consumer_group": consumer_group,
+    "kip848_group": kip848_group,
+}
+
+
+def run_scenario(name: str, adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Run one scenario with the skips every scenario shares, timing it.
+
+    Skips: the client is not installed, or the target lists the pair as a known defect
+    (``control.known_defects``). A ConformanceError from the client becomes ``fail``.
+    """
+    scenario = SCENARIOS[name]
+    reason = adapter.unavailable_reason()
+    if reason is not None:
+        return ScenarioResult.skipped(adapter.name, name, f"not installed: {reason}")
+    defects: Mapping[tuple[str, str], str] = getattr(control, "known_defects", {})
+    defect = defects.get((adapter.name, name))
+    if defect is not None:
+        return ScenarioResult.skipped(adapter.name, name, f"{control.name} defect: {defect}")
+    start = time.monotonic()
+    try:
+        result = scenario(adapter, bootstrap, control)
+    except ConformanceError as exc:
+        result = ScenarioResult.failed(adapter.name, name, str(exc))
+    result.elapsed_s = time.monotonic() - start
+    return result

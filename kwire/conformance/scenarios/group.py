@@ -1,0 +1,141 @@
+"""Consumer group of two members: split, one leaves, the other resumes from commits.
+
+1. Member A joins and owns all ``PARTITIONS`` partitions; then member B joins. Wait
+   until their assignments are disjoint, both non-empty and together cover every
+   partition (a rebalance happened).
+2. Produce ``BATCH`` records; wait until A and B consumed them between them, each
+   from its own partitions. B leaves (LeaveGroup).
+3. Wait until A owns every partition; produce a second batch; A must consume it.
+4. Every record is reported exactly once over both members: members report records
+   only once committed (or commit before giving a partition up), so A resuming B's
+   partitions from B's committed offsets sees no duplicate and no gap.
+
+``kip848_group`` runs the same with ``group.protocol=consumer`` (ConsumerGroupHeartbeat).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kwire.conformance.clients.base import ClientAdapter, GroupMember, GroupProtocol, Record
+from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, unique_name
+from kwire.errors import ConformanceError
+
+__all__ = ["consumer_group", "kip848_group", "group_scenario"]
+
+PARTITIONS = 4
+BATCH = 12
+# Generous: a classic rebalance waits for every member's next heartbeat or poll.
+STEP_TIMEOUT_S = 45.0
+# How long one wait blocks on one member before looking at the other; a deadline loop,
+# not a timing assumption.
+_PUMP_SLICE_S = 0.05
+
+
+def _wait(members: list[GroupMember], cond: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for m in members:
+            m.pump_nowait()
+        if cond():
+            return
+        if time.monotonic() >= deadline:
+            state = "; ".join(
+                f"{i}: owns {sorted(m.assignment)}, {len(m.records)} records" for i, m in enumerate(members)
+            )
+            raise ConformanceError(f"timed out after {timeout_s:.0f}s waiting for {what} ({state})")
+        for m in members:
+            m.pump(min(deadline, time.monotonic() + _PUMP_SLICE_S))
+
+
+def _batch(tag: str, start: int) -> list[Record]:
+    return [
+        Record(f"k{i}".encode(), f"{tag}-{i}".encode(), (("n", str(i).encode()),), partition=i % PARTITIONS)
+        for i in range(start, start + BATCH)
+    ]
+
+
+def _seen(members: list[GroupMember]) -> list[tuple[int | None, int | None]]:
+    return [(r.partition, r.offset) for m in members for r in m.records]
+
+
+def group_scenario(
+    adapter: ClientAdapter, bootstrap: str, control: BrokerControl, *, protocol: GroupProtocol, scenario: str
+) -> ScenarioResult:
+    """The two-member scenario above with the given group protocol."""
+    topic = unique_name(f"kw-grp-{adapter.name}")
+    group = unique_name(f"kw-g-{adapter.name}")
+    all_parts = frozenset(range(PARTITIONS))
+    control.create_topic(topic, PARTITIONS)
+    members: list[GroupMember] = []
+    try:
+        a = adapter.start_member(bootstrap, topic, group, group_protocol=protocol)
+        members.append(a)
+        _wait(members, lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "member A to own every partition")
+        b = adapter.start_member(bootstrap, topic, group, group_protocol=protocol)
+        members.append(b)
+
+        def split() -> bool:
+            return (
+                bool(a.assignment and b.assignment)
+                and not (a.assignment & b.assignment)
+                and (a.assignment | b.assignment) == all_parts
+            )
+
+        _wait(members, split, STEP_TIMEOUT_S, "the partitions to split between A and B")
+        split_seen = (sorted(a.assignment), sorted(b.assignment))
+        # Produced after the split, so B consumes (and commits) its share itself.
+        first = _batch("first", 0)
+        adapter.produce(bootstrap, topic, first)
+        _wait(
+            members,
+            lambda: len(set(_seen(members))) >= BATCH,
+            STEP_TIMEOUT_S,
+            "the first batch to be consumed",
+        )
+        b.stop(timeout_s=STEP_TIMEOUT_S)
+        _wait([a], lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "A to take over B's partitions")
+        second = _batch("second", BATCH)
+        adapter.produce(bootstrap, topic, second)
+        _wait(
+            [a],
+            lambda: len(set(_seen(members))) >= 2 * BATCH,
+            STEP_TIMEOUT_S,
+            "A to consume the second batch",
+        )
+        a.stop(timeout_s=STEP_TIMEOUT_S)
+    except ConformanceError as exc:
+        return ScenarioResult.failed(adapter.name, scenario, str(exc))
+    finally:
+        for m in members:
+            m.kill()
+    seen = _seen(members)
+    dups = sorted({x for x in seen if seen.count(x) > 1}, key=str)
+    if dups:
+        return ScenarioResult.failed(adapter.name, scenario, f"records delivered twice: {dups[:6]}")
+    want = sorted((r.partition, r.value) for r in first + second)
+    got = sorted((r.partition, r.value) for m in members for r in m.records)
+    if want != got:
+        return ScenarioResult.failed(
+            adapter.name, scenario, f"content differs: {len(got)} records vs {len(want)}"
+        )
+    return ScenarioResult.passed(
+        adapter.name,
+        scenario,
+        split=split_seen,
+        a_records=len(members[0].records),
+        b_records=len(members[1].records),
+    )
+
+
+def consumer_group(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Classic protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup)."""
+    return group_scenario(adapter, bootstrap, control, protocol="classic", scenario="consumer_group")
+
+
+def kip848_group(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """KIP-848 protocol (ConsumerGroupHeartbeat); skipped for clients without it."""
+    if not adapter.supports_kip848:
+        return ScenarioResult.skipped(adapter.name, "kip848_group", f"{adapter.name} has no KIP-848 consumer")
+    return group_scenario(adapter, bootstrap, control, protocol="consumer", scenario="kip848_group")
