@@ -43,6 +43,21 @@ def _text(b: bytes | None) -> str | dict[str, str] | None:
         return {"hex": b.hex()}
 
 
+def _control(record: Any) -> dict[str, Any]:
+    """The parsed control record: marker type and coordinator epoch, or the raw type id."""
+    from kwire.errors import RecordError
+    from kwire.records import ControlRecordType, parse_control_key, parse_control_record
+
+    try:
+        _, kind = parse_control_key(record.key)
+        if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+            marker = parse_control_record(record)
+            return {"type": marker.type.name, "coordinator_epoch": marker.coordinator_epoch}
+        return {"type": kind.name if isinstance(kind, ControlRecordType) else kind}
+    except RecordError as exc:
+        return {"error": str(exc)}
+
+
 def _sources(path: Path) -> Iterator[tuple[str, bytes]]:
     from kwire.errors import SegmentError
     from kwire.records import list_segments
@@ -120,6 +135,8 @@ def _dump(args: argparse.Namespace) -> int:
                         "headers": [[k, _text(v)] for k, v in r.headers],
                         **common,
                     }
+                    if batch.is_control:
+                        line["control"] = _control(r)
                     out.write(json.dumps(line) + "\n")
             except RecordError as exc:
                 if not args.verify:

@@ -37,6 +37,7 @@ def test_dump_prints_one_json_line_per_record(tmp_path: Path, capsys: pytest.Cap
     assert (first["producer_id"], first["producer_epoch"], first["base_sequence"]) == (5, 1, 0)
     assert lines[1]["key"] is None and lines[1]["value"] is None
     assert lines[2]["is_control"] and lines[2]["is_transactional"]
+    assert lines[2]["control"] == {"type": "COMMIT", "coordinator_epoch": 3}
 
 
 def test_dump_batches_and_partition_dirs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
