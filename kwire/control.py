@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -55,6 +56,9 @@ class Broker:
         self._stop: trio.Event | None = None
         self._error: BaseException | None = None
         self.bootstrap = ""
+        self._progress = threading.Condition()
+        self._progress_seq = 0
+        self.server.on_progress = self._on_progress
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> Broker:
@@ -115,6 +119,33 @@ class Broker:
         if self._token is None:
             raise BrokerNotRunning("the broker is not running")
         return trio.from_thread.run(fn, trio_token=self._token)
+
+    def _on_progress(self) -> None:
+        with self._progress:
+            self._progress_seq += 1
+            self._progress.notify_all()
+
+    def wait_until(self, predicate: Callable[[BrokerCore], bool], timeout: float = 30.0) -> None:
+        """Block until ``predicate(core)`` holds (checked on the broker thread after each step of work).
+
+        For tests: e.g. wait until a request has arrived before moving the clock, without sleeping.
+        """
+        end = time.monotonic() + timeout
+        while True:
+            with self._progress:
+                seq = self._progress_seq
+            if self.call(lambda: predicate(self.core)):
+                return
+            with self._progress:
+                while self._progress_seq == seq:
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError(f"broker condition not reached within {timeout} s")
+                    self._progress.wait(left)
+
+    def parked_requests(self) -> int:
+        """How many requests are waiting (long polls, rebalances, injected latency)."""
+        return self.call(lambda: len(self.core._parked) + sum(1 for c in self.core.connections.values() if c.busy))
 
     # --- topics and configs -----------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,

@@ -47,6 +47,9 @@ class BrokerServer:
         self.clock = clock if clock is not None else SystemClock()
         self.core = core if core is not None else BrokerCore(config, self.clock)
         self.on_line = on_line
+        # Called after every batch of work (requests handled, deadlines fired, responses routed),
+        # so a controller in another thread can wait for a condition without sleeping.
+        self.on_progress: Callable[[], None] | None = None
         self._conns: dict[int, _Conn] = {}
         self._listeners: dict[int, list[trio.SocketListener]] = {}
         self._listener_scopes: dict[int, trio.CancelScope] = {}
@@ -157,6 +160,8 @@ class BrokerServer:
         if self.core.outbox:
             self.flush()
         self._deadline_wake.set()
+        if self.on_progress is not None:
+            self.on_progress()
 
     # --- time -------------------------------------------------------------------------------
     async def _deadline_task(self) -> None:

@@ -95,3 +95,18 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
         brokers=brokers, cluster_id=cluster.cluster_id, controller_id=cluster.controller_id, topics=topics,
         cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
     )
+
+
+def error_response(ctx: RequestContext, req: MetadataRequest, code: int) -> MetadataResponse:
+    """Every requested topic carries the error (v13+: also the top level)."""
+    cluster = ctx.core.cluster
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+               for n in cluster.live_nodes()]
+    topics = [MetadataResponse.MetadataResponseTopic(error_code=code, name=rt.name, topic_id=rt.topic_id,
+                                                     topic_authorized_operations=NO_AUTHORIZED_OPERATIONS)
+              for rt in (req.topics or [])]
+    resp = MetadataResponse(brokers=brokers, cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
+                            topics=topics, cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS)
+    if ctx.api_version >= 13:
+        resp.error_code = code
+    return resp
