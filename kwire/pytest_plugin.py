@@ -1,0 +1,60 @@
+"""pytest plugin: a kwire broker for a client developer's own test suite.
+
+Installed with kwire (entry point ``pytest11``). Fixtures:
+
+* ``kwire_broker``: a one-broker cluster on a free port, started for the test and stopped
+  after it; ``kwire_broker.bootstrap`` is the bootstrap string, the object itself is the
+  control API (``create_topic``, ``inject_error``, ``broker_down``, ``advance``...).
+* ``kwire_broker_factory``: call it with ``BrokerConfig`` fields (``brokers=3``,
+  ``settings={...}``, ``manual_clock=True``) to get more clusters in one test.
+
+Mark a test ``@pytest.mark.kwire(brokers=3, manual_clock=True)`` to configure ``kwire_broker``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kwire.control import Broker, BrokerConfig
+
+__all__ = ["kwire_broker", "kwire_broker_factory"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kwire(**options): options for the kwire_broker fixture "
+                                       "(BrokerConfig fields, manual_clock=True)")
+
+
+def _start(options: dict[str, Any]) -> Broker:
+    options = dict(options)
+    manual = bool(options.pop("manual_clock", False))
+    options.setdefault("log_connections", False)
+    return Broker(BrokerConfig(**options), manual_clock=manual).start()
+
+
+@pytest.fixture
+def kwire_broker_factory() -> Iterator[Callable[..., Broker]]:
+    started: list[Broker] = []
+
+    def make(**options: Any) -> Broker:
+        b = _start(options)
+        started.append(b)
+        return b
+
+    yield make
+    for b in started:
+        b.stop()
+
+
+@pytest.fixture
+def kwire_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    marker = request.node.get_closest_marker("kwire")
+    options = dict(marker.kwargs) if marker is not None else {}
+    b = _start(options)
+    try:
+        yield b
+    finally:
+        b.stop()
