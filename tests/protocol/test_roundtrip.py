@@ -23,7 +23,7 @@ def _all_messages() -> list[tuple[type[Message], int]]:
             mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
             for name in mod.__all__:
                 cls = getattr(mod, name)
-                if cls.VALID_VERSIONS is None:
+                if not issubclass(cls, Message) or cls.VALID_VERSIONS is None:
                     continue
                 lo, hi = cls.VALID_VERSIONS
                 out.extend((cls, v) for v in range(lo, hi + 1))
