@@ -29,8 +29,8 @@ from kwire.broker.core.faults import FaultAction, Faults
 from kwire.clock import Clock
 from kwire.errors import DecodeError, KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol.error_codes import ErrorCode
-from kwire.protocol.framing import decode_request, encode_response, peek_request_header
-from kwire.protocol.registry import ApiKey, api_info
+from kwire.protocol.framing import RequestFrame, encode_response, peek_request_header
+from kwire.protocol.registry import ApiKey, api_info, request_header_version, schema_class
 
 __all__ = ["BrokerCore", "ConnInfo", "RequestContext", "Reply", "Outcome", "Exchange"]
 
@@ -161,6 +161,22 @@ class BrokerStats:
     per_api: dict[int, int] = field(default_factory=dict)
 
 
+def _decode_request(payload: bytes) -> RequestFrame:
+    """Decode a request as a Kafka broker parses it: bytes after the body are ignored.
+
+    The Java request parser never checks for leftovers, and librdkafka 2.x relies on that: its
+    Metadata v13 request (all topics) carries a 4-byte array-count placeholder of which the
+    broker reads only the first byte as the compact null, leaving 3 bytes behind.
+    """
+    key, version, _ = peek_request_header(payload)
+    info = api_info(key)
+    info.check_version(version)
+    hv = request_header_version(key, version)
+    header, pos = schema_class("RequestHeader").decode_from(payload, 0, hv)
+    body, _ = info.request_class.decode_from(memoryview(payload)[pos:], 0, version)
+    return RequestFrame(key, version, header.correlation_id, header.client_id, header, body, hv)
+
+
 class BrokerCore:
     """All broker state and request handling, with no I/O."""
 
@@ -238,7 +254,7 @@ class BrokerCore:
             return self._close(conn, f"{spec.name} v{api_version} is not supported (range "
                                      f"{spec.min_version}-{self.max_version(api_key)})")
         try:
-            frame = decode_request(payload)
+            frame = _decode_request(payload)
         except (DecodeError, UnsupportedVersionError, UnknownApiKeyError) as exc:
             # A real broker cannot parse the request and closes the connection.
             return self._close(conn, f"malformed {spec.name} v{api_version} request: {exc}")
