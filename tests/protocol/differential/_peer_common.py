@@ -25,6 +25,7 @@ __all__ = [
     "map_fields",
     "plan_to_peer",
     "plan_from_peer",
+    "lengthen",
 ]
 
 Convert = Callable[[Any], Any]
@@ -137,3 +138,39 @@ def _keep(f: FieldSpec, x: Any, version: int) -> Any:
 def strip_unknown_tags(value: S, version: int) -> S:
     """``value`` without any unknown tagged fields, at any depth."""
     return map_fields(value, version, _keep, unknown_tags=lambda s, t: None)
+
+
+LONG = 130  # past 127: compact lengths and counts take a two-byte varint
+
+
+def _long_scalar(f: FieldSpec, x: Any) -> Any:
+    if f.kind == "string" and x is not None:
+        unit = x or "ü"
+        return (unit * (LONG // len(unit) + 1))[: max(LONG, len(x))]
+    if f.kind in ("bytes", "records") and x is not None:
+        unit = bytes(x) or b"\x01"
+        return (unit * (2 * LONG // len(unit) + 1))[: max(2 * LONG, len(unit))]
+    return x
+
+
+def lengthen(value: S, version: int, *, arrays: bool = True) -> S:
+    """``value`` with every string and bytes field, and (once, at the outermost level) every
+    non-empty array, made longer than 127 so that their lengths need multi-byte varints."""
+    cls = type(value)
+    kwargs: dict[str, Any] = {}
+    for f in cls._fields:
+        x = getattr(value, f.attr)
+        if not f.present_in(version) or x is None:
+            kwargs[f.attr] = x
+            continue
+        if f.is_array:
+            elems = [lengthen(e, version, arrays=False) if f.kind == "struct" else _long_scalar(f, e) for e in x]
+            if arrays and elems:
+                elems = [elems[i % len(elems)] for i in range(LONG)]
+            kwargs[f.attr] = elems
+        elif f.kind == "struct":
+            kwargs[f.attr] = lengthen(x, version, arrays=arrays)
+        else:
+            kwargs[f.attr] = _long_scalar(f, x)
+    kwargs["unknown_tagged_fields"] = value.unknown_tagged_fields  # type: ignore[attr-defined]
+    return cls(**kwargs)

@@ -30,7 +30,6 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-import kafka.protocol as kp_pkg
 from _peer_common import (
     Case,
     FieldPlan,
@@ -41,12 +40,17 @@ from _peer_common import (
     present_fields,
     tag_in,
 )
-from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.schemas.fields.base import BaseField
 
 from kwire.protocol._message import FieldSpec, Message, Struct
 from kwire.protocol.primitives import ZERO_UUID
 from kwire.protocol.registry import api_info
+
+with warnings.catch_warnings():
+    # kafka-python reads its schemas with importlib.resources.read_text (deprecated in 3.11).
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import kafka.protocol as kp_pkg
+    from kafka.protocol.api_message import ApiMessage
+    from kafka.protocol.schemas.fields.base import BaseField
 
 __all__ = ["kafka_python_cases"]
 
@@ -57,7 +61,6 @@ _INT32_MIN = -(2**31)
 def _api_classes() -> list[Any]:
     """Every request/response class kafka-python defines (its ``old`` hand-written codec aside)."""
     with warnings.catch_warnings():
-        # kafka-python reads its schemas with importlib.resources.read_text (deprecated in 3.11).
         warnings.simplefilter("ignore", DeprecationWarning)
         for m in pkgutil.walk_packages(kp_pkg.__path__, "kafka.protocol."):
             if ".old" not in m.name and "generate_stubs" not in m.name:

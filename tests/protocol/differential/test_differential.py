@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from _peer_common import Case, strip_unknown_tags
+from _peer_common import Case, lengthen, strip_unknown_tags
 from _peer_kafka_python import build_plan as kp_build_plan
 from _peer_kafka_python import kafka_python_cases
 from _peer_kio import build_plan as kio_build_plan
@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwire.fuzz.strategies import message_strategy
+from kwire.protocol._message import Message
 from kwire.protocol.messages.fetch import FetchRequest
 from kwire.protocol.messages.share_fetch import ShareFetchRequest
 
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.differential
 
 CASES: list[Case] = kio_cases() + kafka_python_cases()
 EXAMPLES = 8
+LONG_EXAMPLES = 2
 
 
 def _param(c: Case) -> object:
@@ -52,9 +54,24 @@ def _first_difference(ours: bytes, theirs: bytes) -> str:
           suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_same_bytes_and_values_as_peer(case: Case, data: st.DataObject) -> None:
-    assert case.encode is not None and case.decode is not None and case.sanitize is not None
+    assert case.sanitize is not None
+    _check(case, case.sanitize(data.draw(message_strategy(case.kwire_cls, case.version), label="value")))
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+@settings(max_examples=LONG_EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_long_strings_bytes_and_arrays_match_peer(case: Case, data: st.DataObject) -> None:
+    """Lengths and counts past 127 (two-byte compact varints), which the drawn values never reach."""
+    assert case.sanitize is not None
+    value = data.draw(message_strategy(case.kwire_cls, case.version), label="value")
+    _check(case, case.sanitize(lengthen(value, case.version)))
+
+
+def _check(case: Case, value: Message) -> None:
+    assert case.encode is not None and case.decode is not None
     v = case.version
-    value = case.sanitize(data.draw(message_strategy(case.kwire_cls, v), label="value"))
     raw = value.encode(v)
     if case.keeps_unknown_tags:
         assert case.decode(raw) == value, "peer decodes kwire's bytes (with unknown tags) to other values"
