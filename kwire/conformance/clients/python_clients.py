@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import sys
@@ -41,6 +42,7 @@ class ConfluentKafkaAdapter(_PythonAdapter):
     supports_kip848 = True
 
 
+@functools.cache
 def _codecs_from(module: str) -> tuple[str, ...]:
     # kafka-python and aiokafka enable snappy/lz4/zstd only when their optional
     # libraries import; ask their own has_* probes.
@@ -61,8 +63,10 @@ class KafkaPythonAdapter(_PythonAdapter):
     module = "kafka"
     distribution = "kafka-python"
 
-    def __init__(self) -> None:
-        self.supported_codecs = _codecs_from("kafka.codec")  # type: ignore[misc]
+    @property
+    def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Probed on first use: importing the client is slow."""
+        return _codecs_from("kafka.codec")
 
 
 class AiokafkaAdapter(_PythonAdapter):
@@ -72,5 +76,7 @@ class AiokafkaAdapter(_PythonAdapter):
     module = "aiokafka"
     distribution = "aiokafka"
 
-    def __init__(self) -> None:
-        self.supported_codecs = _codecs_from("aiokafka.codec")  # type: ignore[misc]
+    @property
+    def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Probed on first use: importing the client is slow."""
+        return _codecs_from("aiokafka.codec")

@@ -1,0 +1,102 @@
+"""Unit tests of the conformance harness itself (no broker, no network)."""
+
+from __future__ import annotations
+
+import io
+import struct
+import sys
+
+import pytest
+
+from kwire.conformance._fixup_proxy import encode_api_versions_v3, fix_response, produce_acks
+from kwire.conformance.clients import ADAPTER_CLASSES, Record, all_adapters, get_adapter
+from kwire.conformance.clients._kcat_driver import read_records
+from kwire.conformance.clients._proc import run_json_command
+from kwire.conformance.report import format_matrix
+from kwire.conformance.scenarios import Outcome, ScenarioResult
+from kwire.conformance.scenarios.roundtrip import roundtrip_records
+from kwire.errors import ConformanceError
+
+
+def test_record_wire_form_round_trips_binary_and_nulls() -> None:
+    rec = Record(bytes(range(256)), None, (("h", b"\x00\xff"), ("n", None)), partition=1)
+    ev = {"event": "record", "offset": 7, **rec.to_wire()}
+    back = Record.from_wire(ev)
+    assert back.content() == rec.content()
+    assert (back.partition, back.offset) == (1, 7)
+
+
+def test_roundtrip_records_cover_null_and_empty_keys_and_values() -> None:
+    recs = roundtrip_records("x")
+    assert any(r.key is None for r in recs) and any(r.key == b"" for r in recs)
+    assert any(r.value is None for r in recs) and any(r.value == b"" for r in recs)
+    text_only = roundtrip_records("x", binary_headers=False)
+    assert all(v is not None and v.isascii() for r in text_only for _, v in r.headers)
+
+
+def test_adapter_names_are_unique_and_lookup_works() -> None:
+    names = [cls.name for cls in ADAPTER_CLASSES]
+    assert len(names) == len(set(names))
+    assert [a.name for a in all_adapters()] == names
+    assert get_adapter("kcat").binary_headers is False
+    with pytest.raises(ConformanceError):
+        get_adapter("nope")
+
+
+def test_api_versions_v3_answer_is_flexible_layout() -> None:
+    body = encode_api_versions_v3(9, {18: (0, 4), 0: (3, 11)})
+    corr, err, n = struct.unpack_from(">ihB", body)
+    assert (corr, err, n) == (9, 0, 3)  # compact array: 2 entries + 1
+    assert struct.unpack_from(">hhhB", body, 7) == (0, 3, 11, 0)
+    assert body[-5:] == b"\x00\x00\x00\x00\x00"  # throttle 0, no tagged fields
+
+
+def _produce_frame(version: int, acks: int) -> bytes:
+    head = struct.pack(">hhih", 0, version, 1, 3) + b"cid"
+    if version >= 9:
+        return head + b"\x00" + b"\x00" + struct.pack(">h", acks)  # no tags, null txn id
+    return head + struct.pack(">h", -1) + struct.pack(">h", acks)
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+@pytest.mark.parametrize("acks", [0, 1, -1])
+def test_produce_acks_is_read_from_every_header_layout(version: int, acks: int) -> None:
+    assert produce_acks(_produce_frame(version, acks)) == acks
+
+
+def test_sync_group_null_assignment_becomes_empty_bytes() -> None:
+    frame = struct.pack(">iihi", 5, 0, 27, -1)
+    fixed = fix_response(14, 3, frame)
+    assert struct.unpack(">iihi", fixed) == (5, 0, 27, 0)
+    assert fix_response(14, 0, frame) == frame  # v0 has another layout: untouched
+
+
+def test_kcat_output_parser_reads_binary_payloads_by_length() -> None:
+    out = b"0 5 2 3 a=x,b=\nk\nv\x00z\n1 6 -1 -1 \n\n"
+    recs = list(read_records(io.BytesIO(out)))
+    assert recs[0]["key"] == b"k\n".hex() and recs[0]["value"] == b"v\x00z".hex()
+    assert recs[0]["headers"] == [["a", b"x".hex()], ["b", ""]]
+    assert recs[1]["key"] is None and recs[1]["value"] is None and recs[1]["offset"] == 6
+
+
+def test_run_json_command_kills_a_hung_program_at_the_timeout() -> None:
+    argv = [sys.executable, "-c", "import sys; sys.stdin.readline(); import time; time.sleep(60)"]
+    with pytest.raises(ConformanceError, match="timed out"):
+        run_json_command(argv, {"op": "x"}, 0.5, label="hang")
+
+
+def test_run_json_command_surfaces_error_events() -> None:
+    code = "import sys, json; sys.stdin.readline(); print(json.dumps({'event': 'error', 'error': 'E', 'message': 'm'}))"
+    with pytest.raises(ConformanceError, match="E: m"):
+        run_json_command([sys.executable, "-c", code], {"op": "x"}, 10, label="err")
+
+
+def test_matrix_lists_reasons_as_notes() -> None:
+    text = format_matrix(
+        [
+            ScenarioResult("java", "roundtrip", Outcome.PASS, elapsed_s=1.0),
+            ScenarioResult("kcat", "roundtrip", Outcome.SKIP, "not installed"),
+        ]
+    )
+    assert "pass 1.0s" in text and "skip [1]" in text and "[1] kcat / roundtrip: not installed" in text
+    assert "1 passed, 0 failed, 1 skipped" in text
