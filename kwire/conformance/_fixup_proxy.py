@@ -8,10 +8,11 @@ proper flexible layout, with the ranges the mock advertises; every other frame p
 through untouched. The mock is told to advertise the proxy's address
 (``rd_kafka_mock_broker_set_host_port``), so no response needs rewriting.
 
-It also repairs SyncGroup responses whose Assignment is NULL (the mock sends that while
-a rebalance is in progress; Java and kafkats reject a null in that non-nullable field,
-and a real broker sends empty bytes). SyncGroup is capped at v3, so the field sits at a
-fixed place and the rewrite keeps the length.
+It also repairs SyncGroup error responses whose Assignment is NULL (the mock sends that
+with REBALANCE_IN_PROGRESS and the like; Java and kafkats reject a null in that
+non-nullable field, and a real broker sends empty bytes). Successful responses are left
+alone: aiokafka then fails the rebalance. SyncGroup is capped at v3, so the field sits
+at a fixed place and the rewrite keeps the length.
 
 Responses go back in request order (Kafka's per-connection guarantee): each request
 queues either a ready answer or "read one upstream frame"; Produce with acks=0 queues
@@ -131,6 +132,7 @@ def fix_response(key: int, version: int, frame: bytes) -> bytes:
         and 1 <= version <= 3
         and len(frame) >= at + 4
         and struct.unpack_from(">i", frame, at)[0] == -1
+        and struct.unpack_from(">h", frame, at - 2)[0] != 0
     ):
         return frame[:at] + struct.pack(">i", 0) + frame[at + 4 :]
     return frame

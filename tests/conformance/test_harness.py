@@ -64,11 +64,13 @@ def test_produce_acks_is_read_from_every_header_layout(version: int, acks: int) 
     assert produce_acks(_produce_frame(version, acks)) == acks
 
 
-def test_sync_group_null_assignment_becomes_empty_bytes() -> None:
+def test_sync_group_error_with_null_assignment_gets_empty_bytes() -> None:
     frame = struct.pack(">iihi", 5, 0, 27, -1)
     fixed = fix_response(14, 3, frame)
     assert struct.unpack(">iihi", fixed) == (5, 0, 27, 0)
     assert fix_response(14, 0, frame) == frame  # v0 has another layout: untouched
+    ok = struct.pack(">iihi", 5, 0, 0, -1)
+    assert fix_response(14, 3, ok) == ok  # success responses pass through
 
 
 def test_kcat_output_parser_reads_binary_payloads_by_length() -> None:
