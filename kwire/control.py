@@ -96,6 +96,7 @@ class Broker:
                 trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
         self._thread.join(timeout=30)
         self._thread = None
+        self.core.close()  # the broker thread is gone: release files (data dir) from here
 
     def __enter__(self) -> Broker:
         return self.start()
@@ -161,7 +162,10 @@ class Broker:
     def set_config(self, resource: str, name: str, key: str, value: str | None) -> None:
         """Set (or with None, remove) a config of a "broker", "topic" or "group"."""
         rtype = {"broker": ResourceType.BROKER, "topic": ResourceType.TOPIC, "group": ResourceType.GROUP}[resource]
-        self.call(lambda: self.core.configs.set(rtype, "" if rtype is ResourceType.BROKER else name, key, value))
+        def run() -> None:
+            self.core.configs.set(rtype, "" if rtype is ResourceType.BROKER else name, key, value)
+            self.core.metadata_changed()
+        self.call(run)
 
     # --- faults -----------------------------------------------------------------------------
     def inject_error(self, *, api_key: int | None = None, error_code: int, times: int | None = 1,
@@ -220,6 +224,7 @@ class Broker:
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
         def run() -> None:
             self.core.cluster.move_leader(topic, partition, node_id)
+            self.core.metadata_changed()
             self.core.wake_all()
         self.call(run)
 

@@ -203,6 +203,7 @@ class BrokerServer:
         for lst in self._listeners.pop(node_id, []):
             await lst.aclose()
         self.core.cluster.set_node_up(node_id, False)
+        self.core.metadata_changed()
         self.close_connections(node_id)
         self.core.wake_all()
         self.flush()
@@ -212,4 +213,5 @@ class BrokerServer:
         if node_id not in self._listeners:
             await self._start_listener(node_id, node.port)
         self.core.cluster.set_node_up(node_id, True)
+        self.core.metadata_changed()
         self.flush()

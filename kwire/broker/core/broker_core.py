@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -238,6 +239,11 @@ class BrokerCore:
     def handle(self, conn: ConnInfo, payload: bytes) -> Outcome:
         """Handle one request frame (size prefix removed)."""
         self.stats.requests += 1
+        if conn.sasl_state is not None and not conn.authenticated and getattr(conn.sasl_state, "raw_tokens", False):
+            # After a v0 SaslHandshake the next frames are bare SASL tokens, not requests.
+            from kwire.broker.handlers.sasl_authenticate import handle_raw_token
+
+            return handle_raw_token(self, conn, payload)
         try:
             api_key, api_version, corr = peek_request_header(payload)
         except DecodeError as exc:
@@ -391,7 +397,8 @@ class BrokerCore:
 
     # --- topics (shared by CreateTopics, Metadata auto-create, Produce, the control API) ----
     def create_topic(self, name: str, num_partitions: int | None = None, replication_factor: int | None = None,
-                     configs: dict[str, str] | None = None, *, internal: bool = False) -> Topic:
+                     configs: dict[str, str] | None = None, *, internal: bool = False,
+                     topic_id: uuid.UUID | None = None) -> Topic:
         if num_partitions is None or num_partitions == -1:
             num_partitions = self.configs.get_int(ResourceType.BROKER, "", "num.partitions")
         if replication_factor is None or replication_factor == -1:
@@ -406,7 +413,8 @@ class BrokerCore:
                 d.validate(v)
             except KwireError as exc:
                 raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        topic = self.cluster.create_topic(name, num_partitions, replication_factor, internal=internal)
+        topic = self.cluster.create_topic(name, num_partitions, replication_factor, internal=internal,
+                                          topic_id=topic_id)
         for k, v in (configs or {}).items():
             self.configs.set(ResourceType.TOPIC, name, k, v)
         for p in topic.partitions:
@@ -439,6 +447,20 @@ class BrokerCore:
             if hook is not None:
                 hook(topic)
         return topic
+
+    def metadata_changed(self) -> None:
+        """Configs, log start offsets or leader epochs changed outside the topic hooks (persistence)."""
+        for sub in self.subsystems.values():
+            hook = getattr(sub, "on_metadata_changed", None)
+            if hook is not None:
+                hook()
+
+    def close(self) -> None:
+        """The broker stops: subsystems holding resources (open segment files) release them."""
+        for sub in self.subsystems.values():
+            hook = getattr(sub, "on_close", None)
+            if hook is not None:
+                hook()
 
     def auto_create_enabled(self) -> bool:
         return self.configs.get_bool(ResourceType.BROKER, "", "auto.create.topics.enable")

@@ -147,8 +147,9 @@ class Cluster:
             start = self._next_leader % len(live)
             self._next_leader += 1
             replicas = [live[(start + k) % len(live)].node_id for k in range(replication_factor)]
-            topic.partitions.append(Partition(topic.name, idx, topic.topic_id, replicas[0], 0, replicas,
-                                              PartitionLog(topic.name, idx)))
+            log = PartitionLog(topic.name, idx)
+            log.assign_epoch(0, 0)  # the first leader's epoch starts the log (Partition.makeLeader)
+            topic.partitions.append(Partition(topic.name, idx, topic.topic_id, replicas[0], 0, replicas, log))
 
     def create_partitions(self, name: str, total: int) -> Topic:
         topic = self.topics.get(name)
@@ -186,6 +187,7 @@ class Cluster:
             p.replicas = [node_id, *[r for r in p.replicas if r != node_id]][: max(1, len(p.replicas))]
         p.leader_id = node_id
         p.leader_epoch += 1
+        p.log.assign_epoch(p.leader_epoch, p.log.log_end_offset)
         return p
 
     def set_node_up(self, node_id: int, up: bool) -> list[Partition]:
@@ -199,6 +201,7 @@ class Cluster:
                     if p.leader_id == -1 and node_id in p.replicas:
                         p.leader_id = node_id
                         p.leader_epoch += 1
+                        p.log.assign_epoch(p.leader_epoch, p.log.log_end_offset)
                         moved.append(p)
         else:
             live = [n.node_id for n in self.live_nodes()]
@@ -211,6 +214,8 @@ class Cluster:
                     if p.leader_id != -1 and p.leader_id not in p.replicas:
                         p.replicas = [p.leader_id, *p.replicas][: len(p.replicas)]
                     p.leader_epoch += 1
+                    if p.leader_id != -1:
+                        p.log.assign_epoch(p.leader_epoch, p.log.log_end_offset)
                     moved.append(p)
             if self.controller_id == node_id and live:
                 self.controller_id = live[0]

@@ -5,6 +5,11 @@ place (``kwire.records.validate_and_assign``), so a fetch serves them without re
 Single-replica semantics: the high watermark is the log end offset once a batch is appended.
 The last stable offset is the high watermark minus whatever open transactions hold back
 (``open_txn_first_offsets``, maintained by the producer-state and transaction code).
+
+``epochs`` is the leader-epoch history (Kafka's LeaderEpochFileCache): (epoch, first offset)
+pairs, ascending in both. A new leader records its epoch at the log end; an appended or
+loaded batch of a newer epoch records itself; DeleteRecords trims the front. OffsetForLeaderEpoch
+answers from it (``end_offset_for_epoch``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,11 @@ from dataclasses import dataclass, field
 
 from kwire.records import BatchInfo
 
-__all__ = ["PartitionLog", "StoredBatch", "AbortedTxn", "ReadResult"]
+__all__ = ["PartitionLog", "StoredBatch", "AbortedTxn", "ReadResult", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
+
+UNDEFINED_EPOCH = -1  # RecordBatch.NO_PARTITION_LEADER_EPOCH
+UNDEFINED_EPOCH_OFFSET = -1  # EpochEndOffset.UNDEFINED_EPOCH_OFFSET
+_EPOCH_AT = slice(12, 16)  # partitionLeaderEpoch: after baseOffset int64 and batchLength int32
 
 
 @dataclass(slots=True)
@@ -61,6 +70,8 @@ class PartitionLog:
     # called with each stored batch after append (persistence, wake-ups)
     on_append: list[Callable[[StoredBatch], None]] = field(default_factory=list)
     size_bytes: int = 0
+    # leader-epoch history: (epoch, start offset), ascending in both
+    epochs: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def high_watermark(self) -> int:
@@ -83,6 +94,7 @@ class PartitionLog:
         self._bases.append(batch.base_offset)
         self.log_end_offset = batch.last_offset + 1
         self.size_bytes += len(data)
+        self._epoch_of(data, batch.base_offset)
         for fn in self.on_append:
             fn(batch)
         return batch
@@ -97,6 +109,41 @@ class PartitionLog:
         self._bases.append(batch.base_offset)
         self.log_end_offset = batch.last_offset + 1
         self.size_bytes += len(data)
+        self._epoch_of(data, batch.base_offset)
+
+    # --- leader epochs (LeaderEpochFileCache) -------------------------------------------------
+    def _epoch_of(self, data: bytes, base_offset: int) -> None:
+        if len(data) >= _EPOCH_AT.stop:
+            epoch = int.from_bytes(data[_EPOCH_AT], "big", signed=True)
+            if epoch >= 0:
+                self.assign_epoch(epoch, base_offset)
+
+    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset``; later or non-monotonic entries go."""
+        if self.epochs:
+            last_epoch, last_start = self.epochs[-1]
+            if epoch == last_epoch and start_offset >= last_start:
+                return  # nothing new (LeaderEpochFileCache.isUpdateNeeded)
+        self.epochs = [(e, s) for e, s in self.epochs if e < epoch and s < start_offset]
+        self.epochs.append((epoch, start_offset))
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch, as LeaderEpochFileCache.endOffsetFor answers.
+
+        The latest epoch ends at the log end; an older one where the next known epoch starts
+        (reporting the largest known epoch not above the one asked for); an unknown newer
+        one, or -1, gives (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET).
+        """
+        if epoch == UNDEFINED_EPOCH or not self.epochs:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if self.epochs[-1][0] == epoch:
+            return epoch, self.log_end_offset
+        higher = next(((e, s) for e, s in self.epochs if e > epoch), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        floor = [e for e, _ in self.epochs if e <= epoch]
+        # Below every known epoch: the data is gone; the first known epoch's start is the answer.
+        return (floor[-1] if floor else epoch), higher[1]
 
     def _index_for(self, offset: int) -> int:
         """Index of the first batch whose last offset is >= ``offset``."""
@@ -161,3 +208,9 @@ class PartitionLog:
         self.batches = keep
         self._bases = [b.base_offset for b in keep]
         self.size_bytes = sum(len(b.data) for b in keep)
+        # LeaderEpochFileCache.truncateFromStart: the last epoch starting at or before the new
+        # start offset now starts there; the ones before it go.
+        lso = self.log_start_offset
+        before = [(e, s) for e, s in self.epochs if s <= lso]
+        if before:
+            self.epochs = [(before[-1][0], lso)] + [(e, s) for e, s in self.epochs if s > lso]

@@ -2,7 +2,11 @@
 
 Each subsystem is plain synchronous state with optional hooks the core calls:
 ``on_disconnect(conn_id)``, ``on_topic_created(topic)``, ``on_topic_deleted(topic)``,
-``on_partition_created(partition)``.
+``on_partition_created(partition)``, ``on_metadata_changed()`` (configs, log start offsets,
+leader epochs moved: persistence re-saves) and ``on_close()`` (the broker stops).
+
+SASL (``BrokerConfig.sasl``) and persistence (``BrokerConfig.data_dir``) are subsystems too;
+storage is installed last so that restoring the data dir reaches every other subsystem's hooks.
 """
 
 from __future__ import annotations
@@ -33,3 +37,13 @@ def install(core: BrokerCore) -> None:
         pass
     else:
         core.subsystems["groups"] = GroupCoordinator(core)
+    if core.config.sasl is not None:
+        from kwire.broker.core.sasl import SaslAuthority
+
+        core.subsystems["sasl"] = SaslAuthority(core.config.sasl, core.rng)
+    if core.config.data_dir is not None:
+        from kwire.broker.core.storage import Storage
+
+        storage = Storage(core, core.config.data_dir)
+        core.subsystems["storage"] = storage
+        storage.restore()

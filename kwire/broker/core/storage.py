@@ -1,0 +1,399 @@
+"""Persistence of a broker's data dir: partition logs in Kafka's segment format, metadata as JSON.
+
+Layout of ``BrokerConfig.data_dir``::
+
+    kwire-metadata.json                          topics (ids, partitions, leaders, leader-epoch
+                                                 history, log start offsets, configs), dynamic
+                                                 broker and group configs, committed offsets
+    <topic>-<partition>/00000000000000000000.log the batches, back to back, as a broker writes them
+
+Theory of operation
+-------------------
+* This module is the persistence edge: the only place in the core that touches files. It is
+  synchronous and simple: a batch is written and flushed from the log's ``on_append`` callback,
+  so it is in the file before the Produce response leaves (no fsync: a process crash loses
+  nothing acknowledged, a machine crash may).
+* Metadata is rewritten whole (temporary file, then rename) whenever it changes: the topic
+  hooks, ``BrokerCore.metadata_changed()`` (config changes, DeleteRecords, leader moves) and
+  ``on_close``.
+* ``restore`` runs once, when the core starts: topics come back with their ids, partition
+  counts, leaders, epochs and configs; each log is reloaded with ``PartitionLog.load`` and the
+  producer state (the last five batches per producer id, open transactions, aborted ones) is
+  rebuilt from the batches, so a retried duplicate after a restart is still recognised. A torn
+  tail (the process died mid-write, or a batch does not check out) is reported in
+  ``torn_tails`` and the log, cut off the file, and everything before it is served.
+* Committed offsets are snapshotted from the ``offsets`` subsystem when the metadata is
+  written; a commit alone does not trigger a write (the offset store has no change hook), so
+  offsets committed after the last metadata write survive a clean stop but not a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kwire.broker.core.cluster import TopicError
+from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.log import AbortedTxn
+from kwire.errors import ConfigError, RecordError, SegmentError
+from kwire.protocol.error_codes import ErrorCode
+from kwire.records import (
+    BatchInfo,
+    ControlRecordType,
+    RecordBatch,
+    SegmentWriter,
+    TornTail,
+    iter_partition_dir,
+    list_segments,
+    parse_control_key,
+    partition_dir_name,
+)
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import BrokerCore
+    from kwire.broker.core.cluster import Partition, Topic
+    from kwire.broker.core.log import StoredBatch
+
+__all__ = ["Storage", "METADATA_FILE", "METADATA_VERSION", "batch_info"]
+
+log = logging.getLogger("kwire.broker.storage")
+
+METADATA_FILE = "kwire-metadata.json"
+METADATA_VERSION = 1
+
+
+def batch_info(batch: RecordBatch) -> BatchInfo:
+    """The ``BatchInfo`` the log keeps, read from a stored batch's header."""
+    return BatchInfo(
+        batch.base_offset, batch.last_offset, batch.record_count, batch.size_in_bytes, int(batch.compression),
+        batch.timestamp_type, batch.base_timestamp, batch.max_timestamp, batch.producer_id, batch.producer_epoch,
+        batch.base_sequence, batch.is_transactional, batch.is_control, batch.crc,
+    )
+
+
+class Storage:
+    """Keeps a core's topics, logs and configs in a data dir and brings them back on start."""
+
+    def __init__(self, core: BrokerCore, data_dir: str | os.PathLike[str]) -> None:
+        self.core = core
+        self.root = Path(data_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._writers: dict[tuple[str, int], SegmentWriter] = {}
+        self._restoring = False
+        self._known_topics: set[str] = set()
+        self.torn_tails: list[TornTail] = []
+        self.problems: list[str] = []  # everything restore reported (torn tails included)
+
+    @property
+    def metadata_path(self) -> Path:
+        return self.root / METADATA_FILE
+
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        return self.root / partition_dir_name(topic, partition)
+
+    def _report(self, text: str) -> None:
+        log.warning("data dir %s: %s", self.root, text)
+        self.problems.append(text)
+
+    # --- hooks (called by the core) ---------------------------------------------------------
+    def on_partition_created(self, p: Partition) -> None:
+        def persist(batch: StoredBatch) -> None:
+            self._append(p, batch)
+
+        p.log.on_append.append(persist)
+        if not self._restoring and p.topic in self._known_topics:
+            self.save_metadata()  # CreatePartitions: the topic hook does not run
+
+    def on_topic_created(self, topic: Topic) -> None:
+        self._known_topics.add(topic.name)
+        if not self._restoring:
+            self.save_metadata()
+
+    def on_topic_deleted(self, topic: Topic) -> None:
+        self._known_topics.discard(topic.name)
+        for p in topic.partitions:
+            w = self._writers.pop((topic.name, p.index), None)
+            if w is not None:
+                w.close()
+            d = self.partition_dir(topic.name, p.index)
+            if d.exists():
+                try:
+                    shutil.rmtree(d)
+                except OSError as exc:
+                    self._report(f"cannot remove {d} of deleted topic {topic.name!r}: {exc}")
+        self.save_metadata()
+
+    def on_metadata_changed(self) -> None:
+        if not self._restoring:
+            self.save_metadata()
+
+    def on_close(self) -> None:
+        self.save_metadata()
+        for w in self._writers.values():
+            w.close()
+        self._writers.clear()
+
+    # --- logs -------------------------------------------------------------------------------
+    def _writer(self, p: Partition) -> SegmentWriter:
+        key = (p.topic, p.index)
+        w = self._writers.get(key)
+        if w is None:
+            d = self.partition_dir(p.topic, p.index)
+            segments = list_segments(d) if d.is_dir() else []
+            base = segments[-1][0] if segments else p.log.log_start_offset
+            # Index files are optional in Kafka's format (it rebuilds missing ones); one open file
+            # per partition keeps descriptors low.
+            w = SegmentWriter(d, base, write_indexes=False)
+            self._writers[key] = w
+        return w
+
+    def _append(self, p: Partition, batch: StoredBatch) -> None:
+        try:
+            w = self._writer(p)
+            w.append(batch.data)
+            w.flush()
+        except (OSError, RecordError) as exc:
+            # The batch is in memory and acknowledged; it will not survive a restart.
+            log.error("data dir %s: cannot write %s-%d at offset %d: %s", self.root, p.topic, p.index,
+                      batch.base_offset, exc)
+
+    def _load_partition(self, p: Partition) -> None:
+        d = self.partition_dir(p.topic, p.index)
+        if not d.is_dir():
+            return
+        plog = p.log
+        reader = iter_partition_dir(d, recover=True)
+        try:
+            for batch in reader:
+                info = batch_info(batch)
+                if info.base_offset < plog.log_end_offset:
+                    self._report(f"{d}: batch at offset {info.base_offset} overlaps the log end "
+                                 f"{plog.log_end_offset}; skipped")
+                    continue
+                if not plog.batches:
+                    plog.log_start_offset = max(plog.log_start_offset, info.base_offset)
+                plog.load(bytes(batch.buffer), info)
+                self._rebuild_producer_state(p, batch, info)
+        except (SegmentError, RecordError, OSError) as exc:
+            self._report(f"{d}: cannot read further: {exc}; serving what was read")
+        for tail in reader.torn_tails:
+            self.torn_tails.append(tail)
+            self._report(f"torn tail in {tail.path} at byte {tail.position} ({tail.size} bytes): {tail.reason}; "
+                         "cut off, the batches before it are served")
+            try:
+                os.truncate(tail.path, tail.position)
+            except OSError as exc:
+                self._report(f"cannot cut the torn tail off {tail.path}: {exc}")
+
+    @staticmethod
+    def _rebuild_producer_state(p: Partition, batch: RecordBatch, info: BatchInfo) -> None:
+        """What Produce (and transaction markers) did when the batch was appended, replayed."""
+        pid = info.producer_id
+        if pid < 0:
+            return
+        plog = p.log
+        if info.is_control:
+            try:
+                _, kind = parse_control_key(next(iter(batch)).key)
+            except (StopIteration, RecordError):
+                return
+            if kind not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                return
+            entry = p.producers.entries.get(pid)
+            first = plog.open_txn_first_offsets.pop(pid, None)
+            if entry is not None:
+                first = entry.txn_first_offset if first is None else first
+                entry.txn_first_offset = None
+                entry.epoch = max(entry.epoch, info.producer_epoch)
+            if kind == ControlRecordType.ABORT and first is not None:
+                plog.aborted_txns.append(AbortedTxn(pid, first, info.last_offset))
+            return
+        entry = p.producers.record(info, info.base_offset, info.max_timestamp)
+        if entry is not None and info.is_transactional:
+            plog.open_txn_first_offsets.setdefault(pid, entry.txn_first_offset or info.base_offset)
+
+    # --- metadata ---------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The metadata file's content for the core's current state."""
+        core = self.core
+        overrides = core.configs.overrides
+        static = core.config.settings
+        topics: dict[str, Any] = {}
+        for t in core.cluster.topics.values():
+            topics[t.name] = {
+                "id": str(t.topic_id),
+                "internal": t.internal,
+                "configs": dict(overrides.get((ResourceType.TOPIC, t.name), {})),
+                "partitions": [{
+                    "leader": p.leader_id,
+                    "leader_epoch": p.leader_epoch,
+                    "replicas": list(p.replicas),
+                    "log_start_offset": p.log.log_start_offset,
+                    "epochs": [list(e) for e in p.log.epochs],
+                } for p in t.partitions],
+            }
+        broker = {k: v for k, v in overrides.get((ResourceType.BROKER, ""), {}).items() if static.get(k) != v}
+        groups = {name: dict(v) for (rtype, name), v in overrides.items() if rtype is ResourceType.GROUP and v}
+        out: dict[str, Any] = {"version": METADATA_VERSION, "cluster_id": core.cluster.cluster_id, "topics": topics,
+                               "broker_configs": broker, "group_configs": groups}
+        offsets = self._offsets_snapshot()
+        if offsets is not None:
+            out["offsets"] = offsets
+        return out
+
+    def save_metadata(self) -> None:
+        data = json.dumps(self.snapshot(), indent=1, sort_keys=True)
+        tmp = self.metadata_path.with_suffix(".tmp")
+        try:
+            tmp.write_text(data)
+            os.replace(tmp, self.metadata_path)
+        except OSError as exc:
+            log.error("data dir %s: cannot write %s: %s", self.root, METADATA_FILE, exc)
+
+    def _read_metadata(self) -> dict[str, Any] | None:
+        path = self.metadata_path
+        if not path.exists():
+            return None
+        try:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            self._report(f"{path} is unreadable ({exc}); starting without its topics")
+            return None
+        if not isinstance(meta, dict) or meta.get("version") != METADATA_VERSION:
+            self._report(f"{path} has an unknown format (version {meta.get('version') if isinstance(meta, dict) else '?'});"
+                         " starting without its topics")
+            return None
+        return meta
+
+    def _offsets_snapshot(self) -> dict[str, Any] | None:
+        store = self.core.subsystems.get("offsets")
+        if store is None or not hasattr(store, "groups") or not hasattr(store, "partitions"):
+            return None
+        out: dict[str, Any] = {}
+        for group in store.groups():
+            out[group] = [[t, p, dataclasses.asdict(c)] for (t, p), c in store.partitions(group).items()]
+        return out
+
+    def _restore_offsets(self, saved: dict[str, Any]) -> None:
+        store = self.core.subsystems.get("offsets")
+        if store is None or not hasattr(store, "commit"):
+            if saved:
+                self._report("committed offsets in the data dir, but this broker has no offset store")
+            return
+        from kwire.broker.core.offsets import CommittedOffset
+
+        for group, rows in saved.items():
+            for topic, partition, fields in rows:
+                if topic not in self.core.cluster.topics:
+                    continue
+                try:
+                    store.commit(group, topic, int(partition), CommittedOffset(**fields))
+                except TypeError as exc:
+                    self._report(f"committed offset of {group!r} on {topic}-{partition} unreadable: {exc}")
+
+    # --- restore ----------------------------------------------------------------------------
+    def restore(self) -> None:
+        """Bring back what the data dir holds (called once, after every subsystem is installed)."""
+        meta = self._read_metadata()
+        self._restoring = True
+        try:
+            if meta is not None:
+                self._restore_metadata(meta)
+            self._report_orphans()
+        finally:
+            self._restoring = False
+        self.save_metadata()
+
+    def _restore_metadata(self, meta: dict[str, Any]) -> None:
+        core = self.core
+        saved_cluster = meta.get("cluster_id")
+        if saved_cluster:
+            if core.config.cluster_id is None:
+                core.cluster.cluster_id = saved_cluster
+            elif core.config.cluster_id != saved_cluster:
+                self._report(f"cluster id {core.config.cluster_id!r} differs from the data dir's {saved_cluster!r}; "
+                             "using the configured one")
+        for key, value in meta.get("broker_configs", {}).items():
+            self._restore_config(ResourceType.BROKER, "", key, value)
+        for group, values in meta.get("group_configs", {}).items():
+            for key, value in values.items():
+                self._restore_config(ResourceType.GROUP, group, key, value)
+        for name, t in meta.get("topics", {}).items():
+            self._restore_topic(name, t)
+        self._restore_offsets(meta.get("offsets", {}))
+
+    def _restore_config(self, rtype: ResourceType, name: str, key: str, value: str) -> None:
+        try:
+            self.core.configs.set(rtype, name, key, value)
+        except ConfigError as exc:
+            self._report(f"{rtype.name.lower()} config {key}={value!r} not restored: {exc}")
+
+    def _restore_topic(self, name: str, t: dict[str, Any]) -> None:
+        core = self.core
+        parts = t.get("partitions", [])
+        rf = max((len(p.get("replicas", [])) for p in parts), default=1)
+        rf = min(max(rf, 1), len(core.cluster.live_nodes()))
+        configs = t.get("configs", {})
+        try:
+            topic_id = uuid.UUID(t["id"])
+        except (KeyError, ValueError):
+            topic_id = None
+            self._report(f"topic {name!r}: no valid topic id saved; a new one is assigned")
+        try:
+            try:
+                topic = core.create_topic(name, max(1, len(parts)), rf, configs, internal=bool(t.get("internal")),
+                                          topic_id=topic_id)
+            except TopicError as exc:
+                if exc.code != ErrorCode.INVALID_CONFIG:  # keep the topic, drop its configs
+                    raise
+                self._report(f"topic {name!r}: configs not restored ({exc.message})")
+                topic = core.create_topic(name, max(1, len(parts)), rf, None, internal=bool(t.get("internal")),
+                                          topic_id=topic_id)
+        except TopicError as exc:
+            self._report(f"topic {name!r} not restored: {exc.message}")
+            return
+        for p, saved in zip(topic.partitions, parts, strict=False):
+            self._restore_partition(p, saved)
+
+    def _restore_partition(self, p: Partition, saved: dict[str, Any]) -> None:
+        nodes = self.core.cluster.nodes
+        replicas = [int(r) for r in saved.get("replicas", [])]
+        if replicas and all(r in nodes for r in replicas):
+            p.replicas = replicas
+        leader = int(saved.get("leader", p.leader_id))
+        if leader in nodes:
+            p.leader_id = leader
+        self._load_partition(p)
+        plog = p.log
+        # Epoch history: what the batches said, merged with what was saved (leader moves that
+        # wrote no batch are known only from the file); the earliest start per epoch wins.
+        merged = dict(plog.epochs)
+        with contextlib.suppress(TypeError, ValueError):
+            for e, s in saved.get("epochs", []):
+                merged[int(e)] = min(int(s), merged.get(int(e), int(s)))
+        plog.epochs = []
+        for e, s in sorted(merged.items()):
+            plog.assign_epoch(e, s)
+        latest = plog.epochs[-1][0] if plog.epochs else 0
+        p.leader_epoch = max(int(saved.get("leader_epoch", 0)), latest)
+        if p.leader_epoch > latest:
+            plog.assign_epoch(p.leader_epoch, plog.log_end_offset)
+        lso = int(saved.get("log_start_offset", 0))
+        if lso > plog.log_start_offset:
+            plog.truncate_before(lso)
+
+    def _report_orphans(self) -> None:
+        known = {(t.name, p.index) for t in self.core.cluster.topics.values() for p in t.partitions}
+        for d in sorted(self.root.iterdir()):
+            if not d.is_dir():
+                continue
+            topic, _, idx = d.name.rpartition("-")
+            if idx.isdigit() and (topic, int(idx)) not in known:
+                self._report(f"{d.name}: partition directory of no known topic; left alone")

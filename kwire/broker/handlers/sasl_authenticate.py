@@ -1,0 +1,80 @@
+"""SaslAuthenticate — key 36, v0–2 (KIP-152, KIP-368).
+
+Behaviour: carries the tokens of the mechanism picked by a v1 SaslHandshake: PLAIN (one
+token, empty answer) or SCRAM-SHA-256/512 (client-first → server-first, client-final →
+server-final). A failed exchange answers SASL_AUTHENTICATION_FAILED with Kafka's message and
+the connection is done: anything it sends next closes it. Before a handshake, after a v0
+handshake, or after a failure the connection is closed (Kafka's authenticator throws
+IllegalSaslState there); after success, or on a broker without SASL → ILLEGAL_SASL_STATE,
+as KafkaApis answers. ``handle_raw_token`` serves the v0 flow, where tokens arrive as bare
+frames and a failure closes the connection without an answer.
+Version notes: v1+ reports the session lifetime: always 0 (no KIP-368 re-authentication).
+Deviations: none.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kwire.broker.core.sasl import SaslAuthenticationError, SaslExchange
+from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from kwire.protocol.registry import ApiKey
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import BrokerCore, ConnInfo, Outcome, RequestContext
+
+API_KEY = ApiKey.SASL_AUTHENTICATE
+VERSIONS = (0, 2)
+
+log = logging.getLogger("kwire.broker")
+
+_AFTER_SUCCESS = "SaslAuthenticate request received after successful authentication"  # KafkaApis
+
+
+def _evaluate(conn: ConnInfo, ex: SaslExchange, token: bytes) -> bytes:
+    """Feed one client token; on completion the connection is authenticated."""
+    try:
+        out = ex.server.evaluate(token)
+    except SaslAuthenticationError as exc:
+        ex.failed = True
+        log.info("connection %d: SASL %s authentication failed: %s", conn.conn_id, ex.server.mechanism, exc.reason)
+        raise
+    if ex.server.complete:
+        conn.authenticated = True
+        conn.principal = f"User:{ex.server.username}"
+    return out
+
+
+def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse | None:
+    conn = ctx.conn
+    if conn.sasl_mechanism is None or conn.authenticated:
+        return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message=_AFTER_SUCCESS)
+    ex = conn.sasl_state
+    if not isinstance(ex, SaslExchange) or ex.raw_tokens or ex.failed:
+        why = ("before SaslHandshake" if not isinstance(ex, SaslExchange) else
+               "after a v0 SaslHandshake (bare tokens expected)" if ex.raw_tokens else "after a failed exchange")
+        ctx.defer().close(f"SaslAuthenticate {why}")
+        return None
+    try:
+        token = _evaluate(conn, ex, bytes(req.auth_bytes))
+    except SaslAuthenticationError as exc:
+        return SaslAuthenticateResponse(error_code=exc.error_code, error_message=exc.message, auth_bytes=b"")
+    return SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token,
+                                    session_lifetime_ms=0)
+
+
+def handle_raw_token(core: BrokerCore, conn: ConnInfo, payload: bytes) -> Outcome:
+    """A bare SASL token after a v0 handshake: answer with the bare server token, or close."""
+    from kwire.broker.core.broker_core import Outcome
+
+    ex = conn.sasl_state
+    assert isinstance(ex, SaslExchange)
+    if ex.failed:
+        return Outcome("close", reason="SASL token after a failed exchange")
+    try:
+        out = _evaluate(conn, ex, bytes(payload))
+    except SaslAuthenticationError as exc:
+        return Outcome("close", reason=f"SASL authentication failed: {exc.message}")
+    return Outcome("send", out)
