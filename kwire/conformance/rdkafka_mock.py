@@ -45,8 +45,8 @@ KNOWN_DEFECTS: dict[tuple[str, str], str] = {
         "kip848_group",
     ): "mock aborts on Java's ConsumerGroupHeartbeat v1 (rdkafka_mock_cgrp.c assertion)",
     # Observed here, root cause inside the mock not isolated: in the two-member classic
-    # rebalance the mock answers Java's SyncGroup with INVALID_REQUEST, while librdkafka
-    # 2.16, kafkats and aiokafka pass the same scenario.
+    # rebalance the mock answers Java's SyncGroup (and, intermittently, aiokafka's) with
+    # INVALID_REQUEST, while librdkafka 2.16 and kafkats pass the same scenario.
     ("java", "consumer_group"): _SYNC_INVALID,
     (
         "kafka_python",
