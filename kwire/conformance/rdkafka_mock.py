@@ -48,6 +48,7 @@ KNOWN_DEFECTS: dict[tuple[str, str], str] = {
     # rebalance the mock answers Java's SyncGroup (and, intermittently, aiokafka's) with
     # INVALID_REQUEST, while librdkafka 2.16 and kafkats pass the same scenario.
     ("java", "consumer_group"): _SYNC_INVALID,
+    ("aiokafka", "consumer_group"): "intermittently, the mock answers SyncGroup with INVALID_REQUEST",
     (
         "kafka_python",
         "consumer_group",
