@@ -26,6 +26,7 @@ __all__ = [
     "plan_to_peer",
     "plan_from_peer",
     "lengthen",
+    "at_defaults",
 ]
 
 Convert = Callable[[Any], Any]
@@ -174,3 +175,18 @@ def lengthen(value: S, version: int, *, arrays: bool = True) -> S:
             kwargs[f.attr] = _long_scalar(f, x)
     kwargs["unknown_tagged_fields"] = value.unknown_tagged_fields  # type: ignore[attr-defined]
     return cls(**kwargs)
+
+
+def _default_scalar(f: FieldSpec, x: Any, version: int) -> Any:
+    if f.is_array:  # an element of a primitive array: arrays keep their contents
+        return x
+    d = f.make_default()
+    return x if d is None and not f.nullable_in(version) else d
+
+
+def at_defaults(value: S, version: int) -> S:
+    """``value`` with every scalar field at its default, keeping the shape of arrays.
+
+    Tagged fields at their default must not be written, at any depth.
+    """
+    return map_fields(value, version, _default_scalar)

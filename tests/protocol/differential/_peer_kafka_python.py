@@ -18,7 +18,8 @@ Known kafka-python behaviours handled here, each narrowly:
   fields of its own would be skipped with that reason (none has).
 * P4 a tagged struct field defaults to ``None`` on kafka-python's side, and anything else is
   written, so a kwire value equal to the struct's default is passed as "not set".
-* P5 a zero UUID is ``None``; ``MetadataResponse`` AuthorizedOperations are patched to a set
+* P5 a zero UUID is ``None`` (also its default, so a tagged UUID at zero must be passed as
+  ``None`` to stay unwritten); ``MetadataResponse`` AuthorizedOperations are patched to a set
   of bit numbers (``bitfield``; INT32_MIN, "omitted", is ``None``).
 """
 
@@ -106,6 +107,8 @@ def _scalar_convs(kp_type: str) -> tuple[Any, Any]:
         return _bits_to_set, _set_to_bits
     if kp_type in ("bytes", "records"):
         return bytes, bytes
+    if kp_type == "uuid":  # P5
+        return (lambda u: None if u == ZERO_UUID else u), (lambda u: u)
     return (lambda x: x), (lambda x: x)
 
 

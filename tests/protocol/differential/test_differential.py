@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from _peer_common import Case, lengthen, strip_unknown_tags
+from _peer_common import Case, at_defaults, lengthen, strip_unknown_tags
 from _peer_kafka_python import build_plan as kp_build_plan
 from _peer_kafka_python import kafka_python_cases
 from _peer_kio import build_plan as kio_build_plan
@@ -35,6 +35,7 @@ pytestmark = pytest.mark.differential
 CASES: list[Case] = kio_cases() + kafka_python_cases()
 EXAMPLES = 8
 LONG_EXAMPLES = 2
+DEFAULT_EXAMPLES = 2
 
 
 def _param(c: Case) -> object:
@@ -67,6 +68,17 @@ def test_long_strings_bytes_and_arrays_match_peer(case: Case, data: st.DataObjec
     assert case.sanitize is not None
     value = data.draw(message_strategy(case.kwire_cls, case.version), label="value")
     _check(case, case.sanitize(lengthen(value, case.version)))
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+@settings(max_examples=DEFAULT_EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fields_at_defaults_match_peer(case: Case, data: st.DataObject) -> None:
+    """Scalars at their defaults (arrays kept): tagged fields at default stay unwritten, at any depth."""
+    assert case.sanitize is not None
+    value = data.draw(message_strategy(case.kwire_cls, case.version), label="value")
+    _check(case, case.sanitize(at_defaults(value, case.version)))
 
 
 def _check(case: Case, value: Message) -> None:
