@@ -1,0 +1,93 @@
+"""DeleteTopics — key 20, v1–6 (KIP-516 topic ids from v6).
+
+Behaviour, as the controller answers (ControllerApis.deleteTopics): a name or id named twice →
+INVALID_REQUEST ("Duplicate topic name." / "Duplicate topic id."); v6 entries with both a name
+and an id → INVALID_REQUEST, with neither → INVALID_REQUEST; ``delete.topic.enable=false`` →
+TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3, which predates that code); unknown name →
+UNKNOWN_TOPIC_OR_PARTITION, unknown id → UNKNOWN_TOPIC_ID. A deleted topic's partitions, logs,
+configs and committed offsets go at once (subsystems hear ``on_topic_deleted``); the answer
+carries both the name and the id.
+Version notes: v5+ carries error messages; v6 names topics by name or id.
+Deviations: results follow the request's order (the controller lists failures first).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from kwire.broker.core.cluster import TopicError
+from kwire.broker.core.configs import ResourceType
+from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.messages.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponse_DeletableTopicResult,
+)
+from kwire.protocol.registry import ApiKey
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import RequestContext
+
+API_KEY = ApiKey.DELETE_TOPICS
+VERSIONS = (1, 6)
+
+ZERO_UUID = uuid.UUID(int=0)
+Result = DeleteTopicsResponse_DeletableTopicResult
+
+
+def _entries(ctx: RequestContext, req: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    if ctx.api_version >= 6:
+        return [(t.name, t.topic_id) for t in req.topics]
+    return [(name, ZERO_UUID) for name in req.topic_names]
+
+
+def _check(ctx: RequestContext, name: str | None, tid: uuid.UUID, dup_names: set[str],
+           dup_ids: set[uuid.UUID]) -> None:
+    """Raises TopicError with the entry's answer; returns when the topic may go."""
+    if name is None and tid == ZERO_UUID:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+    if name is not None and tid != ZERO_UUID:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+    if name in dup_names:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    if tid in dup_ids:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+    if not ctx.core.configs.get_bool(ResourceType.BROKER, "", "delete.topic.enable"):
+        code = ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else ErrorCode.INVALID_REQUEST
+        raise TopicError(code, "Topic deletion is disabled.")
+
+
+def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    cluster = ctx.core.cluster
+    entries = _entries(ctx, req)
+    names = [n for n, t in entries if n is not None and t == ZERO_UUID]
+    ids = [t for n, t in entries if n is None and t != ZERO_UUID]
+    dup_names = {n for n in names if names.count(n) > 1}
+    dup_ids = {t for t in ids if ids.count(t) > 1}
+    out = []
+    for name, tid in entries:
+        res = Result(name=name, topic_id=tid, error_code=ErrorCode.NONE, error_message=None)
+        out.append(res)
+        try:
+            _check(ctx, name, tid, dup_names, dup_ids)
+            if name is not None:
+                topic = cluster.topics.get(name)
+                if topic is None:
+                    raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                     "This server does not host this topic-partition.")
+            else:
+                topic = cluster.topics_by_id.get(tid)
+                if topic is None:
+                    raise TopicError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+            ctx.core.delete_topic(topic.name)
+        except TopicError as exc:
+            res.error_code, res.error_message = exc.code, exc.message
+            continue
+        res.name, res.topic_id = topic.name, topic.topic_id
+    return DeleteTopicsResponse(responses=out)
+
+
+def error_response(ctx: RequestContext, req: DeleteTopicsRequest, code: int) -> DeleteTopicsResponse:
+    return DeleteTopicsResponse(responses=[Result(name=n, topic_id=t, error_code=code, error_message=None)
+                                           for n, t in _entries(ctx, req)])
