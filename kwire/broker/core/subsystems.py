@@ -21,22 +21,14 @@ __all__ = ["install"]
 
 def install(core: BrokerCore) -> None:
     from kwire.broker.core.fetch_sessions import FetchSessionCache
+    from kwire.broker.core.groups import GroupCoordinator
+    from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
 
     core.subsystems["producer_ids"] = ProducerIdManager()
     core.subsystems["fetch_sessions"] = FetchSessionCache()
-    try:
-        from kwire.broker.core.offsets import OffsetStore
-    except ImportError:  # pragma: no cover - during bring-up
-        pass
-    else:
-        core.subsystems["offsets"] = OffsetStore()
-    try:
-        from kwire.broker.core.groups import GroupCoordinator
-    except ImportError:  # pragma: no cover - during bring-up
-        pass
-    else:
-        core.subsystems["groups"] = GroupCoordinator(core)
+    core.subsystems["offsets"] = OffsetStore()
+    core.subsystems["groups"] = GroupCoordinator(core)
     if core.config.sasl is not None:
         from kwire.broker.core.sasl import SaslAuthority
 

@@ -1,0 +1,52 @@
+"""What the classic and the KIP-848 group coordinators share: the error they raise, member
+id generation on the injected RNG, and group-config lookups that fall back to the broker."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import TYPE_CHECKING
+
+from kwire.broker.core.configs import ResourceType
+from kwire.errors import KafkaProtocolError
+
+if TYPE_CHECKING:
+    from kwire.broker.core.cluster import Rng
+    from kwire.broker.core.configs import ConfigStore
+
+__all__ = ["GroupError", "java_uuid_string", "kafka_uuid_string", "broker_int", "group_int"]
+
+
+class GroupError(KafkaProtocolError):
+    """A group operation refused with a Kafka error code (answered in the response, never raised out)."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        self.code = int(code)
+        super().__init__(message)
+
+
+def java_uuid_string(rng: Rng) -> str:
+    """``java.util.UUID.randomUUID().toString()`` on the core's RNG (classic member ids)."""
+    n = rng.getrandbits(128)
+    n = (n & ~(0xF000 << 64)) | (4 << 76)  # version 4
+    n = (n & ~(0xC000 << 48)) | (0x8000 << 48)  # IETF variant
+    return str(uuid.UUID(int=n))
+
+
+def kafka_uuid_string(rng: Rng) -> str:
+    """``org.apache.kafka.common.Uuid.randomUuid().toString()``: 22 url-safe base64 characters."""
+    raw = rng.getrandbits(128).to_bytes(16, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def broker_int(configs: ConfigStore, key: str) -> int:
+    return configs.get_int(ResourceType.BROKER, "", key)
+
+
+def group_int(configs: ConfigStore, group_id: str, key: str, broker_key: str) -> int:
+    """A group config (``consumer.session.timeout.ms``) when set on the group, else the broker's
+    ``group.*`` value (GroupConfig falls back to GroupCoordinatorConfig upstream)."""
+    over = configs.overrides.get((ResourceType.GROUP, group_id), {})
+    if key in over:
+        return int(over[key])
+    return broker_int(configs, broker_key)

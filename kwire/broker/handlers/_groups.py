@@ -1,0 +1,61 @@
+"""Helpers shared by the group handlers: answers that may come now or later, client hosts,
+and the coordinator pre-check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from kwire.broker.core.groups import GroupCoordinator, group_coordinator
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import Reply, RequestContext
+
+__all__ = ["Waiter", "client_host", "coordinator", "is_coordinator", "ALL_GROUP_OPERATIONS"]
+
+R = TypeVar("R")
+
+# AclOperation bits a describing client may perform on a group: READ(3), DELETE(6), DESCRIBE(8)
+# (what upstream reports to a principal allowed everything on the group).
+ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+class Waiter(Generic[R]):
+    """Delivers a coordinator result as the handler's return value when it comes at once, or
+    later through a deferred ``Reply`` (JoinGroup and SyncGroup wait for the rebalance)."""
+
+    __slots__ = ("_ctx", "_build", "_now", "_reply")
+
+    def __init__(self, ctx: RequestContext, build: Callable[[R], Any]) -> None:
+        self._ctx = ctx
+        self._build = build
+        self._now: tuple[R] | None = None
+        self._reply: Reply | None = None
+
+    def __call__(self, result: R) -> None:
+        if self._reply is not None:
+            self._reply.send(self._build(result))
+        elif self._now is None:
+            self._now = (result,)
+
+    def outcome(self) -> Any:
+        """The response now, or None after deferring the request."""
+        if self._now is not None:
+            return self._build(self._now[0])
+        self._reply = self._ctx.defer()
+        return None
+
+
+def client_host(ctx: RequestContext) -> str:
+    """The client address as upstream prints it (``InetAddress.toString``: "/127.0.0.1")."""
+    peer = ctx.conn.peer or ""
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    return f"/{host.strip('[]')}" if host else ""
+
+
+def coordinator(ctx: RequestContext) -> GroupCoordinator:
+    return group_coordinator(ctx.core)
+
+
+def is_coordinator(ctx: RequestContext, group_id: str | None) -> bool:
+    return ctx.core.is_coordinator(ctx.broker_id, group_id or "")
