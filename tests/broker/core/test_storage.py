@@ -1,0 +1,244 @@
+"""The data dir: restart a core on the same directory and get back what it acknowledged."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kwire.broker.core.broker_core import BrokerCore
+from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.offsets import CommittedOffset
+from kwire.broker.core.storage import METADATA_FILE, Storage
+from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.messages.fetch import FetchRequest
+from kwire.protocol.messages.produce import ProduceRequest
+from kwire.records import (
+    Compression,
+    ControlRecordType,
+    build_control_batch,
+    iter_batches,
+    validate_and_assign,
+)
+from tests.broker.helpers import CoreClient, batch, make_core
+
+
+def start(data_dir: Path, **kw: Any) -> tuple[BrokerCore, CoreClient, Storage]:
+    core, _ = make_core(data_dir=str(data_dir), **kw)
+    return core, CoreClient(core), core.subsystems["storage"]
+
+
+def produce(c: CoreClient, topic: str, records: bytes, partition: int = 0) -> Any:
+    resp = c.send(ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=records)])]), 9)
+    return resp.responses[0].partition_responses[0]
+
+
+def fetch_bytes(c: CoreClient, topic: str, partition: int = 0, offset: int = 0) -> tuple[int, bytes]:
+    resp = c.send(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 24, topics=[
+        FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
+            partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+            partition_max_bytes=1 << 24)])]), 11)
+    p = resp.responses[0].partitions[0]
+    return p.error_code, bytes(p.records or b"")
+
+
+def values(data: bytes) -> list[tuple[int, bytes | None]]:
+    return [(r.offset, r.value) for b in iter_batches(data) for r in b]
+
+
+def test_restart_serves_every_acknowledged_batch_byte_identical(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 2, configs={"retention.ms": "60000"})
+    for i in range(5):
+        assert produce(c, "t", batch([b"v%d" % i, b"w%d" % i])).error_code == 0
+    assert produce(c, "t", batch([b"z" * 500] * 3, compression=Compression.GZIP)).error_code == 0
+    assert produce(c, "t", batch([b"p1"]), partition=1).error_code == 0
+    before = [fetch_bytes(c, "t", p) for p in (0, 1)]
+    tid = core.cluster.topics["t"].topic_id
+    core.close()
+
+    core2, c2, storage = start(tmp_path)
+    assert storage.problems == []
+    assert [fetch_bytes(c2, "t", p) for p in (0, 1)] == before
+    t = core2.cluster.topics["t"]
+    assert (t.topic_id, len(t.partitions)) == (tid, 2)
+    assert core2.configs.get(ResourceType.TOPIC, "t", "retention.ms") == "60000"
+    assert t.partitions[0].log.log_end_offset == 13
+    # Appends continue after what was loaded, and survive the next restart too.
+    assert produce(c2, "t", batch([b"after"])).base_offset == 13
+    core2.close()
+    _, c3, _ = start(tmp_path)
+    assert values(fetch_bytes(c3, "t")[1])[-1] == (13, b"after")
+
+
+def test_files_are_kafka_segments_and_written_before_the_answer(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("orders", 1)
+    produce(c, "orders", batch([b"a"]))
+    seg = tmp_path / "orders-0" / "00000000000000000000.log"
+    # No close: a crashed broker leaves the same bytes behind.
+    assert seg.read_bytes() == core.cluster.topics["orders"].partitions[0].log.batches[0].data
+    assert json.loads((tmp_path / METADATA_FILE).read_text())["topics"]["orders"]["partitions"][0]["leader"] == 1
+
+
+def test_torn_tail_is_reported_and_the_rest_is_served(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    produce(c, "t", batch([b"a", b"b"]))
+    produce(c, "t", batch([b"c"] * 10))
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    size = seg.stat().st_size
+    with open(seg, "r+b") as f:
+        f.truncate(size - 7)  # the process died in the middle of the second batch
+    core2, c2, storage = start(tmp_path)  # no close(): as after a crash
+    assert len(storage.torn_tails) == 1 and storage.torn_tails[0].position > 0
+    assert any("torn tail" in p for p in storage.problems)
+    err, data = fetch_bytes(c2, "t")
+    assert err == 0 and values(data) == [(0, b"a"), (1, b"b")]
+    assert produce(c2, "t", batch([b"d"])).base_offset == 2
+    core2.close()
+    _, c3, storage3 = start(tmp_path)
+    assert storage3.torn_tails == []
+    assert values(fetch_bytes(c3, "t")[1]) == [(0, b"a"), (1, b"b"), (2, b"d")]
+
+
+def test_a_corrupt_last_batch_is_a_torn_tail_too(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    produce(c, "t", batch([b"a"]))
+    produce(c, "t", batch([b"b"]))
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    raw = bytearray(seg.read_bytes())
+    raw[-1] ^= 0xFF  # flip a record byte: the CRC no longer matches
+    seg.write_bytes(bytes(raw))
+    _, c2, storage = start(tmp_path)
+    assert len(storage.torn_tails) == 1
+    assert values(fetch_bytes(c2, "t")[1]) == [(0, b"a")]
+
+
+def test_idempotent_duplicate_after_restart_is_recognised(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    sent = [batch([b"x%d" % i], producer_id=42, producer_epoch=0, base_sequence=i) for i in range(7)]
+    offsets = [produce(c, "t", b).base_offset for b in sent]
+    core.close()
+    core2, c2, _ = start(tmp_path)
+    # The last five batches per producer are remembered (TX-6): a retry gets its original offset.
+    for i in range(2, 7):
+        r = produce(c2, "t", sent[i])
+        assert (r.error_code, r.base_offset) == (0, offsets[i])
+    assert core2.cluster.topics["t"].partitions[0].log.log_end_offset == 7
+    assert produce(c2, "t", batch([b"gap"], producer_id=42, producer_epoch=0, base_sequence=9)).error_code == \
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(c2, "t", batch([b"next"], producer_id=42, producer_epoch=0, base_sequence=7)).base_offset == 7
+
+
+def test_partitions_deletion_and_recreation_persist(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("grow", 1)
+    core.create_topic("gone", 1)
+    produce(c, "gone", batch([b"x"]))
+    core.create_partitions("grow", 3)
+    core.delete_topic("gone")
+    assert not (tmp_path / "gone-0").exists()
+    core.create_topic("gone", 2)
+    core.close()
+    core2, c2, storage = start(tmp_path)
+    assert len(core2.cluster.topics["grow"].partitions) == 3
+    assert len(core2.cluster.topics["gone"].partitions) == 2
+    assert fetch_bytes(c2, "gone")[1] == b""
+    assert storage.problems == []
+
+
+def test_log_start_offset_leader_epochs_and_configs_persist(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path, brokers=2, settings={"num.partitions": "2"})
+    core.create_topic("t", 1)
+    p = core.cluster.topics["t"].partitions[0]
+    c_leader = CoreClient(core, p.leader_id)
+    for _ in range(3):
+        produce(c_leader, "t", batch([b"a", b"b"]))
+    p.log.truncate_before(3)
+    core.cluster.move_leader("t", 0, 2 if p.leader_id == 1 else 1)  # a new epoch with no data yet
+    core.configs.set(ResourceType.BROKER, "", "auto.create.topics.enable", "false")
+    core.configs.set(ResourceType.GROUP, "g", "share.delivery.count.limit", "3")
+    core.metadata_changed()
+    epochs, leader = list(p.log.epochs), p.leader_id
+    core.close()
+    core2, _, _ = start(tmp_path, brokers=2, settings={"num.partitions": "2"})
+    p2 = core2.cluster.topics["t"].partitions[0]
+    assert (p2.log.log_start_offset, p2.log.log_end_offset) == (3, 6)
+    assert (p2.leader_id, p2.leader_epoch, p2.log.epochs) == (leader, 1, epochs)
+    assert p2.log.end_offset_for_epoch(0) == (0, 6)
+    assert not core2.auto_create_enabled()
+    assert core2.configs.get_int(ResourceType.GROUP, "g", "share.delivery.count.limit") == 3
+    # Static settings come from the config, not the data dir.
+    assert "num.partitions" not in json.loads((tmp_path / METADATA_FILE).read_text())["broker_configs"]
+
+
+def test_cluster_id_is_kept(tmp_path: Path) -> None:
+    core, _, _ = start(tmp_path)
+    cid = core.cluster.cluster_id
+    core.close()
+    assert start(tmp_path, seed=99)[0].cluster.cluster_id == cid
+
+
+def test_committed_offsets_survive_a_clean_stop(tmp_path: Path) -> None:
+    core, _, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    core.subsystems["offsets"].commit("g", "t", 0, CommittedOffset(5, 0, "meta", 123))
+    core.close()
+    core2, _, _ = start(tmp_path)
+    assert core2.subsystems["offsets"].get("g", "t", 0) == CommittedOffset(5, 0, "meta", 123)
+
+
+def test_open_and_aborted_transactions_are_rebuilt(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    p = core.cluster.topics["t"].partitions[0]
+    produce(c, "t", batch([b"plain"]))
+
+    def append(raw: bytes) -> None:
+        buf = bytearray(raw)
+        info = validate_and_assign(buf, p.log.log_end_offset, p.leader_epoch)
+        if not info.is_control:
+            entry = p.producers.record(info, info.base_offset, info.max_timestamp)
+            assert entry is not None
+            p.log.open_txn_first_offsets.setdefault(info.producer_id, info.base_offset)
+        p.log.append(bytes(buf), info)
+
+    append(batch([b"t1", b"t2"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True))
+    core.close()
+    core2, _, _ = start(tmp_path)
+    p2 = core2.cluster.topics["t"].partitions[0]
+    assert p2.log.open_txn_first_offsets == {7: 1}
+    assert (p2.log.last_stable_offset, p2.log.high_watermark) == (1, 3)
+    p, core = p2, core2
+    append(build_control_batch(ControlRecordType.ABORT, 7, 0, 0))
+    core2.close()
+    core3, _, _ = start(tmp_path)
+    p3 = core3.cluster.topics["t"].partitions[0]
+    assert p3.log.open_txn_first_offsets == {}
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in p3.log.aborted_txns] == [(7, 1, 3)]
+    assert p3.log.last_stable_offset == 4
+
+
+def test_unreadable_metadata_is_reported_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / METADATA_FILE).write_text("{not json")
+    (tmp_path / "stray-0").mkdir()
+    core, _, storage = start(tmp_path)
+    assert core.cluster.topics == {}
+    assert any(METADATA_FILE in p for p in storage.problems)
+    assert any("stray-0" in p for p in storage.problems)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="permissions")
+def test_write_failure_is_logged_and_the_produce_still_answers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    (tmp_path / "t-0").write_text("a file where the partition directory should be")
+    assert produce(c, "t", batch([b"x"])).error_code == 0
+    assert any("cannot write" in r.getMessage() for r in caplog.records)
