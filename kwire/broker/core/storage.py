@@ -16,6 +16,8 @@ Theory of operation
 * Metadata is rewritten whole (temporary file, then rename) whenever it changes: the topic
   hooks, ``BrokerCore.metadata_changed()`` (config changes, DeleteRecords, leader moves) and
   ``on_close``.
+* Producer ids continue after a restart from past every id the logs or the metadata know,
+  rounded up to the next block of 1000 as the controller's id blocks would.
 * ``restore`` runs once, when the core starts: topics come back with their ids, partition
   counts, leaders, epochs and configs; each log is reloaded with ``PartitionLog.load`` and the
   producer state (the last five batches per producer id, open transactions, aborted ones) is
@@ -67,6 +69,7 @@ log = logging.getLogger("kwire.broker.storage")
 
 METADATA_FILE = "kwire-metadata.json"
 METADATA_VERSION = 1
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
 
 def batch_info(batch: RecordBatch) -> BatchInfo:
@@ -243,6 +246,9 @@ class Storage:
         groups = {name: dict(v) for (rtype, name), v in overrides.items() if rtype is ResourceType.GROUP and v}
         out: dict[str, Any] = {"version": METADATA_VERSION, "cluster_id": core.cluster.cluster_id, "topics": topics,
                                "broker_configs": broker, "group_configs": groups}
+        ids = core.subsystems.get("producer_ids")
+        if ids is not None:
+            out["next_producer_id"] = ids.next_id
         offsets = self._offsets_snapshot()
         if offsets is not None:
             out["offsets"] = offsets
@@ -328,6 +334,21 @@ class Storage:
         for name, t in meta.get("topics", {}).items():
             self._restore_topic(name, t)
         self._restore_offsets(meta.get("offsets", {}))
+        self._restore_producer_ids(int(meta.get("next_producer_id", 0)))
+
+    def _restore_producer_ids(self, saved_next: int) -> None:
+        """Never hand out a producer id again that a batch in the logs (or the last run) used.
+
+        Ids allocated after the last metadata write are unknown after a crash; like the
+        controller's id blocks, allocation resumes at the next block boundary past them.
+        """
+        ids = self.core.subsystems.get("producer_ids")
+        if ids is None:
+            return
+        seen = [pid for t in self.core.cluster.topics.values() for p in t.partitions for pid in p.producers.entries]
+        floor = max([saved_next, *(pid + 1 for pid in seen)])
+        if floor > ids.next_id:
+            ids.next_id = -(-floor // PRODUCER_ID_BLOCK_SIZE) * PRODUCER_ID_BLOCK_SIZE
 
     def _restore_config(self, rtype: ResourceType, name: str, key: str, value: str) -> None:
         try:

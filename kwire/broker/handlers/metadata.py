@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import TopicError, validate_topic_name
 from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
+from kwire.broker.handlers.describe_cluster import CLUSTER_OPERATIONS
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.metadata import (
     MetadataRequest,
@@ -93,7 +94,9 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                for n in cluster.live_nodes()]
     return MetadataResponse(
         brokers=brokers, cluster_id=cluster.cluster_id, controller_id=cluster.controller_id, topics=topics,
-        cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+        # v8-10 (KIP-430): librdkafka's DescribeCluster asks here; no ACLs, so every cluster operation.
+        cluster_authorized_operations=(CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations
+                                       else NO_AUTHORIZED_OPERATIONS),
     )
 
 

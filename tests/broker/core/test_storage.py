@@ -242,3 +242,14 @@ def test_write_failure_is_logged_and_the_produce_still_answers(tmp_path: Path, c
     (tmp_path / "t-0").write_text("a file where the partition directory should be")
     assert produce(c, "t", batch([b"x"])).error_code == 0
     assert any("cannot write" in r.getMessage() for r in caplog.records)
+
+
+def test_producer_ids_are_not_handed_out_again_after_a_restart(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    pid = core.subsystems["producer_ids"].allocate()
+    produce(c, "t", batch([b"x"], producer_id=pid, producer_epoch=0, base_sequence=0))
+    core.close()
+    core2, _, _ = start(tmp_path)
+    fresh = core2.subsystems["producer_ids"].allocate()
+    assert fresh > pid and fresh % 1000 == 0
