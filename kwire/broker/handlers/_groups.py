@@ -3,21 +3,56 @@ and the coordinator pre-check."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from kwire.broker.core.groups import GroupCoordinator, group_coordinator
+from kwire.protocol._message import Struct
 
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import Reply, RequestContext
 
-__all__ = ["Waiter", "client_host", "coordinator", "is_coordinator", "ALL_GROUP_OPERATIONS"]
+__all__ = ["Waiter", "client_host", "coordinator", "is_coordinator", "fit", "fitted", "ALL_GROUP_OPERATIONS"]
 
 R = TypeVar("R")
+S = TypeVar("S", bound=Struct)
+F = TypeVar("F", bound=Callable[..., Any])
 
 # AclOperation bits a describing client may perform on a group: READ(3), DELETE(6), DESCRIBE(8)
 # (what upstream reports to a principal allowed everything on the group).
 ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def fit(msg: S, version: int) -> S:
+    """Make an answer encodable at ``version`` (in place): fields the version lacks go back to
+    their defaults, and a null where the version allows none becomes the default. The group
+    answers are built once for all versions; the codec refuses what a version cannot carry."""
+    for f in type(msg)._fields:
+        value = getattr(msg, f.attr)
+        if not f.present_in(version):
+            if value is not None and value != f.make_default():
+                setattr(msg, f.attr, f.make_default())
+            continue
+        if value is None:
+            if not f.nullable_in(version) and f.default is not None:
+                setattr(msg, f.attr, f.make_default())
+            continue
+        if f.kind == "struct":
+            for item in value if f.is_array else (value,):
+                fit(item, version)
+    return msg
+
+
+def fitted(fn: F) -> F:
+    """Decorate ``handle``/``error_response``: the answer goes through ``fit`` for the request's version."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx: RequestContext, *args: Any) -> Any:
+        resp = fn(ctx, *args)
+        return None if resp is None else fit(resp, ctx.api_version)
+
+    return cast(F, wrapper)
 
 
 class Waiter(Generic[R]):
@@ -34,7 +69,7 @@ class Waiter(Generic[R]):
 
     def __call__(self, result: R) -> None:
         if self._reply is not None:
-            self._reply.send(self._build(result))
+            self._reply.send(fit(self._build(result), self._ctx.api_version))
         elif self._now is None:
             self._now = (result,)
 

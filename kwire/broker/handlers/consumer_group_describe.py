@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core._group_common import GroupError
 from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
-from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, coordinator, is_coordinator
+from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -44,6 +44,7 @@ def _assignment(ctx: RequestContext, a: dict[uuid.UUID, frozenset[int]]) -> Cons
         if ps and tid in by_id])
 
 
+@fitted
 def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     ops = ALL_GROUP_OPERATIONS if req.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
     out = []
@@ -70,6 +71,7 @@ def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGr
     return ConsumerGroupDescribeResponse(groups=out)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: ConsumerGroupDescribeRequest, code: int) -> ConsumerGroupDescribeResponse:
     return ConsumerGroupDescribeResponse(groups=[
         ConsumerGroupDescribeResponse_DescribedGroup(error_code=code, group_id=gid) for gid in req.group_ids])

@@ -33,7 +33,7 @@ from kwire.broker.core.consumer_groups import (
     HeartbeatRequest,
     HeartbeatResult,
 )
-from kwire.broker.handlers._groups import client_host, coordinator, is_coordinator
+from kwire.broker.handlers._groups import client_host, coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
@@ -91,6 +91,7 @@ def _response(r: HeartbeatResult) -> ConsumerGroupHeartbeatResponse:
         heartbeat_interval_ms=r.heartbeat_interval_ms, assignment=assignment)
 
 
+@fitted
 def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     message = _invalid(ctx, req)
     if message is not None:
@@ -119,5 +120,6 @@ def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> ConsumerG
     return _response(result)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest, code: int) -> ConsumerGroupHeartbeatResponse:
     return _error(code)

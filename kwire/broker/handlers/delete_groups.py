@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._common import error_message
-from kwire.broker.handlers._groups import coordinator, is_coordinator
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
@@ -31,6 +31,7 @@ def _result(gid: str, code: int) -> DeleteGroupsResponse_DeletableGroupResult:
     return DeleteGroupsResponse_DeletableGroupResult(group_id=gid, error_code=code, error_message=error_message(code))
 
 
+@fitted
 def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     out = []
     for gid in req.groups_names:
@@ -41,5 +42,6 @@ def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsRespons
     return DeleteGroupsResponse(results=out)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: DeleteGroupsRequest, code: int) -> DeleteGroupsResponse:
     return DeleteGroupsResponse(results=[_result(gid, code) for gid in req.groups_names])

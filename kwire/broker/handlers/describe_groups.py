@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS, error_message
-from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, coordinator, is_coordinator
+from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
@@ -37,6 +37,7 @@ def _error(group_id: str, code: int, state: str = "", message: str | None = None
                                                  protocol_data="")
 
 
+@fitted
 def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     v = ctx.api_version
     ops = ALL_GROUP_OPERATIONS if v >= 3 and req.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
@@ -62,5 +63,6 @@ def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsRes
     return DescribeGroupsResponse(groups=out)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: DescribeGroupsRequest, code: int) -> DescribeGroupsResponse:
     return DescribeGroupsResponse(groups=[_error(gid, code) for gid in req.groups])

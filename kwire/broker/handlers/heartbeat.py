@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._groups import coordinator, is_coordinator
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from kwire.protocol.registry import ApiKey
@@ -24,6 +24,7 @@ API_KEY = ApiKey.HEARTBEAT
 VERSIONS = (0, 4)
 
 
+@fitted
 def handle(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
     if not req.group_id:
         return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
@@ -34,5 +35,6 @@ def handle(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
     return HeartbeatResponse(error_code=code)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: HeartbeatRequest, code: int) -> HeartbeatResponse:
     return HeartbeatResponse(error_code=code)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.groups import JoinRequest, JoinResult
-from kwire.broker.handlers._groups import Waiter, client_host, coordinator, is_coordinator
+from kwire.broker.handlers._groups import Waiter, client_host, coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kwire.protocol.registry import ApiKey
@@ -49,6 +49,7 @@ def _response(version: int, r: JoinResult) -> JoinGroupResponse:
     )
 
 
+@fitted
 def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse | None:
     v = ctx.api_version
     if not req.group_id:
@@ -72,5 +73,6 @@ def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse | No
     return waiter.outcome()
 
 
+@fitted
 def error_response(ctx: RequestContext, req: JoinGroupRequest, code: int) -> JoinGroupResponse:
     return _response(ctx.api_version, JoinResult(code, req.member_id))

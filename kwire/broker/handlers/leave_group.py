@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._groups import coordinator, is_coordinator
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from kwire.protocol.registry import ApiKey
@@ -35,6 +35,7 @@ def _leaving(ctx: RequestContext, req: LeaveGroupRequest) -> list[tuple[str, str
     return [(m.member_id, m.group_instance_id) for m in req.members]
 
 
+@fitted
 def handle(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
     if not req.group_id:
         return error_response(ctx, req, ErrorCode.INVALID_GROUP_ID)
@@ -51,5 +52,6 @@ def handle(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
         for (mid, iid), code in zip(leaving, codes, strict=False)])
 
 
+@fitted
 def error_response(ctx: RequestContext, req: LeaveGroupRequest, code: int) -> LeaveGroupResponse:
     return LeaveGroupResponse(error_code=code, members=[])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._groups import coordinator
+from kwire.broker.handlers._groups import coordinator, fitted
 from kwire.protocol.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
@@ -26,6 +26,7 @@ API_KEY = ApiKey.LIST_GROUPS
 VERSIONS = (0, 5)
 
 
+@fitted
 def handle(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     v = ctx.api_version
     states = {s.lower() for s in req.states_filter} if v >= 4 else set()
@@ -36,5 +37,6 @@ def handle(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
                                        group_type=g.group_type) for g in listed])
 
 
+@fitted
 def error_response(ctx: RequestContext, req: ListGroupsRequest, code: int) -> ListGroupsResponse:
     return ListGroupsResponse(error_code=code)

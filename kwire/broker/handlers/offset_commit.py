@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import DEFAULT_OFFSET_METADATA_MAX_BYTES, CommittedOffset, offset_store
 from kwire.broker.handlers._common import resolve_topic
-from kwire.broker.handlers._groups import coordinator, is_coordinator
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -43,6 +43,7 @@ _Topic = OffsetCommitResponse_OffsetCommitResponseTopic
 _Partition = OffsetCommitResponse_OffsetCommitResponsePartition
 
 
+@fitted
 def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     v = ctx.api_version
     by_id = v >= 10
@@ -82,6 +83,7 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitRespons
     return OffsetCommitResponse(topics=topics)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: OffsetCommitRequest, code: int) -> OffsetCommitResponse:
     return OffsetCommitResponse(topics=[
         _Topic(name=rt.name, topic_id=rt.topic_id,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import offset_store
-from kwire.broker.handlers._groups import coordinator, is_coordinator
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_delete import (
     OffsetDeleteRequest,
@@ -31,6 +31,7 @@ API_KEY = ApiKey.OFFSET_DELETE
 VERSIONS = (0, 0)
 
 
+@fitted
 def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     if not is_coordinator(ctx, req.group_id):
         return OffsetDeleteResponse(error_code=ErrorCode.NOT_COORDINATOR)
@@ -57,5 +58,6 @@ def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteRespons
     return OffsetDeleteResponse(topics=topics)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: OffsetDeleteRequest, code: int) -> OffsetDeleteResponse:
     return OffsetDeleteResponse(error_code=code)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import offset_store
-from kwire.broker.handlers._groups import coordinator, is_coordinator
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
@@ -103,6 +103,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: _Wanted | None,
     return ErrorCode.NONE, out
 
 
+@fitted
 def handle(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     v = ctx.api_version
     stable = bool(req.require_stable) if v >= 7 else False
@@ -131,6 +132,7 @@ def handle(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     return OffsetFetchResponse(groups=groups)
 
 
+@fitted
 def error_response(ctx: RequestContext, req: OffsetFetchRequest, code: int) -> OffsetFetchResponse:
     if ctx.api_version < 8:
         return OffsetFetchResponse(error_code=code)

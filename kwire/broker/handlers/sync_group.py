@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.groups import SyncResult
-from kwire.broker.handlers._groups import Waiter, coordinator, is_coordinator
+from kwire.broker.handlers._groups import Waiter, coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from kwire.protocol.registry import ApiKey
@@ -34,6 +34,7 @@ def _response(r: SyncResult) -> SyncGroupResponse:
                              assignment=r.assignment)
 
 
+@fitted
 def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse | None:
     v = ctx.api_version
     if not req.group_id:
@@ -48,5 +49,6 @@ def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse | No
     return waiter.outcome()
 
 
+@fitted
 def error_response(ctx: RequestContext, req: SyncGroupRequest, code: int) -> SyncGroupResponse:
     return _response(SyncResult(code))
