@@ -211,6 +211,38 @@ def test_kafka_python_admin_client(broker: Broker) -> None:
         a.close()
 
 
+def test_consumer_validates_its_position_with_offset_for_leader_epoch_after_a_leader_move() -> None:
+    with Broker(BrokerConfig(brokers=2, log_connections=False)) as b:
+        b.create_topic("t", 1)
+        b.start_recording()
+        conf = {"bootstrap.servers": b.bootstrap, "log_level": 3}
+        produce(conf, "t", [(0, b"a%d" % i) for i in range(5)])
+        c = ck.Consumer({**conf, "group.id": "g", "enable.auto.commit": False,
+                         "topic.metadata.refresh.interval.ms": 200})
+        try:
+            c.assign([ck.TopicPartition("t", 0, 0)])
+            got: list[int] = []
+
+            def poll_until(n: int) -> None:
+                deadline = time.monotonic() + TIMEOUT_S
+                while len(got) < n and time.monotonic() < deadline:
+                    m = c.poll(0.2)
+                    if m is not None and m.error() is None:
+                        got.append(m.offset())
+
+            poll_until(5)
+            leader = b.core.cluster.topics["t"].partitions[0].leader_id
+            b.move_leader("t", 0, 2 if leader == 1 else 1)
+            produce(conf, "t", [(0, b"after-move")])
+            poll_until(6)
+        finally:
+            c.close()
+        assert got == [0, 1, 2, 3, 4, 5]
+        answers = [(r.leader_epoch, r.end_offset) for e in b.recorded() if e.api_key == 23
+                   for t in e.response.topics for r in t.partitions]
+        assert (0, 5) in answers  # epoch 0 ended where the new leader's epoch 1 began
+
+
 # --- SASL ------------------------------------------------------------------------------------
 
 
