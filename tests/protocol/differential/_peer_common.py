@@ -85,6 +85,11 @@ class Case:
     decode: Callable[[bytes], Message] | None = None
     sanitize: Callable[[Message], Message] | None = None
     keeps_unknown_tags: bool = False  # the peer's decoder returns unknown tagged fields
+    # The peer's own steps, for benchmarks: kwire value -> peer object, peer object -> bytes
+    # (its public encoder), bytes -> peer object (its public decoder).
+    to_peer: Callable[[Message], Any] | None = None
+    write: Callable[[Any], bytes] | None = None
+    read: Callable[[bytes], Any] | None = None
 
     @property
     def id(self) -> str:

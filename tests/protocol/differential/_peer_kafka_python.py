@@ -53,7 +53,7 @@ with warnings.catch_warnings():
     from kafka.protocol.api_message import ApiMessage
     from kafka.protocol.schemas.fields.base import BaseField
 
-__all__ = ["kafka_python_cases"]
+__all__ = ["kafka_python_cases", "kafka_python_case"]
 
 PEER = "kafka-python"
 _INT32_MIN = -(2**31)
@@ -211,8 +211,17 @@ def _case(kcls: Any, wcls: type[Message], api_key: int, version: int, kind: str)
     def make_top(p: StructPlan, kwargs: dict[str, Any]) -> Any:
         return kcls(version=version, **kwargs)
 
+    def to_peer(value: Message) -> Any:
+        return plan_to_peer(value, plan, make_top)
+
+    def write(obj: Any) -> bytes:
+        return bytes(obj.encode(version=version))
+
+    def read(raw: bytes) -> Any:
+        return kcls.decode(raw, version=version)
+
     def encode(value: Message) -> bytes:
-        return bytes(plan_to_peer(value, plan, make_top).encode(version=version))
+        return write(to_peer(value))
 
     def decode(raw: bytes) -> Message:
         obj, pos = decoder(memoryview(raw), 0)
@@ -222,7 +231,8 @@ def _case(kcls: Any, wcls: type[Message], api_key: int, version: int, kind: str)
     def sanitize(value: Message) -> Message:
         return map_fields(value, version, _keep, unknown_tags=_strip_below_tagged)  # type: ignore[return-value]
 
-    return Case(PEER, api_key, version, kind, wcls, None, encode, decode, sanitize, keeps_unknown_tags=True)
+    return Case(PEER, api_key, version, kind, wcls, None, encode, decode, sanitize, keeps_unknown_tags=True,
+                to_peer=to_peer, write=write, read=read)
 
 
 def kafka_python_cases() -> list[Case]:
@@ -238,3 +248,10 @@ def kafka_python_cases() -> list[Case]:
             if info.supports(version):
                 out.append(_case(kcls, wcls, api_key, version, kind))
     return sorted(out, key=lambda c: (c.api_key, c.kind, c.version))
+
+
+def kafka_python_case(api_key: int, version: int, kind: str) -> Case:
+    """The one case for (api, version, kind); StopIteration if kafka-python lacks it."""
+    kcls = next(k for k in _api_classes() if (int(k.API_KEY), str(k.type)) == (api_key, kind))
+    info = api_info(api_key)
+    return _case(kcls, info.request_class if kind == "request" else info.response_class, api_key, version, kind)

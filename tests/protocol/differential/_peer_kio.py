@@ -55,7 +55,7 @@ from kwire.protocol._message import FieldSpec, Message, Struct
 from kwire.protocol.primitives import ZERO_UUID
 from kwire.protocol.registry import api_info
 
-__all__ = ["kio_cases"]
+__all__ = ["kio_cases", "kio_case"]
 
 PEER = "kio"
 
@@ -209,10 +209,19 @@ def _case(api_key: int, version: int, kind: str, path: str) -> Case:
     reader = entity_reader(kcls)
     fix = _domain(special)
 
-    def encode(value: Message) -> bytes:
+    def to_peer(value: Message) -> Any:
+        return plan_to_peer(value, plan, _make)
+
+    def write(obj: Any) -> bytes:
         buf = io.BytesIO()
-        writer(buf, plan_to_peer(value, plan, _make))
+        writer(buf, obj)
         return buf.getvalue()
+
+    def read(raw: bytes) -> Any:
+        return reader(raw, 0)[0]
+
+    def encode(value: Message) -> bytes:
+        return write(to_peer(value))
 
     def decode(raw: bytes) -> Message:
         obj, size = reader(raw, 0)
@@ -222,7 +231,8 @@ def _case(api_key: int, version: int, kind: str, path: str) -> Case:
     def sanitize(value: Message) -> Message:
         return map_fields(value, version, fix, unknown_tags=lambda s, t: None)  # type: ignore[return-value]
 
-    return Case(PEER, api_key, version, kind, wcls, None, encode, decode, sanitize, keeps_unknown_tags=False)
+    return Case(PEER, api_key, version, kind, wcls, None, encode, decode, sanitize, keeps_unknown_tags=False,
+                to_peer=to_peer, write=write, read=read)
 
 
 def kio_cases() -> list[Case]:
@@ -238,3 +248,9 @@ def kio_cases() -> list[Case]:
             if EntityType.response in by_type:
                 out.append(_case(api_key, version, "response", by_type[EntityType.response]))
     return out
+
+
+def kio_case(api_key: int, version: int, kind: str) -> Case:
+    """The one case for (api, version, kind); KeyError if kio lacks it."""
+    by_type = schema_name_map[api_key_map[api_key]][version]
+    return _case(api_key, version, kind, by_type[EntityType.request if kind == "request" else EntityType.response])
