@@ -367,6 +367,16 @@ class Storage:
         except (KeyError, ValueError):
             topic_id = None
             self._report(f"topic {name!r}: no valid topic id saved; a new one is assigned")
+        existing = core.cluster.topics.get(name)
+        if existing is not None:
+            # Created while the core started (an internal topic): keep it, bring its data back.
+            if topic_id is not None and existing.topic_id != topic_id:
+                self._report(f"topic {name!r} exists with another id than the data dir's; its data is loaded anyway")
+            if len(existing.partitions) < len(parts):
+                core.create_partitions(name, len(parts))
+            for p, saved in zip(existing.partitions, parts, strict=False):
+                self._restore_partition(p, saved)
+            return
         try:
             try:
                 topic = core.create_topic(name, max(1, len(parts)), rf, configs, internal=bool(t.get("internal")),

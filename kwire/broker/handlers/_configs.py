@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import TopicError, validate_topic_name
 from kwire.broker.core.configs import ConfigDef, ConfigSource, ResourceType
-from kwire.errors import ConfigError
+from kwire.errors import ConfigError, KwireError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ _DOCS = {
 }
 
 
-class ResourceError(Exception):
+class ResourceError(KwireError):
     """A config resource the request cannot act on, with the code a real broker answers."""
 
     def __init__(self, code: int, message: str) -> None:

@@ -9,7 +9,8 @@ IllegalSaslState there); after success, or on a broker without SASL → ILLEGAL_
 as KafkaApis answers. ``handle_raw_token`` serves the v0 flow, where tokens arrive as bare
 frames and a failure closes the connection without an answer.
 Version notes: v1+ reports the session lifetime: always 0 (no KIP-368 re-authentication).
-Deviations: none.
+Deviations: after a failure Kafka sends the answer and then closes the connection; kwire
+sends the answer and closes on the connection's next request (the client sees the same error).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ re-authentication: the session lifetime is 0). A second handshake in the middle 
 exchange closes the connection, as Kafka's SaslServerAuthenticator does.
 Version notes: v0 means the tokens that follow are bare size-prefixed frames (no
 SaslAuthenticate header); v1 means SaslAuthenticate requests carry them.
-Deviations: none.
+Deviations: after UNSUPPORTED_SASL_MECHANISM Kafka closes the connection; kwire keeps it
+open, so the client may try another mechanism (clients close it themselves anyway).
 """
 
 from __future__ import annotations

@@ -253,3 +253,18 @@ def test_producer_ids_are_not_handed_out_again_after_a_restart(tmp_path: Path) -
     core2, _, _ = start(tmp_path)
     fresh = core2.subsystems["producer_ids"].allocate()
     assert fresh > pid and fresh % 1000 == 0
+
+
+def test_a_topic_that_exists_at_start_gets_its_data_back(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("__internal", 1)
+    produce(c, "__internal", batch([b"kept"]))
+    core.close()
+
+    core2, _ = make_core(seed=5)  # another seed: another id for the topic made at start
+    core2.create_topic("__internal", 1)
+    storage = Storage(core2, tmp_path)
+    core2.subsystems["storage"] = storage
+    storage.restore()
+    assert values(fetch_bytes(CoreClient(core2), "__internal")[1]) == [(0, b"kept")]
+    assert any("another id" in p for p in storage.problems)
