@@ -581,6 +581,10 @@ def _api_versions_goldens() -> list[Golden]:
     out.append(Golden("api_versions", 3, "response", "unsupported_version", {
         "ErrorCode": 35, "ApiKeys": [{"ApiKey": 18, "MinVersion": 0, "MaxVersion": 4}], "ThrottleTimeMs": 0},
         "kafka-python", "UNSUPPORTED_VERSION (35), as a broker answers a too-new ApiVersions request"))
+    out.append(Golden("api_versions", 0, "response", "unsupported_version_frame", {
+        "ErrorCode": 35, "ApiKeys": [{"ApiKey": 18, "MinVersion": 0, "MaxVersion": 4}]}, "kafka-python",
+        "What a broker sends to an ApiVersions request of a version it does not know: a v0 body "
+        "(KIP-511), which the client must read whatever version it asked for", frame={"correlation_id": 3}))
     out.append(Golden("api_versions", 0, "request", "hello_frame", {}, "kafka-python",
                       "RequestHeader v1 + empty body", frame={"correlation_id": 1, "client_id": "golden"}))
     out.append(Golden("api_versions", 3, "request", "hello_frame", out[2].value, "kafka-python",
