@@ -195,7 +195,8 @@ def _entry(core: BrokerCore, res: Resource, d: ConfigDef) -> Described:
 def describe(core: BrokerCore, res: Resource, keys: list[str] | None) -> list[Described]:
     """The entries of a resource (all, or the named ones that exist, in definition order)."""
     defs = core.configs.definitions(res.rtype)
-    wanted = list(defs) if keys is None else [k for k in dict.fromkeys(keys) if k in defs]
+    # A null or empty key list means every config (ConfigHelper.createResponseConfig).
+    wanted = list(defs) if not keys else [k for k in dict.fromkeys(keys) if k in defs]
     out = [_entry(core, res, defs[k]) for k in wanted]
     if res.is_broker_default:
         # Broker "" describes only the cluster-wide dynamic defaults (DynamicBrokerConfig).

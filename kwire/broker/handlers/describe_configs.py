@@ -4,8 +4,8 @@ Behaviour, per resource: TOPIC (unknown → UNKNOWN_TOPIC_OR_PARTITION, illegal 
 INVALID_TOPIC_EXCEPTION), BROKER ("" = the cluster-wide dynamic defaults only; this broker's
 node id = every broker config; another id or a non-number → INVALID_REQUEST, as the broker
 that receives the request answers for itself only) and GROUP (any group, existing or not;
-empty name → INVALID_REQUEST). Other resource types → INVALID_REQUEST. A null key list
-describes every config, a list only those that exist (unknown keys are left out). Each entry
+empty name → INVALID_REQUEST). Other resource types → INVALID_REQUEST. A null or empty key
+list describes every config, a list only those that exist (unknown keys are left out). Each entry
 carries its value, source (DYNAMIC_TOPIC_CONFIG, GROUP_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
 STATIC_BROKER_CONFIG for ``BrokerConfig.settings``, DEFAULT_CONFIG), read-only and sensitive
 flags (sensitive values are null).

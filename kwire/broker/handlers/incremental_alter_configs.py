@@ -3,10 +3,10 @@
 Behaviour, per resource (checked as DescribeConfigs checks them; the same resource twice →
 INVALID_REQUEST for both): the operations apply in order to the current overrides — SET (a
 null value → INVALID_REQUEST), DELETE (back to the default; for a broker, to
-``BrokerConfig.settings``), APPEND and SUBTRACT (list configs only, else INVALID_CONFIG; they
-start from the current value, inherited or default). An unknown operation or a key named twice
-→ INVALID_REQUEST; an unknown key, a read-only key or a bad value → INVALID_CONFIG with the
-reason. A resource changes all at once or not at all; ``validate_only`` checks without changing.
+``BrokerConfig.settings``), APPEND and SUBTRACT (list configs only, else INVALID_REQUEST; they
+start from the current value, inherited or default, and APPEND adds only what is missing). An
+unknown operation or a key named twice → INVALID_REQUEST; an unknown key, a read-only key or a
+bad value → INVALID_CONFIG with the reason. A resource changes all at once or not at all; ``validate_only`` checks without changing.
 Group resources hold the group configs (share groups, DLQ) the rest of the core reads.
 Version notes: v1 is the flexible version only.
 Deviations: broker changes are cluster-wide, whichever resource name carries them (kwire's
@@ -91,7 +91,7 @@ def _apply(ctx: RequestContext, res: Resource, r: IncrementalAlterConfigsRequest
                     new[c.name] = static[c.name]
             else:
                 if d.type != "list":
-                    raise ResourceError(ErrorCode.INVALID_CONFIG,
+                    raise ResourceError(ErrorCode.INVALID_REQUEST,  # InvalidRequestException in Kafka
                                         f"Config value {op.name.lower()} is not allowed for config key: {c.name}")
                 current = _items(new[c.name] if c.name in new else store.get(res.rtype, res.name, c.name))
                 given = _items(c.value)

@@ -49,6 +49,12 @@ def test_named_keys_only_and_unknown_keys_left_out() -> None:
     assert [e.name for e in r.configs] == ["segment.ms", "retention.ms"]
 
 
+def test_an_empty_key_list_describes_everything_as_null_does() -> None:
+    core, _ = make_core()
+    core.create_topic("t", 1)
+    assert {e.name for e in describe(CoreClient(core), ResourceType.TOPIC, "t", []).configs} == set(TOPIC_CONFIGS)
+
+
 def test_unknown_topic_and_illegal_name() -> None:
     c = CoreClient(make_core()[0])
     r = describe(c, ResourceType.TOPIC, "missing")

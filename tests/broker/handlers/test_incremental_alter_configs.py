@@ -46,12 +46,12 @@ def test_append_and_subtract_work_on_list_configs_from_the_current_value() -> No
 
 
 @pytest.mark.parametrize("op", [APPEND, SUBTRACT])
-def test_append_or_subtract_on_a_non_list_config_is_invalid_config(op: int) -> None:
+def test_append_or_subtract_on_a_non_list_config_is_invalid_request(op: int) -> None:
     core, _ = make_core()
     core.create_topic("t", 1)
     r = alter(CoreClient(core), ResourceType.TOPIC, "t", [("retention.ms", op, "5")])
     verb = "append" if op == APPEND else "subtract"
-    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_CONFIG,
+    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_REQUEST,
                                                f"Config value {verb} is not allowed for config key: retention.ms")
 
 
