@@ -25,8 +25,9 @@ Theory of operation
   tail (the process died mid-write, or a batch does not check out) is reported in
   ``torn_tails`` and the log, cut off the file, and everything before it is served.
 * Committed offsets are snapshotted from the ``offsets`` subsystem when the metadata is
-  written; a commit alone does not trigger a write (the offset store has no change hook), so
-  offsets committed after the last metadata write survive a clean stop but not a crash.
+  written. The offset store has no change hook, so the metadata is also re-checked every
+  ``SYNC_INTERVAL_MS`` of broker time (a deadline) and rewritten when it changed: a crash
+  loses at most that last second of commits; a clean stop loses none.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from kwire.records import (
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.cluster import Partition, Topic
+    from kwire.broker.core.deadlines import Deadline
     from kwire.broker.core.log import StoredBatch
 
 __all__ = ["Storage", "METADATA_FILE", "METADATA_VERSION", "batch_info"]
@@ -70,6 +72,9 @@ log = logging.getLogger("kwire.broker.storage")
 METADATA_FILE = "kwire-metadata.json"
 METADATA_VERSION = 1
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+# How often (broker clock) metadata is re-checked for changes without a hook (committed offsets);
+# Kafka's offsets are as durable as their log, so a second is a small window to give up.
+SYNC_INTERVAL_MS = 1000
 
 
 def batch_info(batch: RecordBatch) -> BatchInfo:
@@ -93,6 +98,9 @@ class Storage:
         self._known_topics: set[str] = set()
         self.torn_tails: list[TornTail] = []
         self.problems: list[str] = []  # everything restore reported (torn tails included)
+        self._last_saved = ""
+        self._sync: Deadline | None = None
+        self._closed = False
 
     @property
     def metadata_path(self) -> Path:
@@ -138,10 +146,22 @@ class Storage:
             self.save_metadata()
 
     def on_close(self) -> None:
+        if self._sync is not None:
+            self._sync.cancel()
         self.save_metadata()
+        self._closed = True
         for w in self._writers.values():
             w.close()
         self._writers.clear()
+
+    def _schedule_sync(self) -> None:
+        self._sync = self.core.deadlines.at(self.core.clock.now_ms() + SYNC_INTERVAL_MS, self._sync_due)
+
+    def _sync_due(self) -> None:
+        if self._closed:
+            return
+        self.save_metadata()  # a no-op unless something changed
+        self._schedule_sync()
 
     # --- logs -------------------------------------------------------------------------------
     def _writer(self, p: Partition) -> SegmentWriter:
@@ -255,13 +275,18 @@ class Storage:
         return out
 
     def save_metadata(self) -> None:
+        """Rewrite the metadata file (temporary file, then rename) if its content changed."""
         data = json.dumps(self.snapshot(), indent=1, sort_keys=True)
+        if data == self._last_saved:
+            return
         tmp = self.metadata_path.with_suffix(".tmp")
         try:
             tmp.write_text(data)
             os.replace(tmp, self.metadata_path)
         except OSError as exc:
             log.error("data dir %s: cannot write %s: %s", self.root, METADATA_FILE, exc)
+            return
+        self._last_saved = data
 
     def _read_metadata(self) -> dict[str, Any] | None:
         path = self.metadata_path
@@ -316,6 +341,7 @@ class Storage:
         finally:
             self._restoring = False
         self.save_metadata()
+        self._schedule_sync()
 
     def _restore_metadata(self, meta: dict[str, Any]) -> None:
         core = self.core

@@ -268,3 +268,17 @@ def test_a_topic_that_exists_at_start_gets_its_data_back(tmp_path: Path) -> None
     storage.restore()
     assert values(fetch_bytes(CoreClient(core2), "__internal")[1]) == [(0, b"kept")]
     assert any("another id" in p for p in storage.problems)
+
+
+def test_committed_offsets_reach_the_file_within_a_second_of_broker_time(tmp_path: Path) -> None:
+    core, clock = make_core(data_dir=str(tmp_path))
+    core.create_topic("t", 1)
+    core.subsystems["offsets"].commit("g", "t", 0, CommittedOffset(9))
+    meta = tmp_path / METADATA_FILE
+    assert "offsets" not in json.loads(meta.read_text()) or json.loads(meta.read_text())["offsets"] == {}
+    clock.advance(1000)
+    core.fire_due()
+    assert json.loads(meta.read_text())["offsets"]["g"][0][:2] == ["t", 0]
+    # No close(): as after a crash.
+    core2, _, _ = start(tmp_path)
+    assert core2.subsystems["offsets"].get("g", "t", 0).offset == 9
