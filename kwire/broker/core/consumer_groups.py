@@ -91,43 +91,44 @@ def uniform_assign(members: Mapping[str, Iterable[str]], topics: Mapping[str, in
     mids = sorted(members)
     subs = {m: frozenset(t for t in members[m] if t in topics) for m in mids}
     eligible: dict[str, list[str]] = {t: [m for m in mids if t in subs[m]] for t in sorted(topics)}
-    owned: dict[str, set[tuple[str, int]]] = {m: set() for m in mids}
-    owner: dict[tuple[str, int], str] = {}
+    owned: dict[str, dict[str, set[int]]] = {m: {} for m in mids}
+    count = dict.fromkeys(mids, 0)
+    taken: set[tuple[str, int]] = set()
+
+    def give(m: str, t: str, p: int) -> None:
+        owned[m].setdefault(t, set()).add(p)
+        count[m] += 1
+        taken.add((t, p))
+
     for m in mids:  # keep what each member had and may still have
         for t, parts in sorted((previous or {}).get(m, {}).items()):
-            if t not in subs[m]:
-                continue
-            for p in sorted(parts):
-                if 0 <= p < topics[t] and (t, p) not in owner:
-                    owner[(t, p)] = m
-                    owned[m].add((t, p))
+            if t in subs[m]:
+                for p in sorted(parts):
+                    if 0 <= p < topics[t] and (t, p) not in taken:
+                        give(m, t, p)
     for t, subscribers in eligible.items():  # then the rest, each to the least loaded subscriber
-        if not subscribers:
-            continue
-        for p in range(topics[t]):
-            if (t, p) in owner:
-                continue
-            m = min(subscribers, key=lambda x: (len(owned[x]), x))
-            owner[(t, p)] = m
-            owned[m].add((t, p))
-    moved = True
-    while moved:  # move partitions from loaded members to subscribers with 2+ fewer
-        moved = False
-        for a in sorted(mids, key=lambda x: (-len(owned[x]), x)):
-            for tp in sorted(owned[a], reverse=True):
-                here = len(owned[a])
-                cands = [b for b in eligible[tp[0]] if len(owned[b]) <= here - 2]
-                if not cands:
-                    continue
-                b = min(cands, key=lambda x: (len(owned[x]), x))
-                owned[a].discard(tp)
-                owned[b].add(tp)
-                owner[tp] = b
-                moved = True
-    out: dict[str, NamedAssignment] = {m: {} for m in mids}
-    for (t, p), m in owner.items():
-        out[m].setdefault(t, set()).add(p)
-    return out
+        for p in range(topics[t]) if subscribers else ():
+            if (t, p) not in taken:
+                give(min(subscribers, key=lambda x: (count[x], x)), t, p)
+    while True:
+        # One partition at a time from the most loaded holder to a subscriber holding 2+ fewer:
+        # every move lowers the spread, and none is made that balance does not need (sticky).
+        lightest = {t: min(subs_t, key=lambda x: (count[x], x)) for t, subs_t in eligible.items() if subs_t}
+        move = None
+        for a in sorted(mids, key=lambda x: (-count[x], x)):
+            for t in sorted(owned[a]):
+                if owned[a][t] and count[lightest[t]] <= count[a] - 2:
+                    move = (a, lightest[t], t, max(owned[a][t]))
+                    break
+            if move is not None:
+                break
+        if move is None:
+            break
+        a, b, t, p = move
+        owned[a][t].discard(p)
+        count[a] -= 1
+        give(b, t, p)
+    return {m: {t: ps for t, ps in owned[m].items() if ps} for m in mids}
 
 
 def range_assign(members: Mapping[str, Iterable[str]], topics: Mapping[str, int],
