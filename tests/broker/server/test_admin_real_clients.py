@@ -291,6 +291,23 @@ def test_kafka_python_scram_login(sasl_broker: Broker) -> None:
         producer.close(timeout=5)
 
 
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_kafka_python_as_a_0_11_client_uses_the_v0_handshake_with_bare_tokens(sasl_broker: Broker,
+                                                                               mechanism: str) -> None:
+    kafka = pytest.importorskip("kafka")
+    sasl_broker.start_recording()
+    producer = kafka.KafkaProducer(bootstrap_servers=sasl_broker.bootstrap, security_protocol="SASL_PLAINTEXT",
+                                   sasl_mechanism=mechanism, sasl_plain_username="alice",
+                                   sasl_plain_password=USERS["alice"], api_version=(0, 11),
+                                   request_timeout_ms=10000)
+    try:
+        assert producer.send("secure", b"old client").get(timeout=TIMEOUT_S).offset == 0
+    finally:
+        producer.close(timeout=5)
+    seen = {(e.api_key, e.api_version) for e in sasl_broker.recorded()}
+    assert (17, 0) in seen and not any(k == 36 for k, _ in seen)  # no SaslAuthenticate frames
+
+
 # --- data dir --------------------------------------------------------------------------------
 
 
