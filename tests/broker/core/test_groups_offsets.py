@@ -8,11 +8,11 @@ import uuid
 import pytest
 
 from kwire.broker.core.offsets import CommittedOffset, offset_store
+from kwire.protocol.data.consumer_protocol_subscription import ConsumerProtocolSubscription
 from kwire.protocol.error_codes import ErrorCode as E
 from kwire.protocol.messages.offset_commit import OffsetCommitRequest
 from kwire.protocol.messages.offset_delete import OffsetDeleteRequest
 from kwire.protocol.messages.offset_fetch import OffsetFetchRequest
-from kwire.protocol.data.consumer_protocol_subscription import ConsumerProtocolSubscription
 from tests.broker.groups_helpers import ClassicClient, coordinator_of, stable_group
 from tests.broker.helpers import CoreClient, make_core
 

@@ -56,9 +56,8 @@ class ClassicGroupMachine(RuleBasedStateMachine):
                 slot.generations.append(resp.generation_id)
             elif resp.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
                 c.member_id, c.generation = "", -1
-        elif isinstance(resp, SyncGroupResponse):
-            if resp.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
-                c.member_id, c.generation = "", -1
+        elif isinstance(resp, SyncGroupResponse) and resp.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
+            c.member_id, c.generation = "", -1
 
     def _collect(self) -> None:
         for slot in self.slots:
