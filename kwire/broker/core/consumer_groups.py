@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConsumerGroup", "ConsumerMember", "ConsumerGroupManager", "ConsumerGroupState", "MemberState",
-    "HeartbeatResult", "uniform_assign", "range_assign", "reconcile", "Reconciled",
+    "HeartbeatResult", "GroupStats", "uniform_assign", "range_assign", "reconcile", "Reconciled",
     "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "UNIFORM", "RANGE", "ASSIGNORS",
 ]
 
@@ -155,6 +155,18 @@ def range_assign(members: Mapping[str, Iterable[str]], topics: Mapping[str, int]
 ASSIGNORS: dict[str, Callable[..., dict[str, NamedAssignment]]] = {UNIFORM: uniform_assign, RANGE: range_assign}
 
 
+@dataclass(slots=True, frozen=True)
+class GroupStats:
+    """A frozen snapshot of one group (classic or KIP-848)."""
+
+    group_id: str
+    group_type: str
+    state: str
+    epoch: int  # classic: the generation; KIP-848: the group epoch
+    members: int
+    waiting: int  # classic: answers not yet given (join/sync); KIP-848: members not yet reconciled
+
+
 # --- members and groups -----------------------------------------------------------------------
 @dataclass(slots=True, eq=False)
 class ConsumerMember:
@@ -217,6 +229,10 @@ class ConsumerGroup:
 
     def is_empty(self) -> bool:
         return not self.members
+
+    def statistics(self) -> GroupStats:
+        waiting = sum(1 for m in self.members.values() if not m.is_reconciled_to(self.assignment_epoch))
+        return GroupStats(self.group_id, self.group_type, self.state_name, self.group_epoch, len(self.members), waiting)
 
     def owner_of(self, topic_id: uuid.UUID, partition: int) -> str | None:
         return self.owners.get((topic_id, partition))

@@ -34,7 +34,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, cast
 
 from kwire.broker.core._group_common import GroupError, broker_int, java_uuid_string
-from kwire.broker.core.consumer_groups import ConsumerGroup, ConsumerGroupManager
+from kwire.broker.core.consumer_groups import ConsumerGroup, ConsumerGroupManager, GroupStats
 from kwire.broker.core.offsets import offset_store
 from kwire.errors import KwireError
 from kwire.protocol.error_codes import ErrorCode
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GroupCoordinator", "ClassicGroup", "ClassicMember", "GroupState", "Trigger", "JoinRequest", "JoinResult",
     "SyncResult", "GroupSummary", "MemberSummary", "ListedGroup", "GroupError", "IllegalGroupTransition",
-    "group_coordinator", "DEFAULT_NEW_MEMBER_JOIN_TIMEOUT_MS", "CONSUMER_PROTOCOL_TYPE",
+    "GroupStats", "group_coordinator", "DEFAULT_NEW_MEMBER_JOIN_TIMEOUT_MS", "CONSUMER_PROTOCOL_TYPE",
 ]
 
 # GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member's JoinGroup may
@@ -302,6 +302,11 @@ class ClassicGroup:
             for m in self.members.values())
         return GroupSummary(self.group_id, self.state.value, self.protocol_type or "",
                             (self.protocol_name or "") if stable else "", members)
+
+    def statistics(self) -> GroupStats:
+        waiting = sum((m.join_cb is not None) + (m.sync_cb is not None) for m in self.members.values())
+        return GroupStats(self.group_id, self.group_type, self.state.value, self.generation_id, len(self.members),
+                          waiting)
 
     def destroy(self) -> None:
         """Cancel every timer (the group is being deleted or replaced)."""
@@ -848,9 +853,9 @@ class GroupCoordinator:
     def on_topic_deleted(self, topic: Topic) -> None:
         self.consumer.on_metadata_change()
 
-    def statistics(self) -> dict[str, int]:
-        by_state = Counter(f"{g.group_type}:{g.state_name}" for g in self.groups.values())
-        return dict(sorted(by_state.items()))
+    def statistics(self) -> tuple[GroupStats, ...]:
+        """A frozen snapshot of every group, by group id."""
+        return tuple(self.groups[gid].statistics() for gid in sorted(self.groups))
 
 
 def group_coordinator(core: Any) -> GroupCoordinator:

@@ -389,3 +389,22 @@ def test_leave_of_a_waiting_member_answers_its_join_with_unknown_member():
     other.member_id = a.member_id
     assert other.leave().error_code == E.NONE
     assert a.answer().error_code == E.UNKNOWN_MEMBER_ID
+
+
+def test_statistics_are_a_frozen_snapshot_per_group():
+    import dataclasses
+
+    core, _ = make_core(settings=NO_DELAY)
+    core.create_topic("t", 2)
+    stable_group(core, 2)
+    from tests.broker.groups_helpers import ConsumerClient
+
+    ConsumerClient(core, group="k", topics=["t"]).heartbeat()
+    waiting = ClassicClient(core, group="w")
+    waiting.join_with_id()
+    stats = coordinator_of(core).statistics()
+    assert [(s.group_id, s.group_type, s.state, s.epoch, s.members, s.waiting) for s in stats] == [
+        ("g", "classic", "Stable", 1, 2, 0), ("k", "consumer", "Stable", 1, 1, 0),
+        ("w", "classic", "PreparingRebalance", 0, 1, 1)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stats[0].members = 5  # type: ignore[misc]
