@@ -853,6 +853,9 @@ class GroupCoordinator:
     def on_topic_deleted(self, topic: Topic) -> None:
         self.consumer.on_metadata_change()
 
+    def on_metadata_changed(self) -> None:
+        self.consumer.on_metadata_change()
+
     def statistics(self) -> tuple[GroupStats, ...]:
         """A frozen snapshot of every group, by group id."""
         return tuple(self.groups[gid].statistics() for gid in sorted(self.groups))
