@@ -116,8 +116,12 @@ class BrokerServer:
                         if not data:
                             conn.connection_lost()
                             break
-                        conn.receive_data(data)
-                        self.flush()
+                        try:
+                            conn.receive_data(data)
+                            self.flush()
+                        except Exception as exc:  # noqa: BLE001 - contain a bug to this connection
+                            log.exception("connection %d failed", conn.conn_id)
+                            conn.close(f"internal error: {exc}")
                         c.wake.set()
                     c.wake.set()
                     n.cancel_scope.cancel()

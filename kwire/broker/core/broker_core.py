@@ -104,7 +104,12 @@ class Reply:
         if self.done:
             return
         self.done = True
-        data = encode_response(response, self.api_version, correlation_id=self.correlation_id, size_prefix=False)
+        try:
+            data = encode_response(response, self.api_version, correlation_id=self.correlation_id, size_prefix=False)
+        except KwireError:
+            log.exception("encoding a deferred api key %d v%d response failed", self.api_key, self.api_version)
+            self.core.outbox.append((self.conn_id, None))
+            return
         if self.exchange is not None:
             self.exchange.response = response
             self.exchange.response_bytes = data
@@ -284,17 +289,32 @@ class BrokerCore:
                 return outcome
         try:
             response = spec.handle(ctx, frame.body)
-        except KwireError as exc:
-            log.exception("handler for %s failed", spec.name)
-            return self._close(conn, f"{spec.name} handler error: {exc}", exchange)
+        except Exception as exc:  # noqa: BLE001 - a handler bug must cost one request, not the broker
+            log.exception("handler for %s v%d failed", spec.name, api_version)
+            return self._internal_error(ctx, spec, frame.body, f"{spec.name} handler error: {exc}")
         return self._respond(ctx, response)
+
+    def _internal_error(self, ctx: RequestContext, spec: Any, request: Any, reason: str) -> Outcome:
+        """What a broker does when processing fails unexpectedly: UNKNOWN_SERVER_ERROR, or close."""
+        try:
+            resp = spec.error_response(ctx, request, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if resp is not None:
+                data = encode_response(resp, ctx.api_version, correlation_id=ctx.correlation_id, size_prefix=False)
+                return Outcome("send", data)
+        except Exception:  # noqa: BLE001 - fall back to closing the connection
+            log.exception("error response for %s failed", spec.name)
+        return self._close(ctx.conn, reason, ctx.exchange)
 
     def _respond(self, ctx: RequestContext, response: Any) -> Outcome:
         if response is None:
             if ctx.deferred is None:
                 return SEND_NOTHING
             return DEFERRED
-        data = encode_response(response, ctx.api_version, correlation_id=ctx.correlation_id, size_prefix=False)
+        try:
+            data = encode_response(response, ctx.api_version, correlation_id=ctx.correlation_id, size_prefix=False)
+        except KwireError as exc:
+            log.exception("encoding the %s v%d response failed", api_info(ctx.api_key).name, ctx.api_version)
+            return self._close(ctx.conn, f"response could not be encoded: {exc}", ctx.exchange)
         if ctx.exchange is not None:
             ctx.exchange.response = response
             ctx.exchange.response_bytes = data
@@ -328,7 +348,11 @@ class BrokerCore:
             self.deadlines.at(self.clock.now_ms() + rule.delay_ms, lambda: reply.send(response))
             return DEFERRED
         if action is FaultAction.HOOK:
-            resp = rule.hook(body, ctx)
+            try:
+                resp = rule.hook(body, ctx)
+            except Exception as exc:  # noqa: BLE001 - a test's hook failing is reported like a handler bug
+                log.exception("fault hook failed")
+                return self._internal_error(ctx, spec, body, f"fault hook error: {exc}")
             if resp is None:
                 return None
             return self._respond(ctx, resp)

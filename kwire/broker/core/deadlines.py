@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["Deadline", "Deadlines"]
+
+log = logging.getLogger("kwire.broker")
 
 
 @dataclass(order=True, slots=True)
@@ -52,7 +55,10 @@ class Deadlines:
             if d.cancelled:
                 continue
             d.cancelled = True
-            d.fn()
+            try:
+                d.fn()
+            except Exception:  # noqa: BLE001 - one failing timer must not stop the others (or the broker)
+                log.exception("deadline callback failed")
             ran += 1
         return ran
 

@@ -63,7 +63,8 @@ def _one(ctx: RequestContext, topic: str, rp: ListOffsetsRequest_ListOffsetsPart
     else:
         r.error_code = ErrorCode.UNSUPPORTED_VERSION if ts > -10 else ErrorCode.INVALID_REQUEST
         return r
-    r.leader_epoch = p.leader_epoch
+    if ctx.api_version >= 4:
+        r.leader_epoch = p.leader_epoch
     return r
 
 

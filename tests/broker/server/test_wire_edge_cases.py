@@ -185,3 +185,28 @@ def test_latency_is_on_the_broker_clock(broker: Broker) -> None:
     broker.wait_until(lambda core: bool(core.deadlines))
     broker.advance(5_000)
     assert decode_response(c.recv_frame(), 3, 12).correlation_id == 1
+
+
+def test_a_failing_handler_costs_one_request_not_the_broker(broker: Broker) -> None:
+    def boom(request: object, ctx: object) -> object:
+        raise RuntimeError("handler bug")
+
+    broker.hook(boom, api_key=3, times=1)
+    c = Raw(broker)
+    c.send(encode_request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")]), 12,
+                          correlation_id=1))
+    assert decode_response(c.recv_frame(), 3, 12).body.topics[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    _metadata_ok(broker)
+
+
+def test_a_response_that_cannot_be_encoded_closes_only_that_connection(broker: Broker) -> None:
+    from kwire.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+
+    # LeaderEpoch does not exist before ListOffsets v4 (and is not ignorable): encoding at v3 fails.
+    bad_resp = ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name="t", partitions=[
+        ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=0, leader_epoch=7)])])
+    broker.hook(lambda req, ctx: bad_resp, api_key=2, times=1)
+    bad = Raw(broker)
+    bad.send(encode_request(ListOffsetsRequest(replica_id=-1, topics=[]), 3, correlation_id=1))
+    assert bad.is_closed()
+    _metadata_ok(broker)
