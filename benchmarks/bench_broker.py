@@ -19,9 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition, libversion
 from confluent_kafka import version as ck_version
-from confluent_kafka import libversion
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 4
