@@ -35,6 +35,7 @@ __all__ = [
 # socket.request.max.bytes defaults to 100 MiB on a Kafka broker.
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 
+_API_VERSIONS = 18
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
 
@@ -163,5 +164,15 @@ def decode_response(payload: bytes | memoryview, api_key: int, api_version: int)
     info.check_version(api_version)
     hv = response_header_version(api_key, api_version)
     header, pos = schema_class("ResponseHeader").decode_from(payload, 0, hv)
-    body = info.response_class.decode(memoryview(payload)[pos:], api_version)
+    body_bytes = memoryview(payload)[pos:]
+    try:
+        body = info.response_class.decode(body_bytes, api_version)
+    except DecodeError:
+        if api_key != _API_VERSIONS or api_version == 0:
+            raise
+        # KIP-511: a broker that does not know the requested ApiVersions version answers in the
+        # v0 layout with UNSUPPORTED_VERSION; clients re-read such an answer as v0.
+        body = info.response_class.decode(body_bytes, 0)
+        if body.error_code == 0:
+            raise
     return ResponseFrame(header.correlation_id, header, body, hv)

@@ -171,11 +171,8 @@ def test_fixtures_are_exactly_what_the_tool_makes() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(strict=True, raises=DecodeError, reason=(
-    "kwire bug: framing.decode_response has no KIP-511 fallback; a broker answers an ApiVersions "
-    "version it does not know with a v0 body, which Java (ApiVersionsResponse.parse) and "
-    "kafka-python re-read as v0"))
 def test_api_versions_v0_error_answer_to_a_v3_request_is_read() -> None:
+    """KIP-511: the v0-layout UNSUPPORTED_VERSION answer to a newer request is read as v0."""
     g = Golden(FIXTURES / "api_versions" / "v0" / "response_unsupported_version_frame.json")
     resp = decode_response(g.payload, g.api_key, 3)
     assert resp.body.error_code == 35
