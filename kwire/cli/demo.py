@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,15 +49,16 @@ def run(args: argparse.Namespace) -> int:
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "demo-group",
                              "auto.offset.reset": "earliest", "enable.auto.commit": False})
         consumer.subscribe(["demo"])
-        got = []
+        got: list[Any] = []
         deadline = time.monotonic() + 60
         while len(got) < args.records and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
             got.append(msg)
-            print(f"  demo-{msg.partition()} @{msg.offset()}: {msg.key().decode()} = {msg.value().decode()} "
-                  f"{dict((k, v.decode()) for k, v in msg.headers() or [])}")
+            headers = {h[0]: (h[1] or b"").decode() for h in msg.headers() or []}  # type: ignore[union-attr]
+            print(f"  demo-{msg.partition()} @{msg.offset()}: {bytes(msg.key() or b'').decode()} = "
+                  f"{bytes(msg.value() or b'').decode()} {headers}")
         if len(got) != args.records:
             consumer.close()
             raise CliError(f"consumed {len(got)} of {args.records} records")

@@ -46,7 +46,7 @@ def _headers_in(rec: Cmd) -> list[tuple[str, bytes | None]]:
     return [(str(k), _unhex(v)) for k, v in rec.get("headers") or ()]
 
 
-def _record_event(partition: int, offset: int, key: Any, value: Any, headers: Any) -> dict[str, Any]:
+def _record_event(partition: int | None, offset: int | None, key: Any, value: Any, headers: Any) -> dict[str, Any]:
     return {
         "event": "record",
         "partition": partition,
