@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kwire.broker.config import BrokerConfig
-from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, Topic, TopicError
+from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic, TopicError
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.faults import FaultAction, Faults
@@ -193,7 +192,7 @@ class BrokerCore:
         self.handlers = HANDLERS
         self.config = config
         self.clock = clock
-        self.rng: Rng = rng if rng is not None else random.Random(config.seed)
+        self.rng: Rng = rng if rng is not None else SeededRng(config.seed)
         nodes = [BrokerNode(config.first_node_id + i, config.host, config.port + i if config.port else 0)
                  for i in range(config.brokers)]
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)

@@ -16,7 +16,7 @@ from kwire.broker.core.log import PartitionLog
 from kwire.broker.core.producer_state import ProducerStateManager
 from kwire.protocol.error_codes import ErrorCode
 
-__all__ = ["Rng", "BrokerNode", "Partition", "Topic", "Cluster", "TopicError", "validate_topic_name",
+__all__ = ["Rng", "SeededRng", "BrokerNode", "Partition", "Topic", "Cluster", "TopicError", "validate_topic_name",
            "MAX_TOPIC_NAME_LENGTH"]
 
 MAX_TOPIC_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
@@ -27,6 +27,34 @@ class Rng(Protocol):
     """The core's only source of randomness (injected, so tests seed it)."""
 
     def getrandbits(self, k: int, /) -> int: ...
+
+
+class SeededRng:
+    """SplitMix64: a small deterministic generator, so the core needs no global randomness.
+
+    The same seed gives the same cluster id, topic ids and member ids on every run.
+    """
+
+    __slots__ = ("_state",)
+    _MASK = (1 << 64) - 1
+
+    def __init__(self, seed: int = 0) -> None:
+        self._state = seed & self._MASK
+
+    def _next64(self) -> int:
+        self._state = (self._state + 0x9E3779B97F4A7C15) & self._MASK
+        z = self._state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & self._MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self._MASK
+        return z ^ (z >> 31)
+
+    def getrandbits(self, k: int, /) -> int:
+        out = 0
+        bits = 0
+        while bits < k:
+            out = (out << 64) | self._next64()
+            bits += 64
+        return out >> (bits - k)
 
 
 class TopicError(Exception):

@@ -66,7 +66,9 @@ def test_stored_batch_keeps_the_client_bytes_except_offset_and_epoch() -> None:
     assert list(iter_batches(stored))[0].base_offset == 3
 
 
+@pytest.mark.rule("TX-10")
 def test_produce_errors_per_partition() -> None:
+    """TX-10: one magic-2 batch per partition, CRC checked; failures are per partition and store nothing."""
     core, _ = make_core()
     core.create_topic("t", 1)
     c = CoreClient(core)
@@ -112,8 +114,10 @@ def test_acks_zero_gets_no_response_but_is_stored() -> None:
 
 
 @pytest.mark.rule("TX-6")
+@pytest.mark.rule("TX-9")
 def test_idempotent_retry_is_answered_with_the_original_offset() -> None:
-    """TX-6: a duplicate of one of the last five batches is not appended again."""
+    """TX-6, TX-9: a duplicate of one of the last five batches is answered with success and its
+    original offset (never DUPLICATE_SEQUENCE_NUMBER), and is not appended again."""
     core, _ = make_core()
     core.create_topic("t", 1)
     c = CoreClient(core)
@@ -267,3 +271,18 @@ def test_all_compression_codecs_are_stored_and_served() -> None:
         bb.append(codec.name.encode(), key=b"k")
         assert pr(produce(c, "t", 0, bb.build())).error_code == 0
     assert [v for _, v in records_of(c.send(fetch_req("t", 0, 0), 11))] == [c.name.encode() for c in Compression]
+
+
+@pytest.mark.rule("TX-10")
+def test_client_control_batches_and_missing_sequences_are_invalid_record() -> None:
+    """TX-10: clients may not write control batches; a batch with a producer id needs a sequence."""
+    from kwire.records import ControlRecordType, build_control_batch
+
+    core, _ = make_core()
+    core.create_topic("t", 1)
+    c = CoreClient(core)
+    marker = build_control_batch(ControlRecordType.COMMIT, producer_id=5, producer_epoch=0, coordinator_epoch=0)
+    assert pr(produce(c, "t", 0, marker)).error_code == ErrorCode.INVALID_RECORD
+    no_seq = batch([b"a"], producer_id=5, producer_epoch=0, base_sequence=-1)
+    assert pr(produce(c, "t", 0, no_seq)).error_code == ErrorCode.INVALID_RECORD
+    assert core.cluster.topics["t"].partitions[0].log.log_end_offset == 0

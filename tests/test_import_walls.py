@@ -1,0 +1,51 @@
+"""The layers stay where the design puts them (style §6 "Walls"), checked on the source."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "kwire"
+
+# The sans-I/O broker never touches the event loop, sockets, wall time or global randomness.
+CORE_FORBIDDEN = {"trio", "socket", "time", "asyncio", "random", "threading", "selectors"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+    return out
+
+
+def _files(*parts: str) -> list[Path]:
+    return sorted((ROOT.joinpath(*parts)).rglob("*.py"))
+
+
+def test_broker_core_and_handlers_are_sans_io() -> None:
+    for path in _files("broker", "core") + _files("broker", "handlers"):
+        bad = {m for m in _imports(path) if m.split(".")[0] in CORE_FORBIDDEN}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_protocol_imports_only_errors_from_kwire() -> None:
+    for path in _files("protocol"):
+        mods = {m for m in _imports(path) if m.startswith("kwire")}
+        assert all(m == "kwire.errors" or m.startswith("kwire.protocol") for m in mods), (path, mods)
+
+
+def test_records_imports_only_errors_from_kwire() -> None:
+    for path in _files("records"):
+        mods = {m for m in _imports(path) if m.startswith("kwire")}
+        assert all(m == "kwire.errors" or m.startswith("kwire.records") for m in mods), (path, mods)
+
+
+def test_only_the_edge_touches_trio() -> None:
+    allowed = {ROOT / "broker" / "server.py", ROOT / "control.py"}
+    for path in _files():
+        if "trio" in {m.split(".")[0] for m in _imports(path)}:
+            assert path in allowed, f"{path.relative_to(ROOT)} imports trio"
