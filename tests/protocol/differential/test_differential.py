@@ -22,13 +22,12 @@ from _peer_kafka_python import build_plan as kp_build_plan
 from _peer_kafka_python import kafka_python_cases
 from _peer_kio import build_plan as kio_build_plan
 from _peer_kio import kio_cases
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from kwire.fuzz.strategies import message_strategy
 from kwire.protocol._message import Message
 from kwire.protocol.messages.fetch import FetchRequest
 from kwire.protocol.messages.share_fetch import ShareFetchRequest
+from tests.hypothesis_support import run_examples
 
 pytestmark = pytest.mark.differential
 
@@ -51,34 +50,29 @@ def _first_difference(ours: bytes, theirs: bytes) -> str:
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_same_bytes_and_values_as_peer(case: Case, data: st.DataObject) -> None:
+def test_same_bytes_and_values_as_peer(case: Case) -> None:
     assert case.sanitize is not None
-    _check(case, case.sanitize(data.draw(message_strategy(case.kwire_cls, case.version), label="value")))
+    sanitize = case.sanitize
+    run_examples(lambda value: _check(case, sanitize(value)), message_strategy(case.kwire_cls, case.version),
+                 max_examples=EXAMPLES)
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-@settings(max_examples=LONG_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_long_strings_bytes_and_arrays_match_peer(case: Case, data: st.DataObject) -> None:
+def test_long_strings_bytes_and_arrays_match_peer(case: Case) -> None:
     """Lengths and counts past 127 (two-byte compact varints), which the drawn values never reach."""
     assert case.sanitize is not None
-    value = data.draw(message_strategy(case.kwire_cls, case.version), label="value")
-    _check(case, case.sanitize(lengthen(value, case.version)))
+    sanitize = case.sanitize
+    run_examples(lambda value: _check(case, sanitize(lengthen(value, case.version))),
+                 message_strategy(case.kwire_cls, case.version), max_examples=LONG_EXAMPLES)
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-@settings(max_examples=DEFAULT_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_fields_at_defaults_match_peer(case: Case, data: st.DataObject) -> None:
+def test_fields_at_defaults_match_peer(case: Case) -> None:
     """Scalars at their defaults (arrays kept): tagged fields at default stay unwritten, at any depth."""
     assert case.sanitize is not None
-    value = data.draw(message_strategy(case.kwire_cls, case.version), label="value")
-    _check(case, case.sanitize(at_defaults(value, case.version)))
+    sanitize = case.sanitize
+    run_examples(lambda value: _check(case, sanitize(at_defaults(value, case.version))),
+                 message_strategy(case.kwire_cls, case.version), max_examples=DEFAULT_EXAMPLES)
 
 
 def _check(case: Case, value: Message) -> None:
