@@ -86,21 +86,16 @@ class PartitionLog:
     def append(self, data: bytes, info: BatchInfo) -> StoredBatch:
         """Store a batch whose offsets were already assigned from ``log_end_offset``."""
         assert info.base_offset == self.log_end_offset, "offsets must be assigned from the log end"
-        batch = StoredBatch(
-            info.base_offset, info.last_offset, info.max_timestamp, data, info.producer_id,
-            info.is_transactional, info.is_control,
-        )
-        self.batches.append(batch)
-        self._bases.append(batch.base_offset)
-        self.log_end_offset = batch.last_offset + 1
-        self.size_bytes += len(data)
-        self._epoch_of(data, batch.base_offset)
+        batch = self._store(data, info)
         for fn in self.on_append:
             fn(batch)
         return batch
 
     def load(self, data: bytes, info: BatchInfo) -> None:
         """Restore a batch read back from disk (no callbacks)."""
+        self._store(data, info)
+
+    def _store(self, data: bytes, info: BatchInfo) -> StoredBatch:
         batch = StoredBatch(
             info.base_offset, info.last_offset, info.max_timestamp, data, info.producer_id,
             info.is_transactional, info.is_control,
@@ -110,6 +105,7 @@ class PartitionLog:
         self.log_end_offset = batch.last_offset + 1
         self.size_bytes += len(data)
         self._epoch_of(data, batch.base_offset)
+        return batch
 
     # --- leader epochs (LeaderEpochFileCache) -------------------------------------------------
     def _epoch_of(self, data: bytes, base_offset: int) -> None:
