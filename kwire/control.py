@@ -126,23 +126,35 @@ class Broker:
             self._progress_seq += 1
             self._progress.notify_all()
 
+    def _peek(self, fn: Callable[[], T]) -> T:
+        """Run a read-only ``fn`` on the broker's thread without poking the server.
+
+        ``call`` pokes, and a poke counts as progress; ``wait_until`` must not wake itself.
+        """
+        if self._token is None:
+            raise BrokerNotRunning("the broker is not running")
+        return trio.from_thread.run_sync(fn, trio_token=self._token)
+
     def wait_until(self, predicate: Callable[[BrokerCore], bool], timeout: float = 30.0) -> None:
         """Block until ``predicate(core)`` holds (checked on the broker thread after each step of work).
 
         For tests: e.g. wait until a request has arrived before moving the clock, without sleeping.
+        Raises TimeoutError after ``timeout`` seconds, however busy the broker is.
         """
         end = time.monotonic() + timeout
         while True:
             with self._progress:
                 seq = self._progress_seq
-            if self.call(lambda: predicate(self.core)):
+            if self._peek(lambda: predicate(self.core)):
                 return
             with self._progress:
                 while self._progress_seq == seq:
                     left = end - time.monotonic()
                     if left <= 0:
-                        raise TimeoutError(f"broker condition not reached within {timeout} s")
+                        break
                     self._progress.wait(left)
+            if time.monotonic() >= end:
+                raise TimeoutError(f"broker condition not reached within {timeout} s")
 
     def parked_requests(self) -> int:
         """How many requests are waiting (long polls, rebalances, injected latency)."""
@@ -228,9 +240,31 @@ class Broker:
             self.core.wake_all()
         self.call(run)
 
+    def leader_of(self, topic: str, partition: int) -> int:
+        """The node leading a partition (-1 while none is live)."""
+        def run() -> int:
+            p = self.core.cluster.partition(topic, partition)
+            if p is None:
+                raise KwireError(f"{topic}-{partition} does not exist")
+            return p.leader_id
+        return self.call(run)
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Log end offset of every partition of a topic."""
+        def run() -> dict[int, int]:
+            t = self.core.cluster.topics.get(topic)
+            if t is None:
+                raise KwireError(f"topic {topic!r} does not exist")
+            return {p.index: p.log.log_end_offset for p in t.partitions}
+        return self.call(run)
+
     @property
     def node_ids(self) -> list[int]:
         return sorted(self.core.cluster.nodes)
+
+    def live_node_ids(self) -> list[int]:
+        """Nodes that are up (not taken down with ``broker_down``)."""
+        return self.call(lambda: [n.node_id for n in self.core.cluster.live_nodes()])
 
     # --- time -------------------------------------------------------------------------------
     def advance(self, ms: int) -> int:
