@@ -11,6 +11,11 @@ kcat has no per-record API, so:
   no delivery reports, so ``produced`` events carry ``offset: null``.
 * consume: ``-f '%p %o %K %S %h\\n%k%s\\n'`` prints lengths before the raw key and
   value bytes, so binary data is read back exactly.
+* producer (long-lived): one ``kcat -P -E -v -v`` fed line by line (``key:value``, so keys
+  and values must be text without those delimiters: kcat buffers multi-byte delimiters
+  until EOF); ``-v -v`` makes it print a delivery report per record, from which come
+  ``produced`` events with ``seq: null`` (the report names partition and offset only).
+  kcat serves those reports when it reads the next record or at EOF, so they arrive late.
 * member: ``kcat -G`` (balanced consumer) with the ``assigned:``/``revoked:`` lines of
   its stderr as assignment events; stop is SIGTERM, on which kcat commits and leaves.
   kcat auto-commits every 100 ms and on revoke/close, so a reported record is
@@ -36,6 +41,8 @@ MSG_DELIM = b"\x1e\x1fKWM\x1f\x1e"
 FORMAT = "%p %o %K %S %h\\n%k%s\\n"
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 500
+_DELIVERED_RE = re.compile(r"Message delivered to partition (-?\d+) \(offset (-?\d+)\)")
+_DELIVERY_FAILED = "Delivery failed for message"
 _ASSIGN_RE = re.compile(r"rebalanced .*: (assigned|revoked): (.*)$")
 _TP_RE = re.compile(r"\[(\d+)\]")
 
@@ -125,6 +132,58 @@ def produce(cmd: dict[str, Any]) -> None:
         for _ in range(i, j):
             emit(event="produced", partition=run_key[0], offset=None)
         i = j
+
+
+def producer(cmd: dict[str, Any]) -> None:
+    argv = [_kcat(), "-b", cmd["bootstrap"], "-P", "-E", "-v", "-v", "-t", cmd["topic"], "-K", ":"]
+    argv += ["-z", cmd.get("compression", "none"), "-X", f"acks={cmd.get('acks', -1)}"]
+    argv += ["-X", f"message.timeout.ms={int(cmd['timeout_ms'])}"] + _config_args(cmd)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stderr is not None
+    err = proc.stderr
+
+    def watch_stderr() -> None:
+        for raw in err:
+            line = raw.decode(errors="replace").rstrip()
+            m = _DELIVERED_RE.search(line)
+            if m:
+                emit(event="produced", seq=None, partition=int(m.group(1)), offset=int(m.group(2)))
+            elif _DELIVERY_FAILED in line:
+                emit(event="produce_failed", seq=None, message=line)
+
+    reader = threading.Thread(target=watch_stderr, daemon=True)
+    reader.start()
+    lifetime = threading.Timer(cmd["timeout_ms"] / 1000, proc.terminate)
+    lifetime.start()
+    emit(event="ready")
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            c = json.loads(line)
+            if c.get("op") == "stop":
+                break
+            out = bytearray()
+            for r in c.get("records") or ():
+                key, value = _unhex(r.get("key")), _unhex(r.get("value"))
+                if key is None or value is None or r.get("headers") or r.get("partition") is not None:
+                    raise KcatError("kcat's streaming producer takes text keys and values only")
+                if b":" in key or b"\n" in key or b"\n" in value:
+                    raise KcatError("record data contains kcat's streaming delimiters")
+                out += key + b":" + value + b"\n"
+            proc.stdin.write(bytes(out))
+            proc.stdin.flush()
+        proc.stdin.close()  # EOF: kcat flushes, waits for every delivery report and exits
+        rc = proc.wait()
+        reader.join()
+    finally:
+        lifetime.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if rc != 0:
+        raise KcatError(f"kcat -P exited {rc}")
+    emit(event="closed")
 
 
 def _parse_headers(text: str) -> list[list[str | None]]:
@@ -243,8 +302,8 @@ def main() -> int:
         return 0
     try:
         cmd = json.loads(sys.stdin.readline())
-        {"produce": produce, "consume": consume, "member": member}[cmd["op"]](cmd)
-        if cmd["op"] != "member":
+        {"produce": produce, "consume": consume, "member": member, "producer": producer}[cmd["op"]](cmd)
+        if cmd["op"] not in ("member", "producer"):
             emit(event="done")
         return 0
     except Exception as exc:  # noqa: BLE001 - every failure goes to the parent as an event

@@ -46,7 +46,9 @@ def _headers_in(rec: Cmd) -> list[tuple[str, bytes | None]]:
     return [(str(k), _unhex(v)) for k, v in rec.get("headers") or ()]
 
 
-def _record_event(partition: int | None, offset: int | None, key: Any, value: Any, headers: Any) -> dict[str, Any]:
+def _record_event(
+    partition: int | None, offset: int | None, key: Any, value: Any, headers: Any
+) -> dict[str, Any]:
     return {
         "event": "record",
         "partition": partition,
@@ -69,6 +71,18 @@ class StdinCommands:
             if line.strip():
                 self._q.put(line)
         self._q.put(None)
+
+    def next(self, timeout_s: float) -> Cmd | None:
+        """The next command within ``timeout_s`` (None: none yet); EOF reads as ``{"op": "stop"}``."""
+        try:
+            line = self._q.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        if line is None:
+            self._q.put(None)  # keep EOF visible
+            return {"op": "stop"}
+        parsed: Cmd = json.loads(line)
+        return parsed
 
     def stop_requested(self) -> bool:
         """Whether a stop command or EOF has arrived (never blocks)."""
@@ -118,11 +132,8 @@ def _ck_consumer_conf(cmd: Cmd, group_id: str | None) -> dict[str, Any]:
     return conf
 
 
-def ck_produce(cmd: Cmd) -> None:
-    from confluent_kafka import KafkaException, Producer
-
-    timeout_s = cmd["timeout_ms"] / 1000
-    conf = {
+def _ck_producer_conf(cmd: Cmd) -> dict[str, Any]:
+    conf: dict[str, Any] = {
         "bootstrap.servers": cmd["bootstrap"],
         "client.id": "kwire-confluent-kafka",
         "compression.type": cmd.get("compression", "none"),
@@ -132,7 +143,23 @@ def ck_produce(cmd: Cmd) -> None:
     if str(cmd.get("acks", -1)) != "-1":
         conf["enable.idempotence"] = False
     conf.update(cmd.get("config") or {})
-    p = Producer(conf)
+    return conf
+
+
+def _ck_record_kwargs(rec: Cmd) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"key": _unhex(rec.get("key")), "value": _unhex(rec.get("value"))}
+    if rec.get("headers"):
+        kwargs["headers"] = _headers_in(rec)
+    if rec.get("partition") is not None:
+        kwargs["partition"] = int(rec["partition"])
+    return kwargs
+
+
+def ck_produce(cmd: Cmd) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    timeout_s = cmd["timeout_ms"] / 1000
+    p = Producer(_ck_producer_conf(cmd))
     results: list[tuple[int, int] | str | None] = [None] * len(cmd["records"])
 
     def on_delivery(i: int) -> Callable[[Any, Any], None]:
@@ -142,13 +169,7 @@ def ck_produce(cmd: Cmd) -> None:
         return cb
 
     for i, rec in enumerate(cmd["records"]):
-        part = rec.get("partition")
-        kwargs: dict[str, Any] = {"key": _unhex(rec.get("key")), "value": _unhex(rec.get("value"))}
-        if rec.get("headers"):
-            kwargs["headers"] = _headers_in(rec)
-        if part is not None:
-            kwargs["partition"] = int(part)
-        p.produce(cmd["topic"], on_delivery=on_delivery(i), **kwargs)
+        p.produce(cmd["topic"], on_delivery=on_delivery(i), **_ck_record_kwargs(rec))
     left = p.flush(timeout_s)
     if left:
         raise KafkaException(f"{left} messages not delivered in {timeout_s}s")
@@ -156,6 +177,37 @@ def ck_produce(cmd: Cmd) -> None:
         if not isinstance(r, tuple):
             raise KafkaException(f"delivery failed: {r}")
         emit(event="produced", partition=r[0], offset=r[1])
+
+
+def _report_delivery(seq: int) -> Callable[[Any, Any], None]:
+    def cb(err: Any, msg: Any) -> None:
+        if err is not None:
+            emit(event="produce_failed", seq=seq, message=str(err))
+        else:
+            emit(event="produced", seq=seq, partition=msg.partition(), offset=msg.offset())
+
+    return cb
+
+
+def ck_producer(cmd: Cmd) -> None:
+    from confluent_kafka import Producer
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    stdin = StdinCommands()
+    p = Producer(_ck_producer_conf(cmd))
+    emit(event="ready")
+    while time.monotonic() < deadline:
+        p.poll(0)  # serve delivery callbacks
+        c = stdin.next(POLL_S / 2)
+        if c is None:
+            continue
+        if c.get("op") == "stop":
+            break
+        for rec in c.get("records") or ():
+            p.produce(cmd["topic"], on_delivery=_report_delivery(int(rec["seq"])), **_ck_record_kwargs(rec))
+    # Undelivered records at the deadline get no event: the parent counts missing acks.
+    p.flush(max(deadline - time.monotonic(), 0.1))
+    emit(event="closed")
 
 
 def ck_consume(cmd: Cmd) -> None:
@@ -230,9 +282,7 @@ def _kp_acks(acks: int) -> int | str:
     return "all" if acks == -1 else acks
 
 
-def kp_produce(cmd: Cmd) -> None:
-    from kafka import KafkaProducer
-
+def _kp_producer_conf(cmd: Cmd) -> dict[str, Any]:
     timeout_ms = int(cmd["timeout_ms"])
     codec = cmd.get("compression", "none")
     acks = int(cmd.get("acks", -1))
@@ -247,7 +297,14 @@ def kp_produce(cmd: Cmd) -> None:
     if acks != -1:
         conf["enable_idempotence"] = False
     conf.update(cmd.get("config") or {})
-    p = KafkaProducer(**conf)
+    return conf
+
+
+def kp_produce(cmd: Cmd) -> None:
+    from kafka import KafkaProducer
+
+    timeout_ms = int(cmd["timeout_ms"])
+    p = KafkaProducer(**_kp_producer_conf(cmd))
     try:
         futures = []
         for rec in cmd["records"]:
@@ -267,6 +324,42 @@ def kp_produce(cmd: Cmd) -> None:
             emit(event="produced", partition=md.partition, offset=md.offset)
     finally:
         p.close(timeout=5)
+
+
+def kp_producer(cmd: Cmd) -> None:
+    from kafka import KafkaProducer
+
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    stdin = StdinCommands()
+    p = KafkaProducer(**_kp_producer_conf(cmd))
+    emit(event="ready")
+    try:
+        while time.monotonic() < deadline:
+            c = stdin.next(POLL_S)
+            if c is None:
+                continue
+            if c.get("op") == "stop":
+                break
+            for rec in c.get("records") or ():
+                seq = int(rec["seq"])
+                part = rec.get("partition")
+                f = p.send(
+                    cmd["topic"],
+                    value=_unhex(rec.get("value")),
+                    key=_unhex(rec.get("key")),
+                    headers=_headers_in(rec),
+                    partition=None if part is None else int(part),
+                )
+                f.add_callback(
+                    lambda md, seq=seq: emit(
+                        event="produced", seq=seq, partition=md.partition, offset=md.offset
+                    )
+                )
+                f.add_errback(lambda exc, seq=seq: emit(event="produce_failed", seq=seq, message=repr(exc)))
+        p.flush(timeout=max(deadline - time.monotonic(), 0.1))
+    finally:
+        p.close(timeout=5)
+    emit(event="closed")
 
 
 def _kp_consumer(cmd: Cmd, group_id: str | None) -> Any:
@@ -361,10 +454,9 @@ def kp_member(cmd: Cmd) -> None:
 # ---- aiokafka -------------------------------------------------------------------------
 
 
-async def _aio_produce(cmd: Cmd) -> None:
+def _aio_producer(cmd: Cmd) -> Any:
     from aiokafka import AIOKafkaProducer
 
-    timeout_s = cmd["timeout_ms"] / 1000
     codec = cmd.get("compression", "none")
     acks = int(cmd.get("acks", -1))
     conf: dict[str, Any] = {
@@ -377,7 +469,12 @@ async def _aio_produce(cmd: Cmd) -> None:
     if acks != -1:
         conf["enable_idempotence"] = False
     conf.update(cmd.get("config") or {})
-    p = AIOKafkaProducer(**conf)
+    return AIOKafkaProducer(**conf)
+
+
+async def _aio_produce(cmd: Cmd) -> None:
+    timeout_s = cmd["timeout_ms"] / 1000
+    p = _aio_producer(cmd)
     await asyncio.wait_for(p.start(), timeout_s)
     try:
         futures = []
@@ -397,6 +494,52 @@ async def _aio_produce(cmd: Cmd) -> None:
             emit(event="produced", partition=md.partition, offset=md.offset)
     finally:
         await p.stop()
+
+
+async def _aio_producer_session(cmd: Cmd) -> None:
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    stdin = StdinCommands()
+    loop = asyncio.get_running_loop()
+    p = _aio_producer(cmd)
+    await asyncio.wait_for(p.start(), 30)
+    emit(event="ready")
+    pending: list[asyncio.Future[Any]] = []
+
+    def report(seq: int) -> Callable[[asyncio.Future[Any]], None]:
+        def done(f: asyncio.Future[Any]) -> None:
+            if f.cancelled():
+                emit(event="produce_failed", seq=seq, message="cancelled")
+            elif f.exception() is not None:
+                emit(event="produce_failed", seq=seq, message=repr(f.exception()))
+            else:
+                md = f.result()
+                emit(event="produced", seq=seq, partition=md.partition, offset=md.offset)
+
+        return done
+
+    try:
+        while time.monotonic() < deadline:
+            c = await loop.run_in_executor(None, stdin.next, POLL_S)
+            if c is None:
+                continue
+            if c.get("op") == "stop":
+                break
+            for rec in c.get("records") or ():
+                part = rec.get("partition")
+                f = await p.send(
+                    cmd["topic"],
+                    value=_unhex(rec.get("value")),
+                    key=_unhex(rec.get("key")),
+                    headers=_headers_in(rec),
+                    partition=None if part is None else int(part),
+                )
+                f.add_done_callback(report(int(rec["seq"])))
+                pending.append(f)
+        if pending:
+            await asyncio.wait(pending, timeout=max(deadline - time.monotonic(), 0.1))
+    finally:
+        await p.stop()
+    emit(event="closed")
 
 
 def _aio_consumer(cmd: Cmd, group_id: str | None) -> Any:
@@ -491,12 +634,23 @@ async def _aio_member(cmd: Cmd) -> None:
 
 
 OPS: dict[str, dict[str, Callable[[Cmd], None]]] = {
-    "confluent_kafka": {"produce": ck_produce, "consume": ck_consume, "member": ck_member},
-    "kafka_python": {"produce": kp_produce, "consume": kp_consume, "member": kp_member},
+    "confluent_kafka": {
+        "produce": ck_produce,
+        "consume": ck_consume,
+        "member": ck_member,
+        "producer": ck_producer,
+    },
+    "kafka_python": {
+        "produce": kp_produce,
+        "consume": kp_consume,
+        "member": kp_member,
+        "producer": kp_producer,
+    },
     "aiokafka": {
         "produce": lambda c: asyncio.run(_aio_produce(c)),
         "consume": lambda c: asyncio.run(_aio_consume(c)),
         "member": lambda c: asyncio.run(_aio_member(c)),
+        "producer": lambda c: asyncio.run(_aio_producer_session(c)),
     },
 }
 
@@ -510,7 +664,7 @@ def main(argv: list[str]) -> int:
         cmd = json.loads(sys.stdin.readline())
         op = OPS[argv[0]][cmd["op"]]
         op(cmd)
-        if cmd["op"] != "member":
+        if cmd["op"] not in ("member", "producer"):
             emit(event="done")
         return 0
     except Exception as exc:  # noqa: BLE001 - the parent needs every failure as an event

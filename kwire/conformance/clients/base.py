@@ -16,6 +16,12 @@ cannot take the test runner down. All programs speak the same protocol:
   assignment as ``partitions``), ``commit_failed`` and ``closed``.
 * A member reads further commands (``{"op": "stop"}``); EOF means stop. A member
   commits before it reports records, so every reported record is committed.
+* ``{"op": "producer", "bootstrap", "topic", "compression", "acks", "timeout_ms", "config"}``
+  starts a long-lived producer: it says ``ready``, then takes ``{"op": "send", "records":
+  [WireRecord + "seq"]}`` lines, sends them without waiting, and reports each record as
+  ``{"event": "produced", "seq", "partition", "offset"}`` or ``{"event": "produce_failed",
+  "seq", "message"}`` (``seq`` is null where the client cannot tell which record was
+  acknowledged: kcat). ``{"op": "stop"}`` or EOF flushes, closes and reports ``closed``.
 
 WireRecord: ``{"key": hex|null, "value": hex|null, "headers": [[name, hex|null], ...],
 "partition": int|null, "offset": int}``; hex keeps binary data intact.
@@ -35,11 +41,13 @@ from kwire.errors import ConformanceError
 
 __all__ = [
     "ALL_CODECS",
+    "Ack",
     "ClientAdapter",
     "GroupMember",
     "GroupProtocol",
     "Produced",
     "ProduceResult",
+    "ProducerSession",
     "Record",
 ]
 
@@ -165,6 +173,90 @@ class GroupMember:
         self.proc.close(grace_s=2.0)
 
 
+@dataclass(slots=True, frozen=True)
+class Ack:
+    """One acknowledgement of a producer session; ``seq`` is None where the client cannot say (kcat)."""
+
+    seq: int | None
+    partition: int | None
+    offset: int | None
+
+
+@dataclass(slots=True)
+class ProducerSession:
+    """A long-lived producer process (``op: producer``); see the module docstring."""
+
+    client: str
+    proc: JsonLineProcess
+    acks: list[Ack] = field(default_factory=list)
+    failures: list[tuple[int | None, str]] = field(default_factory=list)
+    sent: int = 0
+    ready: bool = False
+    closed: bool = False
+
+    def _apply(self, ev: Event) -> None:
+        kind = ev.get("event")
+        if kind == "produced":
+            self.acks.append(Ack(ev.get("seq"), ev.get("partition"), ev.get("offset")))
+        elif kind == "produce_failed":
+            self.failures.append((ev.get("seq"), str(ev.get("message"))))
+        elif kind == "ready":
+            self.ready = True
+        elif kind == "closed":
+            self.closed = True
+        elif kind == "error":
+            raise ConformanceError(f"{self.client} producer: {ev.get('error')}: {ev.get('message')}")
+
+    def pump(self, deadline: float) -> bool:
+        """Apply the next event before ``deadline``; False on timeout."""
+        ev = self.proc.next_event(deadline)
+        if ev is None:
+            return False
+        self._apply(ev)
+        return True
+
+    def send(self, records: Sequence[Record]) -> None:
+        """Hand records to the producer; they get sequence numbers ``sent``, ``sent + 1``, …"""
+        wire = []
+        for r in records:
+            w = r.to_wire()
+            w["seq"] = self.sent
+            self.sent += 1
+            wire.append(w)
+        self.proc.send({"op": "send", "records": wire})
+
+    def wait_acked(self, count: int, timeout_s: float, what: str) -> None:
+        """Wait until ``count`` records were acknowledged; raise on timeout or a failed record."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.acks) < count:
+            if self.failures:
+                seq, msg = self.failures[0]
+                raise ConformanceError(f"{self.client}: record {seq} failed ({what}): {msg}")
+            if not self.pump(deadline):
+                raise ConformanceError(
+                    f"{self.client}: {len(self.acks)} of {count} records acknowledged after "
+                    f"{timeout_s:.0f}s ({what}; {self.proc.diagnostics()})"
+                )
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Flush and close the producer, collecting every acknowledgement it reports."""
+        deadline = time.monotonic() + timeout_s
+        with contextlib.suppress(ConformanceError):
+            self.proc.send({"op": "stop"})
+        self.proc.close_stdin()
+        while not self.closed:
+            if not self.pump(deadline):
+                self.proc.close(grace_s=0)
+                raise ConformanceError(
+                    f"{self.client} producer did not close in {timeout_s}s "
+                    f"({len(self.acks)} of {self.sent} acknowledged; {self.proc.diagnostics()})"
+                )
+
+    def kill(self) -> None:
+        """End the process (cleanup path)."""
+        self.proc.close(grace_s=2.0)
+
+
 class ClientAdapter(ABC):
     """One real Kafka client. Subclasses say how to launch its JSON-lines program."""
 
@@ -175,6 +267,11 @@ class ClientAdapter(ABC):
     binary_headers: ClassVar[bool] = True
     # Whether consume(group_id=None) reads without joining any group.
     groupless_consume: ClassVar[bool] = True
+    # Producer settings for the failover scenario: ride out a dead broker (retries,
+    # timeouts) and, where ``failover_idempotent``, turn idempotence on, which promises
+    # each acknowledged record exactly once and in order per partition.
+    failover_config: ClassVar[Mapping[str, Any]] = {}
+    failover_idempotent: ClassVar[bool] = False
 
     def available(self) -> bool:
         """Whether the client is installed here."""
@@ -306,6 +403,46 @@ class ClientAdapter(ABC):
             proc.close(grace_s=0)
             raise
         return member
+
+    def start_producer(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        compression: str = "none",
+        acks: int = -1,
+        lifetime_s: float = 120.0,
+        ready_timeout_s: float = 30.0,
+        config: Mapping[str, Any] | None = None,
+    ) -> ProducerSession:
+        """Start a long-lived producer; returns once it reports ``ready``."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise ConformanceError(f"{self.name} unavailable: {reason}")
+        proc = JsonLineProcess(self.argv(), env=self.env(), label=f"{self.name} producer").start()
+        session = ProducerSession(self.name, proc)
+        try:
+            proc.send(
+                {
+                    "op": "producer",
+                    "bootstrap": bootstrap,
+                    "topic": topic,
+                    "compression": compression,
+                    "acks": acks,
+                    "timeout_ms": int(lifetime_s * 1000),
+                    "config": dict(config or {}),
+                }
+            )
+            deadline = time.monotonic() + ready_timeout_s
+            while not session.ready:
+                if not session.pump(deadline):
+                    raise ConformanceError(
+                        f"{self.name} producer not ready in {ready_timeout_s}s ({proc.diagnostics()})"
+                    )
+        except BaseException:
+            proc.close(grace_s=0)
+            raise
+        return session
 
     def describe(self) -> str:
         """A one-line summary for reports."""

@@ -15,6 +15,13 @@ class JavaAdapter(ClientAdapter):
 
     name = "java"
     supports_kip848 = True
+    # Idempotence is Java's default (acks=all); explicit, since the scenario relies on it.
+    failover_config = {
+        "enable.idempotence": "true",
+        "retry.backoff.max.ms": "1000",
+        "reconnect.backoff.max.ms": "1000",
+    }
+    failover_idempotent = True
 
     def classpath(self) -> str:
         """The jars plus the compiled driver."""

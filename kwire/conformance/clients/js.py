@@ -37,6 +37,17 @@ class KafkajsAdapter(_NodeAdapter):
     supported_codecs = ("none", "gzip")
     # kafkajs cannot fetch without joining a group; consume(group_id=None) uses a throwaway one.
     groupless_consume = False
+    # kafkajs's idempotent producer wants one request in flight; more retries than the
+    # default 5 (a dead leader costs a few while the metadata catches up).
+    failover_config = {
+        "client": {"retry": {"retries": 20, "initialRetryTime": 100, "maxRetryTime": 1000}},
+        "producer": {
+            "idempotent": True,
+            "maxInFlightRequests": 1,
+            "retry": {"retries": 20, "initialRetryTime": 100, "maxRetryTime": 1000},
+        },
+    }
+    failover_idempotent = True
 
 
 class KafkatsAdapter(_NodeAdapter):
@@ -46,3 +57,5 @@ class KafkatsAdapter(_NodeAdapter):
     package = "@kafkats/client"
     # gzip uses node's zlib; the other codecs need plug-in libraries not installed.
     supported_codecs = ("none", "gzip")
+    failover_config = {"producer": {"idempotent": True, "retries": 20, "maxRetryBackoffMs": 1000}}
+    failover_idempotent = True

@@ -16,6 +16,8 @@ class KcatAdapter(ClientAdapter):
     name = "kcat"
     # Headers come from -H name=value arguments: text only, no NULL values.
     binary_headers = False
+    failover_config = {"enable.idempotence": "true"}
+    failover_idempotent = True
 
     def unavailable_reason(self) -> str | None:
         if shutil.which("kcat") is None and shutil.which("kafkacat") is None:

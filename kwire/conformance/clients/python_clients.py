@@ -40,6 +40,8 @@ class ConfluentKafkaAdapter(_PythonAdapter):
     module = "confluent_kafka"
     distribution = "confluent-kafka"
     supports_kip848 = True
+    failover_config = {"enable.idempotence": True}
+    failover_idempotent = True
 
 
 @functools.cache
@@ -62,6 +64,8 @@ class KafkaPythonAdapter(_PythonAdapter):
     name = "kafka_python"
     module = "kafka"
     distribution = "kafka-python"
+    failover_config = {"enable_idempotence": True}
+    failover_idempotent = True
 
     @property
     def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -75,6 +79,8 @@ class AiokafkaAdapter(_PythonAdapter):
     name = "aiokafka"
     module = "aiokafka"
     distribution = "aiokafka"
+    failover_config = {"enable_idempotence": True}
+    failover_idempotent = True
 
     @property
     def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]

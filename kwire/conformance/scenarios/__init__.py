@@ -11,13 +11,22 @@ import time
 from collections.abc import Mapping
 
 from kwire.conformance.clients.base import ClientAdapter
-from kwire.conformance.scenarios.base import BrokerControl, Outcome, Scenario, ScenarioResult, unique_name
+from kwire.conformance.scenarios.base import (
+    BrokerControl,
+    ClusterControl,
+    Outcome,
+    Scenario,
+    ScenarioResult,
+    unique_name,
+)
+from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, kip848_group
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.errors import ConformanceError
 
 __all__ = [
     "BrokerControl",
+    "ClusterControl",
     "Outcome",
     "Scenario",
     "ScenarioResult",
@@ -30,6 +39,7 @@ SCENARIOS: dict[str, Scenario] = {
     "roundtrip": produce_consume_roundtrip,
     "consumer_group": consumer_group,
     "kip848_group": kip848_group,
+    "failover": failover,
 }
 
 

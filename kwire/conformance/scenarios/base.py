@@ -13,12 +13,13 @@ import enum
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kwire.conformance.clients.base import ClientAdapter
 
 __all__ = [
     "BrokerControl",
+    "ClusterControl",
     "Outcome",
     "Scenario",
     "ScenarioResult",
@@ -33,6 +34,41 @@ class BrokerControl(Protocol):
 
     def create_topic(self, topic: str, partitions: int) -> None:
         """Create a topic (replication factor 1)."""
+
+
+@runtime_checkable
+class ClusterControl(Protocol):
+    """A broker whose cluster a scenario may change (kwire's control API; failover needs it).
+
+    A control that only reaches the broker over the wire lacks these, and scenarios that
+    need them skip.
+    """
+
+    name: str
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        """Create a topic (replicated over the cluster where the control can)."""
+
+    def live_node_ids(self) -> list[int]:
+        """Nodes currently up."""
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        """The node leading a partition (-1 while none is live)."""
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Log end offset of every partition of a topic."""
+
+    def wait_for_records(self, topic: str, count: int, timeout_s: float) -> bool:
+        """Block until the topic's logs hold at least ``count`` records; False at the timeout."""
+
+    def broker_down(self, node_id: int) -> None:
+        """Take a node down: it stops listening, its connections drop, its partitions move."""
+
+    def broker_up(self, node_id: int) -> None:
+        """Bring a node back (it leads nothing until a leader moves to it)."""
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Make ``node_id`` the partition's leader (the leader epoch grows)."""
 
 
 class Outcome(enum.Enum):

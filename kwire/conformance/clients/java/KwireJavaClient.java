@@ -85,6 +85,7 @@ public final class KwireJavaClient {
                 case "produce": produce(cmd); break;
                 case "consume": consume(cmd); break;
                 case "member": member(cmd); break;
+                case "producer": producer(cmd); break;
                 default: throw new IllegalArgumentException("unknown op " + op);
             }
         } catch (Throwable t) {
@@ -101,7 +102,7 @@ public final class KwireJavaClient {
 
     // ---- operations -------------------------------------------------------------------
 
-    private static void produce(Map<String, Object> cmd) throws Exception {
+    private static Properties producerProps(Map<String, Object> cmd) {
         long timeoutMs = num(cmd, "timeout_ms", 30000);
         Properties p = new Properties();
         p.put("bootstrap.servers", str(cmd, "bootstrap", null));
@@ -117,20 +118,28 @@ public final class KwireJavaClient {
         p.put("request.timeout.ms", String.valueOf(Math.min(timeoutMs, 30000)));
         p.put("delivery.timeout.ms", String.valueOf(Math.max(timeoutMs, Math.min(timeoutMs, 30000) + 10)));
         putExtra(p, cmd);
+        return p;
+    }
+
+    private static ProducerRecord<byte[], byte[]> producerRecord(String topic, Map<String, Object> r) {
+        RecordHeaders headers = new RecordHeaders();
+        for (Object h : asList(r.getOrDefault("headers", List.of()))) {
+            List<Object> pair = asList(h);
+            headers.add((String) pair.get(0), unhex((String) pair.get(1)));
+        }
+        Object part = r.get("partition");
+        Integer partition = part == null ? null : ((Number) part).intValue();
+        return new ProducerRecord<>(topic, partition, null,
+            unhex((String) r.get("key")), unhex((String) r.get("value")), headers);
+    }
+
+    private static void produce(Map<String, Object> cmd) throws Exception {
+        long timeoutMs = num(cmd, "timeout_ms", 30000);
         String topic = str(cmd, "topic", null);
         List<Future<RecordMetadata>> futures = new ArrayList<>();
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(cmd))) {
             for (Object o : asList(cmd.get("records"))) {
-                Map<String, Object> r = asMap(o);
-                RecordHeaders headers = new RecordHeaders();
-                for (Object h : asList(r.getOrDefault("headers", List.of()))) {
-                    List<Object> pair = asList(h);
-                    headers.add((String) pair.get(0), unhex((String) pair.get(1)));
-                }
-                Object part = r.get("partition");
-                Integer partition = part == null ? null : ((Number) part).intValue();
-                futures.add(producer.send(new ProducerRecord<>(topic, partition, null,
-                    unhex((String) r.get("key")), unhex((String) r.get("value")), headers)));
+                futures.add(producer.send(producerRecord(topic, asMap(o))));
             }
             producer.flush();
             for (Future<RecordMetadata> f : futures) {
@@ -139,6 +148,33 @@ public final class KwireJavaClient {
             }
         }
         emit(obj("event", "done"));
+    }
+
+    // A long-lived producer: "send" lines add records, each acknowledged by its callback.
+    private static void producer(Map<String, Object> cmd) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + num(cmd, "timeout_ms", 120000);
+        String topic = str(cmd, "topic", null);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(cmd))) {
+            emit(obj("event", "ready"));
+            while (System.currentTimeMillis() < deadline) {
+                Object line = STDIN.poll(100, TimeUnit.MILLISECONDS);
+                if (line == null) continue;
+                if (line == EOF) break;
+                Map<String, Object> c = asMap(Json.parse((String) line));
+                if (str(c, "op", "").equals("stop")) break;
+                for (Object o : asList(c.get("records"))) {
+                    Map<String, Object> r = asMap(o);
+                    long seq = num(r, "seq", -1);
+                    producer.send(producerRecord(topic, r), (md, ex) -> {
+                        if (ex != null) emit(obj("event", "produce_failed", "seq", seq, "message", String.valueOf(ex)));
+                        else emit(obj("event", "produced", "seq", seq, "partition", md.partition(), "offset", md.offset()));
+                    });
+                }
+            }
+            // flush() waits for every record's callback (bounded by delivery.timeout.ms).
+            producer.flush();
+        }
+        emit(obj("event", "closed"));
     }
 
     private static Properties consumerProps(Map<String, Object> cmd, String groupId) {

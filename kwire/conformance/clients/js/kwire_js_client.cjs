@@ -55,6 +55,13 @@ async function waitForStop(next) {
   }
 }
 
+// The next stdin line, or null at EOF or once ``deadline`` (epoch ms) has passed.
+function nextBefore(next, deadline) {
+  let timer
+  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
+  return Promise.race([next(), t]).finally(() => clearTimeout(timer))
+}
+
 function withDeadline(promise, ms, what) {
   let timer
   const t = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms) })
@@ -122,6 +129,62 @@ const kafkajs = {
     } finally {
       await producer.disconnect()
     }
+  },
+
+  // A long-lived producer: each "send" line becomes one producer.send, chained so records
+  // stay in order; offsets come from the per-partition base offsets of each answer.
+  async producer(cmd, next) {
+    const { CompressionTypes, Partitioners } = loadModule('kafkajs')
+    const codecs = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }
+    if (!(cmd.compression in codecs)) throw new Error(`kafkajs has no built-in codec ${cmd.compression}`)
+    const kafka = kafkajs.client(cmd)
+    const admin = kafka.admin()
+    await admin.connect()
+    const md = await admin.fetchTopicMetadata({ topics: [cmd.topic] })
+    await admin.disconnect()
+    const partitionMetadata = md.topics[0].partitions
+    const partitioner = Partitioners.DefaultPartitioner()
+    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, ...(cmd.config || {}).producer })
+    await producer.connect()
+    emit({ event: 'ready' })
+    const sendChunk = async (records) => {
+      records = records.map((r) => (r.partition === null || r.partition === undefined
+        ? { ...r, partition: partitioner({ topic: cmd.topic, partitionMetadata, message: { key: unhex(r.key), value: unhex(r.value) } }) }
+        : r))
+      const messages = records.map((r) => ({
+        key: unhex(r.key),
+        value: unhex(r.value),
+        partition: r.partition,
+        headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
+      }))
+      let res
+      try {
+        res = await producer.send({ topic: cmd.topic, messages, acks: cmd.acks, compression: codecs[cmd.compression], timeout: Math.min(cmd.timeout_ms, 30000) })
+      } catch (e) {
+        for (const r of records) emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) })
+        return
+      }
+      const base = new Map(res.map((m) => [m.partition, BigInt(m.baseOffset)]))
+      const seen = new Map()
+      for (const r of records) {
+        const n = seen.get(r.partition) || 0n
+        seen.set(r.partition, n + 1n)
+        emit({ event: 'produced', seq: r.seq, partition: r.partition, offset: Number(base.get(r.partition) + n) })
+      }
+    }
+    let chain = Promise.resolve()
+    const deadline = Date.now() + cmd.timeout_ms
+    for (;;) {
+      const line = await nextBefore(next, deadline)
+      if (line === null) break
+      const c = JSON.parse(line)
+      if (c.op === 'stop') break
+      const records = c.records || []
+      chain = chain.then(() => sendChunk(records))
+    }
+    await withDeadline(chain, Math.max(deadline - Date.now(), 1000), 'kafkajs producer flush')
+    await producer.disconnect()
+    emit({ event: 'closed' })
   },
 
   record(partition, m) {
@@ -239,6 +302,48 @@ const kafkats = {
     }
   },
 
+  // A long-lived producer: each "send" line becomes one producer.send, chained in order.
+  async producer(cmd, next) {
+    const client = await kafkats.client(cmd)
+    const acks = { '-1': 'all', 1: 'leader', 0: 'none' }[String(cmd.acks)]
+    const producer = client.producer({ compression: cmd.compression, acks, lingerMs: 5, ...(cmd.config || {}).producer })
+    emit({ event: 'ready' })
+    const sendChunk = async (records) => {
+      const messages = records.map((r) => {
+        const m = {
+          key: unhex(r.key),
+          value: unhex(r.value),
+          headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
+        }
+        if (r.partition !== null && r.partition !== undefined) m.partition = r.partition
+        return m
+      })
+      let res
+      try {
+        res = await producer.send(cmd.topic, messages)
+      } catch (e) {
+        for (const r of records) emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) })
+        return
+      }
+      res = Array.isArray(res) ? res : [res]
+      records.forEach((r, i) => emit({ event: 'produced', seq: r.seq, partition: res[i].partition, offset: Number(res[i].offset) }))
+    }
+    let chain = Promise.resolve()
+    const deadline = Date.now() + cmd.timeout_ms
+    for (;;) {
+      const line = await nextBefore(next, deadline)
+      if (line === null) break
+      const c = JSON.parse(line)
+      if (c.op === 'stop') break
+      const records = c.records || []
+      chain = chain.then(() => sendChunk(records))
+    }
+    await withDeadline(chain, Math.max(deadline - Date.now(), 1000), 'kafkats producer flush')
+    await producer.disconnect()
+    await client.disconnect()
+    emit({ event: 'closed' })
+  },
+
   record(m) {
     return {
       event: 'record',
@@ -332,7 +437,7 @@ async function main() {
     throw new Error(`unknown op ${cmd.op}`)
   }
   await impl[cmd.op](cmd, next)
-  if (cmd.op !== 'member') emit({ event: 'done' })
+  if (cmd.op !== 'member' && cmd.op !== 'producer') emit({ event: 'done' })
 }
 
 main().then(

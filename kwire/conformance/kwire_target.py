@@ -1,0 +1,82 @@
+"""kwire's own broker as the conformance target: an in-process cluster and its ``ClusterControl``.
+
+``kwire_cluster()`` starts a ``kwire.control.Broker`` with the settings the scenarios
+want (``CONFORMANCE_SETTINGS``: no initial rebalance delay, short KIP-848 heartbeats);
+``KwireControl`` adapts its control API to the scenarios' ``ClusterControl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from kwire.control import Broker, BrokerConfig
+
+__all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "KwireControl", "kwire_cluster"]
+
+CONFORMANCE_BROKERS = 3
+CONFORMANCE_SETTINGS: Mapping[str, str] = {
+    # A classic group's first join completes at once instead of after 3 s.
+    "group.initial.rebalance.delay.ms": "0",
+    # KIP-848 reconciliation advances one heartbeat at a time; 5 s (the default) per
+    # round would make a two-member rebalance take tens of seconds.
+    "group.consumer.heartbeat.interval.ms": "500",
+}
+
+
+@dataclass(slots=True)
+class KwireControl:
+    """``ClusterControl`` over a running kwire ``Broker`` (topics replicated over the cluster)."""
+
+    broker: Broker
+    name: str = "kwire"
+    replication_factor: int = CONFORMANCE_BROKERS
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        """Create a topic replicated on up to ``replication_factor`` live nodes."""
+        rf = max(1, min(self.replication_factor, len(self.broker.live_node_ids())))
+        self.broker.create_topic(topic, partitions, replication_factor=rf)
+
+    def live_node_ids(self) -> list[int]:
+        return self.broker.live_node_ids()
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        return self.broker.leader_of(topic, partition)
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        return self.broker.end_offsets(topic)
+
+    def wait_for_records(self, topic: str, count: int, timeout_s: float) -> bool:
+        def enough(core: object) -> bool:
+            t = self.broker.core.cluster.topics.get(topic)
+            return t is not None and sum(p.log.log_end_offset for p in t.partitions) >= count
+
+        try:
+            self.broker.wait_until(enough, timeout=timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def broker_down(self, node_id: int) -> None:
+        self.broker.broker_down(node_id)
+
+    def broker_up(self, node_id: int) -> None:
+        self.broker.broker_up(node_id)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        self.broker.move_leader(topic, partition, node_id)
+
+
+@contextlib.contextmanager
+def kwire_cluster(
+    brokers: int = CONFORMANCE_BROKERS, settings: Mapping[str, str] | None = None
+) -> Iterator[tuple[Broker, KwireControl]]:
+    """Start an in-process kwire cluster for conformance runs; stop it on exit."""
+    config = BrokerConfig(
+        brokers=brokers,
+        settings=dict(CONFORMANCE_SETTINGS if settings is None else settings),
+        log_connections=False,
+    )
+    with Broker(config) as broker:
+        yield broker, KwireControl(broker, replication_factor=brokers)
