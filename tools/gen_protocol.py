@@ -40,6 +40,12 @@ FIXED = {  # kind -> (struct code, size)
 }
 ARRAY_NAMES = {"b": "I8", "h": "I16", "i": "I32", "q": "I64", "H": "U16", "I": "U32", "d": "F64", "?": "BOOL"}
 PRIMITIVES = set(FIXED) | {"string", "bytes", "records"}
+# Op codes of the C decoder's tables (kwire/protocol/_cdecode.c reads the same numbers).
+C_KINDS = {"int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint16": 5, "uint32": 6, "float64": 7, "bool": 8,
+           "uuid": 9, "string": 10, "bytes": 11, "records": 12, "struct": 13}
+C_ARRAY = 14
+C_COMPACT, C_NULLABLE = 1, 2  # op flags
+C_CONST, C_LIST, C_STRUCT = 0, 1, 2  # how a slot's default is made
 RESERVED_ATTRS = {"unknown_tagged_fields", "to_json", "from_json", "encode", "decode", "decode_from", "encode_into"}
 
 Range = tuple[int, int] | None
@@ -293,6 +299,60 @@ class ModuleWriter:
         self.structs: dict[str, str] = {}  # format -> constant name
         self.funcs: list[str] = []
         self.func_bodies: dict[str, str] = {}  # canonical body -> function name
+        self.makers: dict[str, str] = {}  # struct pyname -> code of its default maker
+        self.ctypes: dict[str, int] = {}  # struct pyname -> index in _CTYPES
+        self.cdefaults: list[tuple[int, ...]] = []  # per type: (how, arg) per slot
+        self.cconsts: dict[tuple[str, str], int] = {}  # (type, expression) -> index in _CCONSTS
+        self.cprogs: dict[tuple[int, ...], int] = {}  # program -> index in _CPROGS
+        self.centries: dict[str, tuple[int, tuple[int, ...]]] = {}  # message -> (first version, programs)
+
+    def default_build(self, fd: FieldDef) -> str:
+        """Expression making a field's default: a new list or struct each time, else the constant."""
+        if fd.kind == "struct" and not fd.is_array and fd.default_value() is not None:
+            assert fd.struct is not None
+            return self.maker(fd.struct) + "()"
+        return fd.default_expr()
+
+    def maker(self, sd: StructDef) -> str:
+        """Name of a function equal to ``sd.pyname()`` that skips the dataclass ``__init__``."""
+        name = f"_n_{sd.pyname}"
+        if sd.pyname not in self.makers:
+            self.makers[sd.pyname] = ""  # reserve the name first: defaults may nest
+            body = [f"def {name}():", f"    o = _new({sd.pyname})"]
+            body += [f"    o.{fd.attr} = {self.default_build(fd)}" for fd in sd.fields]
+            body += ["    o.unknown_tagged_fields = None", "    return o"]
+            self.makers[sd.pyname] = "\n".join(body) + "\n"
+        return name
+
+    def ctype(self, sd: StructDef) -> int:
+        """Index of a struct in _CTYPES; its slot defaults are registered with it."""
+        idx = self.ctypes.get(sd.pyname)
+        if idx is not None:
+            return idx
+        idx = self.ctypes[sd.pyname] = len(self.ctypes)
+        self.cdefaults.append(())
+        row: list[int] = []
+        for fd in sd.fields:
+            d = fd.default_value()
+            if d is None:
+                row += [C_CONST, self.cconst("None")]
+            elif fd.is_array:
+                row += [C_LIST, 0]
+            elif fd.kind == "struct":
+                assert fd.struct is not None
+                row += [C_STRUCT, self.ctype(fd.struct)]
+            else:
+                row += [C_CONST, self.cconst(fd.default_expr(), type(d).__name__)]
+        row += [C_CONST, self.cconst("None")]  # unknown_tagged_fields
+        self.cdefaults[idx] = tuple(row)
+        return idx
+
+    def cconst(self, expr: str, typ: str = "") -> int:
+        # keyed by type too: 0, False and 0.0 are equal but must stay distinct constants
+        return self.cconsts.setdefault((typ, expr), len(self.cconsts))
+
+    def cprog(self, prog: tuple[int, ...]) -> int:
+        return self.cprogs.setdefault(prog, len(self.cprogs))
 
     def struct_const(self, fmt: str) -> str:
         name = self.structs.get(fmt)
@@ -322,6 +382,7 @@ class Gen:
         self.w = w
         self.dec_names: dict[tuple[str, int], str] = {}
         self.enc_names: dict[tuple[str, int], str] = {}
+        self.c_names: dict[tuple[str, int], int] = {}
 
     def versions(self) -> list[int]:
         if self.spec.valid is None:
@@ -336,6 +397,42 @@ class Gen:
             for sd in self.spec.structs:  # children come first
                 self.dec_names[(sd.pyname, v)] = self.gen_decode(sd, v)
                 self.enc_names[(sd.pyname, v)] = self.gen_encode(sd, v)
+                self.c_names[(sd.pyname, v)] = self.gen_cprog(sd, v)
+        vs = self.versions()
+        if vs:
+            self.w.centries[self.spec.top.pyname] = (vs[0], tuple(self.c_names[(self.spec.top.pyname, v)] for v in vs))
+
+    # --- C decoder tables ---------------------------------------------------------
+    def gen_cprog(self, sd: StructDef, v: int) -> int:
+        """The decode of ``sd`` at ``v`` as data for kwire/protocol/_cdecode.c:
+        (type, flexible, op count, ops..., tag count, (tag, op)...), each op 5 ints
+        (code, slot, flags, element code, program of a struct) in wire order."""
+        flex = self.flexible(v)
+        slots = {fd.attr: i for i, fd in enumerate(sd.fields)}
+        ops: list[int] = []
+        n = 0
+        for fd in sd.fields:
+            if fd.present(v) and not fd.is_tagged(v):
+                ops += self.cop(fd, v, slots[fd.attr], fd.compact(v, flex))
+                n += 1
+        tagged = sorted((fd for fd in sd.fields if fd.is_tagged(v)), key=lambda x: x.tag or 0)
+        assert flex or not tagged, f"{sd.qualname} v{v}: tagged fields in a non-flexible version"
+        tags: list[int] = []
+        for fd in tagged:
+            assert fd.tag is not None
+            tags += [fd.tag, *self.cop(fd, v, slots[fd.attr], True)]
+        return self.w.cprog((self.w.ctype(sd), int(flex), n, *ops, len(tagged), *tags))
+
+    def cop(self, fd: FieldDef, v: int, slot: int, compact: bool) -> tuple[int, int, int, int, int]:
+        nullable = C_NULLABLE if in_range(fd.nullable, v) else 0
+        prog = self.c_names[(fd.struct.pyname, v)] if fd.struct is not None else 0
+        if fd.is_array:
+            return (C_ARRAY, slot, (C_COMPACT if compact else 0) | nullable, C_KINDS[fd.kind], prog)
+        if fd.kind == "struct":
+            return (C_KINDS["struct"], slot, nullable, 0, prog)
+        if fd.kind in FIXED:
+            return (C_KINDS[fd.kind], slot, 0, 0, 0)
+        return (C_KINDS[fd.kind], slot, (C_COMPACT if compact else 0) | nullable, 0, 0)
 
     # --- decode -----------------------------------------------------------------
     def gen_decode(self, sd: StructDef, v: int) -> str:
@@ -374,7 +471,7 @@ class Gen:
             i += 1
         if flex:
             for fd in tagged:
-                lines.append(f"{ind}{var[fd.attr]} = {fd.default_expr()}")
+                lines.append(f"{ind}{var[fd.attr]} = {self.w.default_build(fd)}")
             lines.append(f"{ind}f = '_tagged_fields'")
             if not tagged:
                 # The common case: no known tags in this version; unknown ones are kept as bytes.
@@ -424,15 +521,13 @@ class Gen:
         lines.append("        if e.field is None:")
         lines.append("            e.field = f")
         lines.append("        raise")
-        fields = sd.fields
-        args = []
-        for fd in fields:
-            if fd.present(v):
-                args.append(var[fd.attr])
-            else:
-                args.append(fd.default_expr())
-        args.append("u" if flex else "None")
-        lines.append(f"    return {sd.pyname}({', '.join(args)}), pos")
+        # object.__new__ and slot stores: the same object as the dataclass __init__ makes, faster
+        lines.append(f"    o = _new({sd.pyname})")
+        for fd in sd.fields:
+            value = var[fd.attr] if fd.present(v) else self.w.default_build(fd)
+            lines.append(f"    o.{fd.attr} = {value}")
+        lines.append(f"    o.unknown_tagged_fields = {'u' if flex else 'None'}")
+        lines.append("    return o, pos")
         return self.w.add_function("d", sd.pyname, v, "buf, pos", lines)
 
     def read_uvarint(self, name: str, ind: str) -> list[str]:
@@ -757,6 +852,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = {all_names!r}
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 '''
@@ -779,6 +875,9 @@ def module_code(specs: list[SpecDef]) -> str:
             metas.append(fieldspec_code(sd))
         all_names.append(spec.top.pyname)
         all_names.extend(sd.pyname for sd in spec.structs if not sd.is_top)
+    for spec in specs:
+        for sd in spec.structs:
+            w.ctype(sd)  # _CTYPES in module order
     gens = []
     for spec in specs:
         g = Gen(spec, w)
@@ -804,9 +903,22 @@ def module_code(specs: list[SpecDef]) -> str:
         "\n\n".join(classes),
         "\n".join(metas),
         "\n\n".join(w.funcs),
+        "\n\n".join(code for _, code in sorted(w.makers.items())),
         "\n".join(attach) + "\n",
+        ctables_code(w),
     ]
     return "\n\n".join(p for p in parts if p.strip()) + ""
+
+
+def ctables_code(w: ModuleWriter) -> str:
+    """The tables kwire/protocol/_cdecode.c decodes from, compiled on a module's first decode."""
+    types = "".join(f"\n    {name!r}," for name in w.ctypes)
+    defaults = "".join(f"\n    {row!r}," for row in w.cdefaults)
+    consts = "".join(f" {expr}," for _, expr in w.cconsts)
+    progs = "".join(f"\n    {prog!r}," for prog in w.cprogs)
+    entries = "".join(f"\n    {name!r}: {entry!r}," for name, entry in w.centries.items())
+    return (f"_CTYPES = ({types}\n)\n_CDEFAULTS = ({defaults}\n)\n_CCONSTS = ({consts.strip()})\n"
+            f"_CPROGS = ({progs}\n)\n_CENTRIES = {{{entries}\n}}\n")
 
 
 def module_name_for(spec: SpecDef) -> str:

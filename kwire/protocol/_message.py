@@ -4,18 +4,26 @@ Generated classes (``kwire.protocol.messages``) subclass ``Struct`` (nested stru
 ``Message`` (a top-level request, response, header or data schema). Per-version codec
 functions are attached by the generator as ``_decoders``/``_encoders``; ``_fields``
 describes every field for the cold paths (JSON form, Hypothesis strategies, docs).
+
+Decoding goes through the optional C decoder (``_cdecode.c``) when it is built and not
+disabled by ``KWIRE_NO_EXTENSIONS=1``: it runs the layouts the generator also writes as data
+(``_CPROGS`` in each module) and returns what the generated Python decoder returns. Those Python
+functions stay the reference: they serve without the extension, and on any input the C decoder
+does not decode they run instead, so errors are theirs exactly. ``decode_python`` bypasses C.
 """
 
 from __future__ import annotations
 
 import builtins
+import os
+import sys
 import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
 
-__all__ = ["FieldSpec", "Struct", "Message", "INF_VERSION", "in_range"]
+__all__ = ["FieldSpec", "Struct", "Message", "INF_VERSION", "in_range", "cdecode_enabled", "decode_python"]
 
 INF_VERSION = 0x7FFF
 
@@ -122,6 +130,9 @@ class Message(Struct):
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
     _decoders: ClassVar[dict[int, Any]] = {}
     _encoders: ClassVar[dict[int, Any]] = {}
+    # version -> the decoder in use (C or Python), per class; filled on first use by _bind_decoder.
+    # This base dict stays empty: each class gets its own.
+    _fast_decoders: ClassVar[dict[int, Any]] = {}
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
@@ -130,29 +141,24 @@ class Message(Struct):
     @classmethod
     def decode(cls: type[M], buf: bytes | bytearray | memoryview, version: int) -> M:
         """Decode one whole message; trailing bytes are an error."""
-        obj, pos = cls.decode_from(buf, 0, version)
+        fn = cls._fast_decoders.get(version) or _bind_decoder(cls, version)
+        try:
+            obj, pos = fn(buf, 0)
+        except DecodeError as exc:
+            _annotate(exc, cls, version)
+            raise
         if pos != len(buf):
-            raise DecodeError(
-                f"{len(buf) - pos} trailing bytes after the message",
-                offset=pos,
-                message=cls._schema_name,
-                api_key=cls.API_KEY,
-                api_version=version,
-            )
-        return obj
+            raise _trailing(cls, version, buf, pos)
+        return obj  # type: ignore[no-any-return]
 
     @classmethod
     def decode_from(cls: type[M], buf: bytes | bytearray | memoryview, pos: int, version: int) -> tuple[M, int]:
         """Decode a message starting at ``pos``; returns (message, end position)."""
-        fn = cls._decoders.get(version)
-        if fn is None:
-            raise UnsupportedVersionError(cls.API_KEY if cls.API_KEY is not None else -1, version, cls._schema_name)
+        fn = cls._fast_decoders.get(version) or _bind_decoder(cls, version)
         try:
             return fn(buf, pos)  # type: ignore[no-any-return]
         except DecodeError as exc:
-            exc.message = cls._schema_name
-            exc.api_key = cls.API_KEY
-            exc.api_version = version
+            _annotate(exc, cls, version)
             raise
 
     def encode(self, version: int) -> bytes:
@@ -170,6 +176,90 @@ class Message(Struct):
             exc.message = self._schema_name
             exc.api_version = version
             raise
+
+
+def _annotate(exc: DecodeError, cls: type[Message], version: int) -> None:
+    exc.message = cls._schema_name
+    exc.api_key = cls.API_KEY
+    exc.api_version = version
+
+
+def _trailing(cls: type[Message], version: int, buf: bytes | bytearray | memoryview, pos: int) -> DecodeError:
+    return DecodeError(
+        f"{len(buf) - pos} trailing bytes after the message",
+        offset=pos,
+        message=cls._schema_name,
+        api_key=cls.API_KEY,
+        api_version=version,
+    )
+
+
+def decode_python(cls: type[M], buf: bytes | bytearray | memoryview, version: int) -> M:
+    """``cls.decode(buf, version)`` by the generated Python decoder alone (the reference)."""
+    fn = cls._decoders.get(version)
+    if fn is None:
+        raise UnsupportedVersionError(cls.API_KEY if cls.API_KEY is not None else -1, version, cls._schema_name)
+    try:
+        obj, pos = fn(buf, 0)
+    except DecodeError as exc:
+        _annotate(exc, cls, version)
+        raise
+    if pos != len(buf):
+        raise _trailing(cls, version, buf, pos)
+    return obj  # type: ignore[no-any-return]
+
+
+# --- the optional C decoder ------------------------------------------------------------------------
+
+_cdecode: Any = None  # the extension module, imported on the first decode (keeps import light)
+_cdecode_state = "off" if os.environ.get("KWIRE_NO_EXTENSIONS") else "unloaded"
+_programs: dict[str, Any] = {}  # generated module name -> its compiled _cdecode.Program
+
+
+def cdecode_enabled() -> bool:
+    """Whether decoding uses the C decoder (built, and not disabled by ``KWIRE_NO_EXTENSIONS=1``)."""
+    return _load_cdecode() is not None
+
+
+def _load_cdecode() -> Any:
+    global _cdecode, _cdecode_state
+    if _cdecode_state == "unloaded":
+        try:
+            from kwire.protocol import _cdecode as mod  # type: ignore[attr-defined]
+        except ImportError:  # no compiler at install time: the generated Python decoders serve
+            mod = None
+        _cdecode, _cdecode_state = mod, ("on" if mod is not None else "off")
+    return _cdecode
+
+
+def _program(module_name: str) -> Any:
+    """The compiled decode tables of one generated module (built on its first decode)."""
+    prog = _programs.get(module_name)
+    if prog is None:
+        mod = sys.modules[module_name]
+        types = tuple(getattr(mod, name) for name in mod._CTYPES)
+        slots = tuple((*(f.attr for f in t._fields), "unknown_tagged_fields") for t in types)
+        prog = _programs[module_name] = _cdecode.Program(types, slots, mod._CDEFAULTS, mod._CCONSTS, mod._CPROGS)
+    return prog
+
+
+def _bind_decoder(cls: type[Message], version: int) -> Any:
+    """Pick the decoder of ``cls`` at ``version`` once: C when available, else the generated one."""
+    fn = cls._decoders.get(version)
+    if fn is None:
+        raise UnsupportedVersionError(cls.API_KEY if cls.API_KEY is not None else -1, version, cls._schema_name)
+    # Only a generated class itself: a subclass made elsewhere keeps the Python path.
+    if "_decoders" in cls.__dict__ and _load_cdecode() is not None:
+        entry = getattr(sys.modules[cls.__module__], "_CENTRIES", {}).get(cls.__name__)
+        if entry is not None:
+            first, progs = entry
+            fn = _cdecode.Decoder(_program(cls.__module__), progs[version - first], fn)
+    own = cls.__dict__.get("_fast_decoders")
+    if own is None:
+        own = {}
+        setattr(cls, "_fast_decoders", own)  # noqa: B010 (a ClassVar set on this class only)
+    own[version] = fn
+    return fn
 
 
 def _value_to_json(f: FieldSpec, value: Any, version: int | None) -> Any:

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AbortedTxn']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -84,7 +85,13 @@ def _d_AbortedTxn_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AbortedTxn(v0, v1, v2, v3, None), pos
+    o = _new(AbortedTxn)
+    o.producer_id = v0
+    o.first_offset = v1
+    o.last_offset = v2
+    o.last_stable_offset = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AbortedTxn_v0(out, o):
@@ -109,3 +116,18 @@ AbortedTxn.FLEXIBLE_VERSIONS = None
 AbortedTxn.LATEST_VERSION_UNSTABLE = False
 AbortedTxn._decoders = {0: _d_AbortedTxn_v0}
 AbortedTxn._encoders = {0: _e_AbortedTxn_v0}
+
+
+_CTYPES = (
+    'AbortedTxn',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+)
+_CCONSTS = (0, None,)
+_CPROGS = (
+    (0, 0, 4, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'AbortedTxn': (0, (0,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerGroupCurrentMemberAssignmentValue', 'ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -164,7 +165,12 @@ def _d_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(v0, v1, v2, u), pos
+    o = _new(ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions)
+    o.topic_id = v0
+    o.partitions = v1
+    o.assignment_epochs = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(out, o):
@@ -259,7 +265,14 @@ def _d_ConsumerGroupCurrentMemberAssignmentValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupCurrentMemberAssignmentValue(v0, v1, v2, v3, v4, u), pos
+    o = _new(ConsumerGroupCurrentMemberAssignmentValue)
+    o.member_epoch = v0
+    o.previous_member_epoch = v1
+    o.state = v2
+    o.assigned_partitions = v3
+    o.partitions_pending_revocation = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupCurrentMemberAssignmentValue_v0(out, o):
@@ -311,3 +324,21 @@ ConsumerGroupCurrentMemberAssignmentValue.FLEXIBLE_VERSIONS = (0, 32767)
 ConsumerGroupCurrentMemberAssignmentValue.LATEST_VERSION_UNSTABLE = False
 ConsumerGroupCurrentMemberAssignmentValue._decoders = {0: _d_ConsumerGroupCurrentMemberAssignmentValue_v0}
 ConsumerGroupCurrentMemberAssignmentValue._encoders = {0: _e_ConsumerGroupCurrentMemberAssignmentValue_v0}
+
+
+_CTYPES = (
+    'ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions',
+    'ConsumerGroupCurrentMemberAssignmentValue',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1, 0, 1),
+    (0, 2, 0, 2, 0, 2, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (_ZERO_UUID, None, 0,)
+_CPROGS = (
+    (0, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 3, 0, 1, 0, 14, 2, 3, 3, 0),
+    (1, 1, 5, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 1, 2, 0, 0, 0, 14, 3, 1, 13, 0, 14, 4, 1, 13, 0, 0),
+)
+_CENTRIES = {
+    'ConsumerGroupCurrentMemberAssignmentValue': (0, (1,)),
+}

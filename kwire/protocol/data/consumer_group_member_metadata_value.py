@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerGroupMemberMetadataValue', 'ConsumerGroupMemberMetadataValue_ClassicProtocol', 'ConsumerGroupMemberMetadataValue_ClassicMemberMetadata']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -159,7 +160,11 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupMemberMetadataValue_ClassicProtocol(v0, v1, u), pos
+    o = _new(ConsumerGroupMemberMetadataValue_ClassicProtocol)
+    o.name = v0
+    o.metadata = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(out, o):
@@ -234,7 +239,11 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(v0, v1, u), pos
+    o = _new(ConsumerGroupMemberMetadataValue_ClassicMemberMetadata)
+    o.session_timeout_ms = v0
+    o.supported_protocols = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(out, o):
@@ -422,7 +431,18 @@ def _d_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupMemberMetadataValue(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(ConsumerGroupMemberMetadataValue)
+    o.instance_id = v0
+    o.rack_id = v1
+    o.client_id = v2
+    o.client_host = v3
+    o.subscribed_topic_names = v4
+    o.subscribed_topic_regex = v5
+    o.rebalance_timeout_ms = v6
+    o.server_assignor = v7
+    o.classic_member_metadata = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupMemberMetadataValue_v0(out, o):
@@ -545,3 +565,24 @@ ConsumerGroupMemberMetadataValue.FLEXIBLE_VERSIONS = (0, 32767)
 ConsumerGroupMemberMetadataValue.LATEST_VERSION_UNSTABLE = False
 ConsumerGroupMemberMetadataValue._decoders = {0: _d_ConsumerGroupMemberMetadataValue_v0}
 ConsumerGroupMemberMetadataValue._encoders = {0: _e_ConsumerGroupMemberMetadataValue_v0}
+
+
+_CTYPES = (
+    'ConsumerGroupMemberMetadataValue_ClassicProtocol',
+    'ConsumerGroupMemberMetadataValue_ClassicMemberMetadata',
+    'ConsumerGroupMemberMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 4, 0, 0, 0, 2, 0, 2),
+)
+_CCONSTS = ('', b'', None, 0, -1,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 11, 1, 1, 0, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 8, 10, 0, 3, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 14, 4, 1, 10, 0, 10, 5, 3, 0, 0, 3, 6, 0, 0, 0, 10, 7, 3, 0, 0, 1, 0, 13, 8, 2, 0, 1),
+)
+_CENTRIES = {
+    'ConsumerGroupMemberMetadataValue': (0, (2,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerGroupPartitionMetadataValue', 'ConsumerGroupPartitionMetadataValue_PartitionMetadata', 'ConsumerGroupPartitionMetadataValue_TopicMetadata']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -138,7 +139,11 @@ def _d_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupPartitionMetadataValue_PartitionMetadata(v0, v1, u), pos
+    o = _new(ConsumerGroupPartitionMetadataValue_PartitionMetadata)
+    o.partition = v0
+    o.racks = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(out, o):
@@ -222,7 +227,13 @@ def _d_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupPartitionMetadataValue_TopicMetadata(v0, v1, v2, v3, u), pos
+    o = _new(ConsumerGroupPartitionMetadataValue_TopicMetadata)
+    o.topic_id = v0
+    o.topic_name = v1
+    o.num_partitions = v2
+    o.partition_metadata = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(out, o):
@@ -299,7 +310,10 @@ def _d_ConsumerGroupPartitionMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupPartitionMetadataValue(v0, u), pos
+    o = _new(ConsumerGroupPartitionMetadataValue)
+    o.topics = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupPartitionMetadataValue_v0(out, o):
@@ -337,3 +351,24 @@ ConsumerGroupPartitionMetadataValue.FLEXIBLE_VERSIONS = (0, 32767)
 ConsumerGroupPartitionMetadataValue.LATEST_VERSION_UNSTABLE = False
 ConsumerGroupPartitionMetadataValue._decoders = {0: _d_ConsumerGroupPartitionMetadataValue_v0}
 ConsumerGroupPartitionMetadataValue._encoders = {0: _e_ConsumerGroupPartitionMetadataValue_v0}
+
+
+_CTYPES = (
+    'ConsumerGroupPartitionMetadataValue_PartitionMetadata',
+    'ConsumerGroupPartitionMetadataValue_TopicMetadata',
+    'ConsumerGroupPartitionMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 3, 0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '',)
+_CPROGS = (
+    (0, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 10, 0, 0),
+    (1, 1, 4, 9, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 1, 0),
+)
+_CENTRIES = {
+    'ConsumerGroupPartitionMetadataValue': (0, (2,)),
+}

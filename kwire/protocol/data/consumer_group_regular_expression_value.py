@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerGroupRegularExpressionValue']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -103,7 +104,12 @@ def _d_ConsumerGroupRegularExpressionValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupRegularExpressionValue(v0, v1, v2, u), pos
+    o = _new(ConsumerGroupRegularExpressionValue)
+    o.topics = v0
+    o.version = v1
+    o.timestamp = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupRegularExpressionValue_v0(out, o):
@@ -143,3 +149,18 @@ ConsumerGroupRegularExpressionValue.FLEXIBLE_VERSIONS = (0, 32767)
 ConsumerGroupRegularExpressionValue.LATEST_VERSION_UNSTABLE = False
 ConsumerGroupRegularExpressionValue._decoders = {0: _d_ConsumerGroupRegularExpressionValue_v0}
 ConsumerGroupRegularExpressionValue._encoders = {0: _e_ConsumerGroupRegularExpressionValue_v0}
+
+
+_CTYPES = (
+    'ConsumerGroupRegularExpressionValue',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0, 0, 0, 0, 1),
+)
+_CCONSTS = (0, None,)
+_CPROGS = (
+    (0, 1, 3, 14, 0, 1, 10, 0, 4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'ConsumerGroupRegularExpressionValue': (0, (0,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerGroupTargetAssignmentMetadataValue']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -113,7 +114,11 @@ def _d_ConsumerGroupTargetAssignmentMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupTargetAssignmentMetadataValue(v0, v1, u), pos
+    o = _new(ConsumerGroupTargetAssignmentMetadataValue)
+    o.assignment_epoch = v0
+    o.assignment_timestamp = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupTargetAssignmentMetadataValue_v0(out, o):
@@ -148,3 +153,18 @@ ConsumerGroupTargetAssignmentMetadataValue.FLEXIBLE_VERSIONS = (0, 32767)
 ConsumerGroupTargetAssignmentMetadataValue.LATEST_VERSION_UNSTABLE = False
 ConsumerGroupTargetAssignmentMetadataValue._decoders = {0: _d_ConsumerGroupTargetAssignmentMetadataValue_v0}
 ConsumerGroupTargetAssignmentMetadataValue._encoders = {0: _e_ConsumerGroupTargetAssignmentMetadataValue_v0}
+
+
+_CTYPES = (
+    'ConsumerGroupTargetAssignmentMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+)
+_CCONSTS = (0, None,)
+_CPROGS = (
+    (0, 1, 1, 3, 0, 0, 0, 0, 1, 0, 4, 1, 0, 0, 0),
+)
+_CENTRIES = {
+    'ConsumerGroupTargetAssignmentMetadataValue': (0, (0,)),
+}

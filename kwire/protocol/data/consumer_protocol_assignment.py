@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerProtocolAssignment', 'ConsumerProtocolAssignment_TopicPartition']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -112,7 +113,11 @@ def _d_ConsumerProtocolAssignment_TopicPartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolAssignment_TopicPartition(v0, v1, None), pos
+    o = _new(ConsumerProtocolAssignment_TopicPartition)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolAssignment_TopicPartition_v0(out, o):
@@ -177,7 +182,11 @@ def _d_ConsumerProtocolAssignment_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolAssignment(v0, v1, None), pos
+    o = _new(ConsumerProtocolAssignment)
+    o.assigned_partitions = v0
+    o.user_data = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolAssignment_v0(out, o):
@@ -383,3 +392,21 @@ ConsumerProtocolAssignment.FLEXIBLE_VERSIONS = None
 ConsumerProtocolAssignment.LATEST_VERSION_UNSTABLE = False
 ConsumerProtocolAssignment._decoders = {0: _d_ConsumerProtocolAssignment_v0, 1: _d_ConsumerProtocolAssignment_v0, 2: _d_ConsumerProtocolAssignment_v0, 3: _d_ConsumerProtocolAssignment_v0}
 ConsumerProtocolAssignment._encoders = {0: _e_ConsumerProtocolAssignment_v0, 1: _e_ConsumerProtocolAssignment_v1, 2: _e_ConsumerProtocolAssignment_v2, 3: _e_ConsumerProtocolAssignment_v3}
+
+
+_CTYPES = (
+    'ConsumerProtocolAssignment_TopicPartition',
+    'ConsumerProtocolAssignment',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1, 0, 1),
+)
+_CCONSTS = ('', None,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 2, 14, 0, 0, 13, 0, 11, 1, 2, 0, 0, 0),
+)
+_CENTRIES = {
+    'ConsumerProtocolAssignment': (0, (1, 1, 1, 1)),
+}

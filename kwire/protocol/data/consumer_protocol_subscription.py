@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerProtocolSubscription', 'ConsumerProtocolSubscription_TopicPartition']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -101,7 +102,11 @@ def _d_ConsumerProtocolSubscription_TopicPartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolSubscription_TopicPartition('', [], None), pos
+    o = _new(ConsumerProtocolSubscription_TopicPartition)
+    o.topic = ''
+    o.partitions = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolSubscription_TopicPartition_v0(out, o):
@@ -155,7 +160,14 @@ def _d_ConsumerProtocolSubscription_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolSubscription(v0, v1, [], -1, None, None), pos
+    o = _new(ConsumerProtocolSubscription)
+    o.topics = v0
+    o.user_data = v1
+    o.owned_partitions = []
+    o.generation_id = -1
+    o.rack_id = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolSubscription_v0(out, o):
@@ -216,7 +228,11 @@ def _d_ConsumerProtocolSubscription_TopicPartition_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolSubscription_TopicPartition(v0, v1, None), pos
+    o = _new(ConsumerProtocolSubscription_TopicPartition)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolSubscription_TopicPartition_v1(out, o):
@@ -293,7 +309,14 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolSubscription(v0, v1, v2, -1, None, None), pos
+    o = _new(ConsumerProtocolSubscription)
+    o.topics = v0
+    o.user_data = v1
+    o.owned_partitions = v2
+    o.generation_id = -1
+    o.rack_id = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolSubscription_v1(out, o):
@@ -409,7 +432,14 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolSubscription(v0, v1, v2, v3, None, None), pos
+    o = _new(ConsumerProtocolSubscription)
+    o.topics = v0
+    o.user_data = v1
+    o.owned_partitions = v2
+    o.generation_id = v3
+    o.rack_id = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolSubscription_v2(out, o):
@@ -540,7 +570,14 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerProtocolSubscription(v0, v1, v2, v3, v4, None), pos
+    o = _new(ConsumerProtocolSubscription)
+    o.topics = v0
+    o.user_data = v1
+    o.owned_partitions = v2
+    o.generation_id = v3
+    o.rack_id = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ConsumerProtocolSubscription_v3(out, o):
@@ -596,3 +633,25 @@ ConsumerProtocolSubscription.FLEXIBLE_VERSIONS = None
 ConsumerProtocolSubscription.LATEST_VERSION_UNSTABLE = False
 ConsumerProtocolSubscription._decoders = {0: _d_ConsumerProtocolSubscription_v0, 1: _d_ConsumerProtocolSubscription_v1, 2: _d_ConsumerProtocolSubscription_v2, 3: _d_ConsumerProtocolSubscription_v3}
 ConsumerProtocolSubscription._encoders = {0: _e_ConsumerProtocolSubscription_v0, 1: _e_ConsumerProtocolSubscription_v1, 2: _e_ConsumerProtocolSubscription_v2, 3: _e_ConsumerProtocolSubscription_v3}
+
+
+_CTYPES = (
+    'ConsumerProtocolSubscription_TopicPartition',
+    'ConsumerProtocolSubscription',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1, 1, 0, 0, 2, 0, 1, 0, 1),
+)
+_CCONSTS = ('', None, -1,)
+_CPROGS = (
+    (0, 0, 0, 0),
+    (1, 0, 2, 14, 0, 0, 10, 0, 11, 1, 2, 0, 0, 0),
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 3, 14, 0, 0, 10, 0, 11, 1, 2, 0, 0, 14, 2, 0, 13, 2, 0),
+    (1, 0, 4, 14, 0, 0, 10, 0, 11, 1, 2, 0, 0, 14, 2, 0, 13, 2, 3, 3, 0, 0, 0, 0),
+    (1, 0, 5, 14, 0, 0, 10, 0, 11, 1, 2, 0, 0, 14, 2, 0, 13, 2, 3, 3, 0, 0, 0, 10, 4, 2, 0, 0, 0),
+)
+_CENTRIES = {
+    'ConsumerProtocolSubscription': (0, (1, 3, 4, 5)),
+}

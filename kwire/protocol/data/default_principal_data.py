@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DefaultPrincipalData']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -116,7 +117,12 @@ def _d_DefaultPrincipalData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DefaultPrincipalData(v0, v1, v2, u), pos
+    o = _new(DefaultPrincipalData)
+    o.type = v0
+    o.name = v1
+    o.token_authenticated = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DefaultPrincipalData_v0(out, o):
@@ -168,3 +174,18 @@ DefaultPrincipalData.FLEXIBLE_VERSIONS = (0, 32767)
 DefaultPrincipalData.LATEST_VERSION_UNSTABLE = False
 DefaultPrincipalData._decoders = {0: _d_DefaultPrincipalData_v0}
 DefaultPrincipalData._encoders = {0: _e_DefaultPrincipalData_v0}
+
+
+_CTYPES = (
+    'DefaultPrincipalData',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2),
+)
+_CCONSTS = ('', False, None,)
+_CPROGS = (
+    (0, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 8, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'DefaultPrincipalData': (0, (0,)),
+}

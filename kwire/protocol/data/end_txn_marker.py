@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['EndTxnMarker']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -78,7 +79,10 @@ def _d_EndTxnMarker_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndTxnMarker(v0, None), pos
+    o = _new(EndTxnMarker)
+    o.coordinator_epoch = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndTxnMarker_v0(out, o):
@@ -103,3 +107,18 @@ EndTxnMarker.FLEXIBLE_VERSIONS = None
 EndTxnMarker.LATEST_VERSION_UNSTABLE = False
 EndTxnMarker._decoders = {0: _d_EndTxnMarker_v0}
 EndTxnMarker._encoders = {0: _e_EndTxnMarker_v0}
+
+
+_CTYPES = (
+    'EndTxnMarker',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+)
+_CCONSTS = (0, None,)
+_CPROGS = (
+    (0, 0, 1, 3, 0, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'EndTxnMarker': (0, (0,)),
+}

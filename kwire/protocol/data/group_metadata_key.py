@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['GroupMetadataKey']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -83,7 +84,10 @@ def _d_GroupMetadataKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataKey(v0, None), pos
+    o = _new(GroupMetadataKey)
+    o.group = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataKey_v0(out, o):
@@ -114,3 +118,18 @@ GroupMetadataKey.FLEXIBLE_VERSIONS = None
 GroupMetadataKey.LATEST_VERSION_UNSTABLE = False
 GroupMetadataKey._decoders = {0: _d_GroupMetadataKey_v0}
 GroupMetadataKey._encoders = {0: _e_GroupMetadataKey_v0}
+
+
+_CTYPES = (
+    'GroupMetadataKey',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+)
+_CCONSTS = ('', None,)
+_CPROGS = (
+    (0, 0, 1, 10, 0, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'GroupMetadataKey': (0, (0,)),
+}

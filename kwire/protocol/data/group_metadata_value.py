@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['GroupMetadataValue', 'GroupMetadataValue_MemberMetadata']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -174,7 +175,17 @@ def _d_GroupMetadataValue_MemberMetadata_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue_MemberMetadata(v0, None, v2, v3, -1, v5, v6, v7, None), pos
+    o = _new(GroupMetadataValue_MemberMetadata)
+    o.member_id = v0
+    o.group_instance_id = None
+    o.client_id = v2
+    o.client_host = v3
+    o.rebalance_timeout = -1
+    o.session_timeout = v5
+    o.subscription = v6
+    o.assignment = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataValue_MemberMetadata_v0(out, o):
@@ -291,7 +302,15 @@ def _d_GroupMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue(v0, v1, v2, v3, -1, v5, None), pos
+    o = _new(GroupMetadataValue)
+    o.protocol_type = v0
+    o.generation = v1
+    o.protocol = v2
+    o.leader = v3
+    o.current_state_timestamp = -1
+    o.members = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataValue_v0(out, o):
@@ -408,7 +427,17 @@ def _d_GroupMetadataValue_MemberMetadata_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue_MemberMetadata(v0, None, v2, v3, v4, v5, v6, v7, None), pos
+    o = _new(GroupMetadataValue_MemberMetadata)
+    o.member_id = v0
+    o.group_instance_id = None
+    o.client_id = v2
+    o.client_host = v3
+    o.rebalance_timeout = v4
+    o.session_timeout = v5
+    o.subscription = v6
+    o.assignment = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataValue_MemberMetadata_v1(out, o):
@@ -525,7 +554,15 @@ def _d_GroupMetadataValue_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue(v0, v1, v2, v3, -1, v5, None), pos
+    o = _new(GroupMetadataValue)
+    o.protocol_type = v0
+    o.generation = v1
+    o.protocol = v2
+    o.leader = v3
+    o.current_state_timestamp = -1
+    o.members = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataValue_v1(out, o):
@@ -692,7 +729,15 @@ def _d_GroupMetadataValue_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue(v0, v1, v2, v3, v4, v5, None), pos
+    o = _new(GroupMetadataValue)
+    o.protocol_type = v0
+    o.generation = v1
+    o.protocol = v2
+    o.leader = v3
+    o.current_state_timestamp = v4
+    o.members = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataValue_v2(out, o):
@@ -824,7 +869,17 @@ def _d_GroupMetadataValue_MemberMetadata_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue_MemberMetadata(v0, v1, v2, v3, v4, v5, v6, v7, None), pos
+    o = _new(GroupMetadataValue_MemberMetadata)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.client_id = v2
+    o.client_host = v3
+    o.rebalance_timeout = v4
+    o.session_timeout = v5
+    o.subscription = v6
+    o.assignment = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataValue_MemberMetadata_v3(out, o):
@@ -952,7 +1007,15 @@ def _d_GroupMetadataValue_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue(v0, v1, v2, v3, v4, v5, None), pos
+    o = _new(GroupMetadataValue)
+    o.protocol_type = v0
+    o.generation = v1
+    o.protocol = v2
+    o.leader = v3
+    o.current_state_timestamp = v4
+    o.members = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_GroupMetadataValue_v3(out, o):
@@ -1108,7 +1171,17 @@ def _d_GroupMetadataValue_MemberMetadata_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue_MemberMetadata(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(GroupMetadataValue_MemberMetadata)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.client_id = v2
+    o.client_host = v3
+    o.rebalance_timeout = v4
+    o.session_timeout = v5
+    o.subscription = v6
+    o.assignment = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_GroupMetadataValue_MemberMetadata_v4(out, o):
@@ -1281,7 +1354,15 @@ def _d_GroupMetadataValue_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GroupMetadataValue(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(GroupMetadataValue)
+    o.protocol_type = v0
+    o.generation = v1
+    o.protocol = v2
+    o.leader = v3
+    o.current_state_timestamp = v4
+    o.members = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_GroupMetadataValue_v4(out, o):
@@ -1359,3 +1440,28 @@ GroupMetadataValue.FLEXIBLE_VERSIONS = (4, 32767)
 GroupMetadataValue.LATEST_VERSION_UNSTABLE = False
 GroupMetadataValue._decoders = {0: _d_GroupMetadataValue_v0, 1: _d_GroupMetadataValue_v1, 2: _d_GroupMetadataValue_v2, 3: _d_GroupMetadataValue_v3, 4: _d_GroupMetadataValue_v4}
 GroupMetadataValue._encoders = {0: _e_GroupMetadataValue_v0, 1: _e_GroupMetadataValue_v1, 2: _e_GroupMetadataValue_v2, 3: _e_GroupMetadataValue_v3, 4: _e_GroupMetadataValue_v4}
+
+
+_CTYPES = (
+    'GroupMetadataValue_MemberMetadata',
+    'GroupMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 3, 0, 4, 0, 4, 0, 1),
+    (0, 0, 0, 3, 0, 0, 0, 0, 0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, -1, 0, b'',)
+_CPROGS = (
+    (0, 0, 6, 10, 0, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 3, 5, 0, 0, 0, 11, 6, 0, 0, 0, 11, 7, 0, 0, 0, 0),
+    (1, 0, 5, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 2, 0, 0, 10, 3, 2, 0, 0, 14, 5, 0, 13, 0, 0),
+    (0, 0, 7, 10, 0, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 11, 6, 0, 0, 0, 11, 7, 0, 0, 0, 0),
+    (1, 0, 5, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 2, 0, 0, 10, 3, 2, 0, 0, 14, 5, 0, 13, 2, 0),
+    (1, 0, 6, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 2, 0, 0, 10, 3, 2, 0, 0, 4, 4, 0, 0, 0, 14, 5, 0, 13, 2, 0),
+    (0, 0, 8, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 11, 6, 0, 0, 0, 11, 7, 0, 0, 0, 0),
+    (1, 0, 6, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 2, 0, 0, 10, 3, 2, 0, 0, 4, 4, 0, 0, 0, 14, 5, 0, 13, 5, 0),
+    (0, 1, 8, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 11, 6, 1, 0, 0, 11, 7, 1, 0, 0, 0),
+    (1, 1, 6, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 3, 3, 0, 0, 4, 4, 0, 0, 0, 14, 5, 1, 13, 7, 0),
+)
+_CENTRIES = {
+    'GroupMetadataValue': (0, (1, 3, 4, 6, 8)),
+}

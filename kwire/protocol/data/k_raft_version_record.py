@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['KRaftVersionRecord']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -86,7 +87,11 @@ def _d_KRaftVersionRecord_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return KRaftVersionRecord(v0, v1, u), pos
+    o = _new(KRaftVersionRecord)
+    o.version = v0
+    o.k_raft_version = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_KRaftVersionRecord_v0(out, o):
@@ -114,3 +119,18 @@ KRaftVersionRecord.FLEXIBLE_VERSIONS = (0, 32767)
 KRaftVersionRecord.LATEST_VERSION_UNSTABLE = False
 KRaftVersionRecord._decoders = {0: _d_KRaftVersionRecord_v0}
 KRaftVersionRecord._encoders = {0: _e_KRaftVersionRecord_v0}
+
+
+_CTYPES = (
+    'KRaftVersionRecord',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+)
+_CCONSTS = (0, None,)
+_CPROGS = (
+    (0, 1, 2, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'KRaftVersionRecord': (0, (0,)),
+}

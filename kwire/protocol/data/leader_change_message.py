@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['LeaderChangeMessage', 'LeaderChangeMessage_Voter']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -109,7 +110,11 @@ def _d_LeaderChangeMessage_Voter_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaderChangeMessage_Voter(v0, _ZERO_UUID, u), pos
+    o = _new(LeaderChangeMessage_Voter)
+    o.voter_id = v0
+    o.voter_directory_id = _ZERO_UUID
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaderChangeMessage_Voter_v0(out, o):
@@ -180,7 +185,13 @@ def _d_LeaderChangeMessage_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaderChangeMessage(v0, v1, v2, v3, u), pos
+    o = _new(LeaderChangeMessage)
+    o.version = v0
+    o.leader_id = v1
+    o.voters = v2
+    o.granting_voters = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaderChangeMessage_v0(out, o):
@@ -244,7 +255,11 @@ def _d_LeaderChangeMessage_Voter_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaderChangeMessage_Voter(v0, v1, u), pos
+    o = _new(LeaderChangeMessage_Voter)
+    o.voter_id = v0
+    o.voter_directory_id = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaderChangeMessage_Voter_v1(out, o):
@@ -313,7 +328,13 @@ def _d_LeaderChangeMessage_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaderChangeMessage(v0, v1, v2, v3, u), pos
+    o = _new(LeaderChangeMessage)
+    o.version = v0
+    o.leader_id = v1
+    o.voters = v2
+    o.granting_voters = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaderChangeMessage_v1(out, o):
@@ -365,3 +386,23 @@ LeaderChangeMessage.FLEXIBLE_VERSIONS = (0, 32767)
 LeaderChangeMessage.LATEST_VERSION_UNSTABLE = False
 LeaderChangeMessage._decoders = {0: _d_LeaderChangeMessage_v0, 1: _d_LeaderChangeMessage_v1}
 LeaderChangeMessage._encoders = {0: _e_LeaderChangeMessage_v0, 1: _e_LeaderChangeMessage_v1}
+
+
+_CTYPES = (
+    'LeaderChangeMessage_Voter',
+    'LeaderChangeMessage',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 0, 1, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (0, _ZERO_UUID, None,)
+_CPROGS = (
+    (0, 1, 1, 3, 0, 0, 0, 0, 0),
+    (1, 1, 4, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 14, 2, 1, 13, 0, 14, 3, 1, 13, 0, 0),
+    (0, 1, 2, 3, 0, 0, 0, 0, 9, 1, 0, 0, 0, 0),
+    (1, 1, 4, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 14, 2, 1, 13, 2, 14, 3, 1, 13, 2, 0),
+)
+_CENTRIES = {
+    'LeaderChangeMessage': (0, (1, 3)),
+}

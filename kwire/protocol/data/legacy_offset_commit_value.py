@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['LegacyOffsetCommitValue']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -96,7 +97,12 @@ def _d_LegacyOffsetCommitValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LegacyOffsetCommitValue(v0, v1, v2, None), pos
+    o = _new(LegacyOffsetCommitValue)
+    o.offset = v0
+    o.metadata = v1
+    o.commit_timestamp = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LegacyOffsetCommitValue_v0(out, o):
@@ -131,3 +137,18 @@ LegacyOffsetCommitValue.FLEXIBLE_VERSIONS = None
 LegacyOffsetCommitValue.LATEST_VERSION_UNSTABLE = False
 LegacyOffsetCommitValue._decoders = {0: _d_LegacyOffsetCommitValue_v0}
 LegacyOffsetCommitValue._encoders = {0: _e_LegacyOffsetCommitValue_v0}
+
+
+_CTYPES = (
+    'LegacyOffsetCommitValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2),
+)
+_CCONSTS = (0, '', None,)
+_CPROGS = (
+    (0, 0, 3, 4, 0, 0, 0, 0, 10, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'LegacyOffsetCommitValue': (0, (0,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['OffsetCommitKey']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -104,7 +105,12 @@ def _d_OffsetCommitKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitKey(v0, v1, v2, None), pos
+    o = _new(OffsetCommitKey)
+    o.group = v0
+    o.topic = v1
+    o.partition = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitKey_v0(out, o):
@@ -145,3 +151,18 @@ OffsetCommitKey.FLEXIBLE_VERSIONS = None
 OffsetCommitKey.LATEST_VERSION_UNSTABLE = False
 OffsetCommitKey._decoders = {0: _d_OffsetCommitKey_v0}
 OffsetCommitKey._encoders = {0: _e_OffsetCommitKey_v0}
+
+
+_CTYPES = (
+    'OffsetCommitKey',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2),
+)
+_CCONSTS = ('', 0, None,)
+_CPROGS = (
+    (0, 0, 3, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 3, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'OffsetCommitKey': (0, (0,)),
+}

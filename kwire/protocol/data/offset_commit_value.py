@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['OffsetCommitValue']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -105,7 +106,15 @@ def _d_OffsetCommitValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitValue(v0, -1, v2, v3, -1, _ZERO_UUID, None), pos
+    o = _new(OffsetCommitValue)
+    o.offset = v0
+    o.leader_epoch = -1
+    o.metadata = v2
+    o.commit_timestamp = v3
+    o.expire_timestamp = -1
+    o.topic_id = _ZERO_UUID
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitValue_v0(out, o):
@@ -159,7 +168,15 @@ def _d_OffsetCommitValue_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitValue(v0, -1, v2, v3, v4, _ZERO_UUID, None), pos
+    o = _new(OffsetCommitValue)
+    o.offset = v0
+    o.leader_epoch = -1
+    o.metadata = v2
+    o.commit_timestamp = v3
+    o.expire_timestamp = v4
+    o.topic_id = _ZERO_UUID
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitValue_v1(out, o):
@@ -238,7 +255,15 @@ def _d_OffsetCommitValue_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitValue(v0, v1, v2, v3, -1, _ZERO_UUID, None), pos
+    o = _new(OffsetCommitValue)
+    o.offset = v0
+    o.leader_epoch = v1
+    o.metadata = v2
+    o.commit_timestamp = v3
+    o.expire_timestamp = -1
+    o.topic_id = _ZERO_UUID
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitValue_v3(out, o):
@@ -328,7 +353,15 @@ def _d_OffsetCommitValue_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitValue(v0, v1, v2, v3, -1, v5, u), pos
+    o = _new(OffsetCommitValue)
+    o.offset = v0
+    o.leader_epoch = v1
+    o.metadata = v2
+    o.commit_timestamp = v3
+    o.expire_timestamp = -1
+    o.topic_id = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitValue_v4(out, o):
@@ -377,3 +410,21 @@ OffsetCommitValue.FLEXIBLE_VERSIONS = (4, 32767)
 OffsetCommitValue.LATEST_VERSION_UNSTABLE = False
 OffsetCommitValue._decoders = {0: _d_OffsetCommitValue_v0, 1: _d_OffsetCommitValue_v1, 2: _d_OffsetCommitValue_v0, 3: _d_OffsetCommitValue_v3, 4: _d_OffsetCommitValue_v4}
 OffsetCommitValue._encoders = {0: _e_OffsetCommitValue_v0, 1: _e_OffsetCommitValue_v1, 2: _e_OffsetCommitValue_v2, 3: _e_OffsetCommitValue_v3, 4: _e_OffsetCommitValue_v4}
+
+
+_CTYPES = (
+    'OffsetCommitValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 0, 0, 1, 0, 3, 0, 4),
+)
+_CCONSTS = (0, -1, '', _ZERO_UUID, None,)
+_CPROGS = (
+    (0, 0, 3, 4, 0, 0, 0, 0, 10, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (0, 0, 4, 4, 0, 0, 0, 0, 10, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 0),
+    (0, 0, 4, 4, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (0, 1, 4, 4, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 4, 3, 0, 0, 0, 1, 0, 9, 5, 0, 0, 0),
+)
+_CENTRIES = {
+    'OffsetCommitValue': (0, (0, 1, 0, 2, 3)),
+}

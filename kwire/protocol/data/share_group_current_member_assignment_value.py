@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupCurrentMemberAssignmentValue', 'ShareGroupCurrentMemberAssignmentValue_TopicPartitions']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -122,7 +123,11 @@ def _d_ShareGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupCurrentMemberAssignmentValue_TopicPartitions(v0, v1, u), pos
+    o = _new(ShareGroupCurrentMemberAssignmentValue_TopicPartitions)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupCurrentMemberAssignmentValue_TopicPartitions_v0(out, o):
@@ -187,7 +192,13 @@ def _d_ShareGroupCurrentMemberAssignmentValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupCurrentMemberAssignmentValue(v0, v1, v2, v3, u), pos
+    o = _new(ShareGroupCurrentMemberAssignmentValue)
+    o.member_epoch = v0
+    o.previous_member_epoch = v1
+    o.state = v2
+    o.assigned_partitions = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupCurrentMemberAssignmentValue_v0(out, o):
@@ -227,3 +238,21 @@ ShareGroupCurrentMemberAssignmentValue.FLEXIBLE_VERSIONS = (0, 32767)
 ShareGroupCurrentMemberAssignmentValue.LATEST_VERSION_UNSTABLE = False
 ShareGroupCurrentMemberAssignmentValue._decoders = {0: _d_ShareGroupCurrentMemberAssignmentValue_v0}
 ShareGroupCurrentMemberAssignmentValue._encoders = {0: _e_ShareGroupCurrentMemberAssignmentValue_v0}
+
+
+_CTYPES = (
+    'ShareGroupCurrentMemberAssignmentValue_TopicPartitions',
+    'ShareGroupCurrentMemberAssignmentValue',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = (_ZERO_UUID, None, 0,)
+_CPROGS = (
+    (0, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 1, 2, 0, 0, 0, 14, 3, 1, 13, 0, 0),
+)
+_CENTRIES = {
+    'ShareGroupCurrentMemberAssignmentValue': (0, (1,)),
+}

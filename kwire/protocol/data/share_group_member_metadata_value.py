@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupMemberMetadataValue']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -143,7 +144,13 @@ def _d_ShareGroupMemberMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupMemberMetadataValue(v0, v1, v2, v3, u), pos
+    o = _new(ShareGroupMemberMetadataValue)
+    o.rack_id = v0
+    o.client_id = v1
+    o.client_host = v2
+    o.subscribed_topic_names = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupMemberMetadataValue_v0(out, o):
@@ -217,3 +224,18 @@ ShareGroupMemberMetadataValue.FLEXIBLE_VERSIONS = (0, 32767)
 ShareGroupMemberMetadataValue.LATEST_VERSION_UNSTABLE = False
 ShareGroupMemberMetadataValue._decoders = {0: _d_ShareGroupMemberMetadataValue_v0}
 ShareGroupMemberMetadataValue._encoders = {0: _e_ShareGroupMemberMetadataValue_v0}
+
+
+_CTYPES = (
+    'ShareGroupMemberMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None,)
+_CPROGS = (
+    (0, 1, 4, 10, 0, 3, 0, 0, 10, 1, 1, 0, 0, 10, 2, 1, 0, 0, 14, 3, 1, 10, 0, 0),
+)
+_CENTRIES = {
+    'ShareGroupMemberMetadataValue': (0, (0,)),
+}

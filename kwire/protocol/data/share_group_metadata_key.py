@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupMetadataKey']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -83,7 +84,10 @@ def _d_ShareGroupMetadataKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupMetadataKey(v0, None), pos
+    o = _new(ShareGroupMetadataKey)
+    o.group_id = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ShareGroupMetadataKey_v0(out, o):
@@ -114,3 +118,18 @@ ShareGroupMetadataKey.FLEXIBLE_VERSIONS = None
 ShareGroupMetadataKey.LATEST_VERSION_UNSTABLE = False
 ShareGroupMetadataKey._decoders = {0: _d_ShareGroupMetadataKey_v0}
 ShareGroupMetadataKey._encoders = {0: _e_ShareGroupMetadataKey_v0}
+
+
+_CTYPES = (
+    'ShareGroupMetadataKey',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+)
+_CCONSTS = ('', None,)
+_CPROGS = (
+    (0, 0, 1, 10, 0, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'ShareGroupMetadataKey': (0, (0,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupStatePartitionMetadataValue', 'ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo', 'ShareGroupStatePartitionMetadataValue_TopicInfo']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -152,7 +153,12 @@ def _d_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo(v0, v1, v2, u), pos
+    o = _new(ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo)
+    o.topic_id = v0
+    o.topic_name = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(out, o):
@@ -229,7 +235,11 @@ def _d_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupStatePartitionMetadataValue_TopicInfo(v0, v1, u), pos
+    o = _new(ShareGroupStatePartitionMetadataValue_TopicInfo)
+    o.topic_id = v0
+    o.topic_name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(out, o):
@@ -322,7 +332,12 @@ def _d_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupStatePartitionMetadataValue(v0, v1, v2, u), pos
+    o = _new(ShareGroupStatePartitionMetadataValue)
+    o.initializing_topics = v0
+    o.initialized_topics = v1
+    o.deleting_topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupStatePartitionMetadataValue_v0(out, o):
@@ -384,3 +399,24 @@ ShareGroupStatePartitionMetadataValue.FLEXIBLE_VERSIONS = (0, 32767)
 ShareGroupStatePartitionMetadataValue.LATEST_VERSION_UNSTABLE = False
 ShareGroupStatePartitionMetadataValue._decoders = {0: _d_ShareGroupStatePartitionMetadataValue_v0}
 ShareGroupStatePartitionMetadataValue._encoders = {0: _e_ShareGroupStatePartitionMetadataValue_v0}
+
+
+_CTYPES = (
+    'ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo',
+    'ShareGroupStatePartitionMetadataValue_TopicInfo',
+    'ShareGroupStatePartitionMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 1, 0, 0, 2),
+    (0, 0, 0, 1, 0, 2),
+    (1, 0, 1, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (_ZERO_UUID, '', None,)
+_CPROGS = (
+    (0, 1, 3, 9, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 3, 0, 0),
+    (1, 1, 2, 9, 0, 0, 0, 0, 10, 1, 1, 0, 0, 0),
+    (2, 1, 3, 14, 0, 1, 13, 0, 14, 1, 1, 13, 0, 14, 2, 1, 13, 1, 0),
+)
+_CENTRIES = {
+    'ShareGroupStatePartitionMetadataValue': (0, (2,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupTargetAssignmentMemberValue', 'ShareGroupTargetAssignmentMemberValue_TopicPartition']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -115,7 +116,11 @@ def _d_ShareGroupTargetAssignmentMemberValue_TopicPartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupTargetAssignmentMemberValue_TopicPartition(v0, v1, u), pos
+    o = _new(ShareGroupTargetAssignmentMemberValue_TopicPartition)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupTargetAssignmentMemberValue_TopicPartition_v0(out, o):
@@ -177,7 +182,10 @@ def _d_ShareGroupTargetAssignmentMemberValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupTargetAssignmentMemberValue(v0, u), pos
+    o = _new(ShareGroupTargetAssignmentMemberValue)
+    o.topic_partitions = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupTargetAssignmentMemberValue_v0(out, o):
@@ -215,3 +223,21 @@ ShareGroupTargetAssignmentMemberValue.FLEXIBLE_VERSIONS = (0, 32767)
 ShareGroupTargetAssignmentMemberValue.LATEST_VERSION_UNSTABLE = False
 ShareGroupTargetAssignmentMemberValue._decoders = {0: _d_ShareGroupTargetAssignmentMemberValue_v0}
 ShareGroupTargetAssignmentMemberValue._encoders = {0: _e_ShareGroupTargetAssignmentMemberValue_v0}
+
+
+_CTYPES = (
+    'ShareGroupTargetAssignmentMemberValue_TopicPartition',
+    'ShareGroupTargetAssignmentMemberValue',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = (_ZERO_UUID, None,)
+_CPROGS = (
+    (0, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 1, 14, 0, 1, 13, 0, 0),
+)
+_CENTRIES = {
+    'ShareGroupTargetAssignmentMemberValue': (0, (1,)),
+}

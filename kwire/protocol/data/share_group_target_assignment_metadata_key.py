@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupTargetAssignmentMetadataKey']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -83,7 +84,10 @@ def _d_ShareGroupTargetAssignmentMetadataKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupTargetAssignmentMetadataKey(v0, None), pos
+    o = _new(ShareGroupTargetAssignmentMetadataKey)
+    o.group_id = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ShareGroupTargetAssignmentMetadataKey_v0(out, o):
@@ -114,3 +118,18 @@ ShareGroupTargetAssignmentMetadataKey.FLEXIBLE_VERSIONS = None
 ShareGroupTargetAssignmentMetadataKey.LATEST_VERSION_UNSTABLE = False
 ShareGroupTargetAssignmentMetadataKey._decoders = {0: _d_ShareGroupTargetAssignmentMetadataKey_v0}
 ShareGroupTargetAssignmentMetadataKey._encoders = {0: _e_ShareGroupTargetAssignmentMetadataKey_v0}
+
+
+_CTYPES = (
+    'ShareGroupTargetAssignmentMetadataKey',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+)
+_CCONSTS = ('', None,)
+_CPROGS = (
+    (0, 0, 1, 10, 0, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'ShareGroupTargetAssignmentMetadataKey': (0, (0,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareSnapshotValue', 'ShareSnapshotValue_StateBatch']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -121,7 +122,13 @@ def _d_ShareSnapshotValue_StateBatch_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareSnapshotValue_StateBatch(v0, v1, v2, v3, u), pos
+    o = _new(ShareSnapshotValue_StateBatch)
+    o.first_offset = v0
+    o.last_offset = v1
+    o.delivery_state = v2
+    o.delivery_count = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareSnapshotValue_StateBatch_v0(out, o):
@@ -201,7 +208,17 @@ def _d_ShareSnapshotValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareSnapshotValue(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(ShareSnapshotValue)
+    o.snapshot_epoch = v0
+    o.state_epoch = v1
+    o.leader_epoch = v2
+    o.start_offset = v3
+    o.delivery_complete_count = v4
+    o.create_timestamp = v5
+    o.write_timestamp = v6
+    o.state_batches = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareSnapshotValue_v0(out, o):
@@ -248,3 +265,21 @@ ShareSnapshotValue.FLEXIBLE_VERSIONS = (0, 32767)
 ShareSnapshotValue.LATEST_VERSION_UNSTABLE = False
 ShareSnapshotValue._decoders = {0: _d_ShareSnapshotValue_v0}
 ShareSnapshotValue._encoders = {0: _e_ShareSnapshotValue_v0}
+
+
+_CTYPES = (
+    'ShareSnapshotValue_StateBatch',
+    'ShareSnapshotValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, -1,)
+_CPROGS = (
+    (0, 1, 4, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 1, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (1, 1, 7, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 5, 0, 0, 0, 4, 6, 0, 0, 0, 14, 7, 1, 13, 0, 1, 0, 3, 4, 0, 0, 0),
+)
+_CENTRIES = {
+    'ShareSnapshotValue': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareUpdateKey']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -94,7 +95,12 @@ def _d_ShareUpdateKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareUpdateKey(v0, v1, v2, None), pos
+    o = _new(ShareUpdateKey)
+    o.group_id = v0
+    o.topic_id = v1
+    o.partition = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ShareUpdateKey_v0(out, o):
@@ -127,3 +133,18 @@ ShareUpdateKey.FLEXIBLE_VERSIONS = None
 ShareUpdateKey.LATEST_VERSION_UNSTABLE = False
 ShareUpdateKey._decoders = {0: _d_ShareUpdateKey_v0}
 ShareUpdateKey._encoders = {0: _e_ShareUpdateKey_v0}
+
+
+_CTYPES = (
+    'ShareUpdateKey',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 3),
+)
+_CCONSTS = ('', _ZERO_UUID, 0, None,)
+_CPROGS = (
+    (0, 0, 3, 10, 0, 0, 0, 0, 9, 1, 0, 0, 0, 3, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'ShareUpdateKey': (0, (0,)),
+}

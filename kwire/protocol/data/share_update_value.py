@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareUpdateValue', 'ShareUpdateValue_StateBatch']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -115,7 +116,13 @@ def _d_ShareUpdateValue_StateBatch_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareUpdateValue_StateBatch(v0, v1, v2, v3, u), pos
+    o = _new(ShareUpdateValue_StateBatch)
+    o.first_offset = v0
+    o.last_offset = v1
+    o.delivery_state = v2
+    o.delivery_count = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareUpdateValue_StateBatch_v0(out, o):
@@ -195,7 +202,14 @@ def _d_ShareUpdateValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareUpdateValue(v0, v1, v2, v3, v4, u), pos
+    o = _new(ShareUpdateValue)
+    o.snapshot_epoch = v0
+    o.leader_epoch = v1
+    o.start_offset = v2
+    o.delivery_complete_count = v3
+    o.state_batches = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareUpdateValue_v0(out, o):
@@ -242,3 +256,21 @@ ShareUpdateValue.FLEXIBLE_VERSIONS = (0, 32767)
 ShareUpdateValue.LATEST_VERSION_UNSTABLE = False
 ShareUpdateValue._decoders = {0: _d_ShareUpdateValue_v0}
 ShareUpdateValue._encoders = {0: _e_ShareUpdateValue_v0}
+
+
+_CTYPES = (
+    'ShareUpdateValue_StateBatch',
+    'ShareUpdateValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, -1,)
+_CPROGS = (
+    (0, 1, 4, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 1, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 14, 4, 1, 13, 0, 1, 0, 3, 3, 0, 0, 0),
+)
+_CENTRIES = {
+    'ShareUpdateValue': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['SnapshotFooterRecord']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -84,7 +85,10 @@ def _d_SnapshotFooterRecord_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SnapshotFooterRecord(v0, u), pos
+    o = _new(SnapshotFooterRecord)
+    o.version = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SnapshotFooterRecord_v0(out, o):
@@ -112,3 +116,18 @@ SnapshotFooterRecord.FLEXIBLE_VERSIONS = (0, 32767)
 SnapshotFooterRecord.LATEST_VERSION_UNSTABLE = False
 SnapshotFooterRecord._decoders = {0: _d_SnapshotFooterRecord_v0}
 SnapshotFooterRecord._encoders = {0: _e_SnapshotFooterRecord_v0}
+
+
+_CTYPES = (
+    'SnapshotFooterRecord',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+)
+_CCONSTS = (0, None,)
+_CPROGS = (
+    (0, 1, 1, 2, 0, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'SnapshotFooterRecord': (0, (0,)),
+}

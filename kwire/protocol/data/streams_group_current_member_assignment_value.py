@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupCurrentMemberAssignmentValue', 'StreamsGroupCurrentMemberAssignmentValue_TaskIds']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -181,7 +182,12 @@ def _d_StreamsGroupCurrentMemberAssignmentValue_TaskIds_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupCurrentMemberAssignmentValue_TaskIds(v0, v1, v2, u), pos
+    o = _new(StreamsGroupCurrentMemberAssignmentValue_TaskIds)
+    o.subtopology_id = v0
+    o.partitions = v1
+    o.assignment_epochs = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupCurrentMemberAssignmentValue_TaskIds_v0(out, o):
@@ -346,7 +352,18 @@ def _d_StreamsGroupCurrentMemberAssignmentValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupCurrentMemberAssignmentValue(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(StreamsGroupCurrentMemberAssignmentValue)
+    o.member_epoch = v0
+    o.previous_member_epoch = v1
+    o.state = v2
+    o.active_tasks = v3
+    o.standby_tasks = v4
+    o.warmup_tasks = v5
+    o.active_tasks_pending_revocation = v6
+    o.standby_tasks_pending_revocation = v7
+    o.warmup_tasks_pending_revocation = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupCurrentMemberAssignmentValue_v0(out, o):
@@ -446,3 +463,21 @@ StreamsGroupCurrentMemberAssignmentValue.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupCurrentMemberAssignmentValue.LATEST_VERSION_UNSTABLE = False
 StreamsGroupCurrentMemberAssignmentValue._decoders = {0: _d_StreamsGroupCurrentMemberAssignmentValue_v0}
 StreamsGroupCurrentMemberAssignmentValue._encoders = {0: _e_StreamsGroupCurrentMemberAssignmentValue_v0}
+
+
+_CTYPES = (
+    'StreamsGroupCurrentMemberAssignmentValue_TaskIds',
+    'StreamsGroupCurrentMemberAssignmentValue',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1, 0, 1),
+    (0, 2, 0, 2, 0, 2, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 1, 0, 14, 2, 3, 3, 0),
+    (1, 1, 9, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 1, 2, 0, 0, 0, 14, 3, 1, 13, 0, 14, 4, 1, 13, 0, 14, 5, 1, 13, 0, 14, 6, 1, 13, 0, 14, 7, 1, 13, 0, 14, 8, 1, 13, 0, 0),
+)
+_CENTRIES = {
+    'StreamsGroupCurrentMemberAssignmentValue': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupMemberMetadataKey']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -96,7 +97,11 @@ def _d_StreamsGroupMemberMetadataKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupMemberMetadataKey(v0, v1, None), pos
+    o = _new(StreamsGroupMemberMetadataKey)
+    o.group_id = v0
+    o.member_id = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_StreamsGroupMemberMetadataKey_v0(out, o):
@@ -135,3 +140,18 @@ StreamsGroupMemberMetadataKey.FLEXIBLE_VERSIONS = None
 StreamsGroupMemberMetadataKey.LATEST_VERSION_UNSTABLE = False
 StreamsGroupMemberMetadataKey._decoders = {0: _d_StreamsGroupMemberMetadataKey_v0}
 StreamsGroupMemberMetadataKey._encoders = {0: _e_StreamsGroupMemberMetadataKey_v0}
+
+
+_CTYPES = (
+    'StreamsGroupMemberMetadataKey',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+)
+_CCONSTS = ('', None,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'StreamsGroupMemberMetadataKey': (0, (0,)),
+}

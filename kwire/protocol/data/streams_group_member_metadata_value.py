@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupMemberMetadataValue', 'StreamsGroupMemberMetadataValue_Endpoint', 'StreamsGroupMemberMetadataValue_KeyValue']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -149,7 +150,11 @@ def _d_StreamsGroupMemberMetadataValue_Endpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupMemberMetadataValue_Endpoint(v0, v1, u), pos
+    o = _new(StreamsGroupMemberMetadataValue_Endpoint)
+    o.host = v0
+    o.port = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupMemberMetadataValue_Endpoint_v0(out, o):
@@ -225,7 +230,11 @@ def _d_StreamsGroupMemberMetadataValue_KeyValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupMemberMetadataValue_KeyValue(v0, v1, u), pos
+    o = _new(StreamsGroupMemberMetadataValue_KeyValue)
+    o.key = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupMemberMetadataValue_KeyValue_v0(out, o):
@@ -382,7 +391,18 @@ def _d_StreamsGroupMemberMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupMemberMetadataValue(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(StreamsGroupMemberMetadataValue)
+    o.instance_id = v0
+    o.rack_id = v1
+    o.client_id = v2
+    o.client_host = v3
+    o.rebalance_timeout_ms = v4
+    o.topology_epoch = v5
+    o.process_id = v6
+    o.user_endpoint = v7
+    o.client_tags = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupMemberMetadataValue_v0(out, o):
@@ -489,3 +509,24 @@ StreamsGroupMemberMetadataValue.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupMemberMetadataValue.LATEST_VERSION_UNSTABLE = False
 StreamsGroupMemberMetadataValue._decoders = {0: _d_StreamsGroupMemberMetadataValue_v0}
 StreamsGroupMemberMetadataValue._encoders = {0: _e_StreamsGroupMemberMetadataValue_v0}
+
+
+_CTYPES = (
+    'StreamsGroupMemberMetadataValue_Endpoint',
+    'StreamsGroupMemberMetadataValue_KeyValue',
+    'StreamsGroupMemberMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 0, 0, 2),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0, 0, 2, 1, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None, -1,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 5, 1, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (2, 1, 9, 10, 0, 3, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 10, 6, 1, 0, 0, 13, 7, 2, 0, 0, 14, 8, 1, 13, 1, 0),
+)
+_CENTRIES = {
+    'StreamsGroupMemberMetadataValue': (0, (2,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupMetadataValue', 'StreamsGroupMetadataValue_LastAssignmentConfig']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -137,7 +138,11 @@ def _d_StreamsGroupMetadataValue_LastAssignmentConfig_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupMetadataValue_LastAssignmentConfig(v0, v1, u), pos
+    o = _new(StreamsGroupMetadataValue_LastAssignmentConfig)
+    o.key = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupMetadataValue_LastAssignmentConfig_v0(out, o):
@@ -259,7 +264,15 @@ def _d_StreamsGroupMetadataValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupMetadataValue(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(StreamsGroupMetadataValue)
+    o.epoch = v0
+    o.metadata_hash = v1
+    o.validated_topology_epoch = v2
+    o.last_assignment_configs = v3
+    o.stored_description_topology_epoch = v4
+    o.failed_description_topology_epoch = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupMetadataValue_v0(out, o):
@@ -321,3 +334,21 @@ StreamsGroupMetadataValue.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupMetadataValue.LATEST_VERSION_UNSTABLE = False
 StreamsGroupMetadataValue._decoders = {0: _d_StreamsGroupMetadataValue_v0}
 StreamsGroupMetadataValue._encoders = {0: _e_StreamsGroupMetadataValue_v0}
+
+
+_CTYPES = (
+    'StreamsGroupMetadataValue_LastAssignmentConfig',
+    'StreamsGroupMetadataValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 0, 2, 0, 3, 0, 1, 0, 3, 0, 3, 0, 1),
+)
+_CCONSTS = ('', None, 0, -1,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 4, 0, 3, 2, 0, 0, 0, 1, 14, 3, 3, 13, 0, 2, 3, 4, 0, 0, 0, 3, 3, 5, 0, 0, 0),
+)
+_CENTRIES = {
+    'StreamsGroupMetadataValue': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupTargetAssignmentMemberValue', 'StreamsGroupTargetAssignmentMemberValue_TaskIds']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -126,7 +127,11 @@ def _d_StreamsGroupTargetAssignmentMemberValue_TaskIds_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTargetAssignmentMemberValue_TaskIds(v0, v1, u), pos
+    o = _new(StreamsGroupTargetAssignmentMemberValue_TaskIds)
+    o.subtopology_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTargetAssignmentMemberValue_TaskIds_v0(out, o):
@@ -228,7 +233,12 @@ def _d_StreamsGroupTargetAssignmentMemberValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTargetAssignmentMemberValue(v0, v1, v2, u), pos
+    o = _new(StreamsGroupTargetAssignmentMemberValue)
+    o.active_tasks = v0
+    o.standby_tasks = v1
+    o.warmup_tasks = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTargetAssignmentMemberValue_v0(out, o):
@@ -290,3 +300,21 @@ StreamsGroupTargetAssignmentMemberValue.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupTargetAssignmentMemberValue.LATEST_VERSION_UNSTABLE = False
 StreamsGroupTargetAssignmentMemberValue._decoders = {0: _d_StreamsGroupTargetAssignmentMemberValue_v0}
 StreamsGroupTargetAssignmentMemberValue._encoders = {0: _e_StreamsGroupTargetAssignmentMemberValue_v0}
+
+
+_CTYPES = (
+    'StreamsGroupTargetAssignmentMemberValue_TaskIds',
+    'StreamsGroupTargetAssignmentMemberValue',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 3, 14, 0, 1, 13, 0, 14, 1, 1, 13, 0, 14, 2, 1, 13, 0, 0),
+)
+_CENTRIES = {
+    'StreamsGroupTargetAssignmentMemberValue': (0, (1,)),
+}

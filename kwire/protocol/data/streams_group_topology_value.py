@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupTopologyValue', 'StreamsGroupTopologyValue_TopicConfig', 'StreamsGroupTopologyValue_TopicInfo', 'StreamsGroupTopologyValue_CopartitionGroup', 'StreamsGroupTopologyValue_Subtopology']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -196,7 +197,11 @@ def _d_StreamsGroupTopologyValue_TopicConfig_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyValue_TopicConfig(v0, v1, u), pos
+    o = _new(StreamsGroupTopologyValue_TopicConfig)
+    o.key = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyValue_TopicConfig_v0(out, o):
@@ -286,7 +291,13 @@ def _d_StreamsGroupTopologyValue_TopicInfo_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyValue_TopicInfo(v0, v1, v2, v3, u), pos
+    o = _new(StreamsGroupTopologyValue_TopicInfo)
+    o.name = v0
+    o.partitions = v1
+    o.replication_factor = v2
+    o.topic_configs = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyValue_TopicInfo_v0(out, o):
@@ -385,7 +396,12 @@ def _d_StreamsGroupTopologyValue_CopartitionGroup_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyValue_CopartitionGroup(v0, v1, v2, u), pos
+    o = _new(StreamsGroupTopologyValue_CopartitionGroup)
+    o.source_topics = v0
+    o.source_topic_regex = v1
+    o.repartition_source_topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyValue_CopartitionGroup_v0(out, o):
@@ -556,7 +572,16 @@ def _d_StreamsGroupTopologyValue_Subtopology_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyValue_Subtopology(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(StreamsGroupTopologyValue_Subtopology)
+    o.subtopology_id = v0
+    o.source_topics = v1
+    o.source_topic_regex = v2
+    o.state_changelog_topics = v3
+    o.repartition_sink_topics = v4
+    o.repartition_source_topics = v5
+    o.copartition_groups = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyValue_Subtopology_v0(out, o):
@@ -692,7 +717,11 @@ def _d_StreamsGroupTopologyValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyValue(v0, v1, u), pos
+    o = _new(StreamsGroupTopologyValue)
+    o.epoch = v0
+    o.subtopologies = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyValue_v0(out, o):
@@ -732,3 +761,30 @@ StreamsGroupTopologyValue.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupTopologyValue.LATEST_VERSION_UNSTABLE = False
 StreamsGroupTopologyValue._decoders = {0: _d_StreamsGroupTopologyValue_v0}
 StreamsGroupTopologyValue._encoders = {0: _e_StreamsGroupTopologyValue_v0}
+
+
+_CTYPES = (
+    'StreamsGroupTopologyValue_TopicConfig',
+    'StreamsGroupTopologyValue_TopicInfo',
+    'StreamsGroupTopologyValue_CopartitionGroup',
+    'StreamsGroupTopologyValue_Subtopology',
+    'StreamsGroupTopologyValue',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 2, 0, 2, 1, 0, 0, 1),
+    (1, 0, 1, 0, 1, 0, 0, 1),
+    (0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (1, 1, 4, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 2, 2, 0, 0, 0, 14, 3, 1, 13, 0, 0),
+    (2, 1, 3, 14, 0, 1, 2, 0, 14, 1, 1, 2, 0, 14, 2, 1, 2, 0, 0),
+    (3, 1, 7, 10, 0, 1, 0, 0, 14, 1, 1, 10, 0, 14, 2, 1, 10, 0, 14, 3, 1, 13, 1, 14, 4, 1, 10, 0, 14, 5, 1, 13, 1, 14, 6, 1, 13, 2, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 3, 0),
+)
+_CENTRIES = {
+    'StreamsGroupTopologyValue': (0, (4,)),
+}

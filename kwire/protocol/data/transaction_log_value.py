@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['TransactionLogValue', 'TransactionLogValue_PartitionsSchema']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -136,7 +137,11 @@ def _d_TransactionLogValue_PartitionsSchema_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TransactionLogValue_PartitionsSchema(v0, v1, None), pos
+    o = _new(TransactionLogValue_PartitionsSchema)
+    o.topic = v0
+    o.partition_ids = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TransactionLogValue_PartitionsSchema_v0(out, o):
@@ -196,7 +201,20 @@ def _d_TransactionLogValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TransactionLogValue(v0, -1, -1, v3, -1, v5, v6, v7, v8, v9, 0, None), pos
+    o = _new(TransactionLogValue)
+    o.producer_id = v0
+    o.previous_producer_id = -1
+    o.next_producer_id = -1
+    o.producer_epoch = v3
+    o.next_producer_epoch = -1
+    o.transaction_timeout_ms = v5
+    o.transaction_status = v6
+    o.transaction_partitions = v7
+    o.transaction_last_update_timestamp_ms = v8
+    o.transaction_start_timestamp_ms = v9
+    o.client_transaction_version = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TransactionLogValue_v0(out, o):
@@ -274,7 +292,11 @@ def _d_TransactionLogValue_PartitionsSchema_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TransactionLogValue_PartitionsSchema(v0, v1, u), pos
+    o = _new(TransactionLogValue_PartitionsSchema)
+    o.topic = v0
+    o.partition_ids = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TransactionLogValue_PartitionsSchema_v1(out, o):
@@ -401,7 +423,20 @@ def _d_TransactionLogValue_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TransactionLogValue(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
+    o = _new(TransactionLogValue)
+    o.producer_id = v0
+    o.previous_producer_id = v1
+    o.next_producer_id = v2
+    o.producer_epoch = v3
+    o.next_producer_epoch = v4
+    o.transaction_timeout_ms = v5
+    o.transaction_status = v6
+    o.transaction_partitions = v7
+    o.transaction_last_update_timestamp_ms = v8
+    o.transaction_start_timestamp_ms = v9
+    o.client_transaction_version = v10
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TransactionLogValue_v1(out, o):
@@ -468,3 +503,23 @@ TransactionLogValue.FLEXIBLE_VERSIONS = (1, 32767)
 TransactionLogValue.LATEST_VERSION_UNSTABLE = False
 TransactionLogValue._decoders = {0: _d_TransactionLogValue_v0, 1: _d_TransactionLogValue_v1}
 TransactionLogValue._encoders = {0: _e_TransactionLogValue_v0, 1: _e_TransactionLogValue_v1}
+
+
+_CTYPES = (
+    'TransactionLogValue_PartitionsSchema',
+    'TransactionLogValue',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 3, 0, 3, 0, 2, 0, 3, 0, 2, 0, 2, 1, 0, 0, 2, 0, 2, 0, 2, 0, 1),
+)
+_CCONSTS = ('', None, 0, -1,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 7, 4, 0, 0, 0, 0, 2, 3, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 14, 7, 2, 13, 0, 4, 8, 0, 0, 0, 4, 9, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 7, 4, 0, 0, 0, 0, 2, 3, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 14, 7, 3, 13, 2, 4, 8, 0, 0, 0, 4, 9, 0, 0, 0, 4, 0, 4, 1, 0, 0, 0, 1, 4, 2, 0, 0, 0, 2, 2, 10, 0, 0, 0, 3, 2, 4, 0, 0, 0),
+)
+_CENTRIES = {
+    'TransactionLogValue': (0, (1, 3)),
+}

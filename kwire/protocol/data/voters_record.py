@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['VotersRecord', 'VotersRecord_Endpoint', 'VotersRecord_KRaftVersionFeature', 'VotersRecord_Voter']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -174,7 +175,12 @@ def _d_VotersRecord_Endpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VotersRecord_Endpoint(v0, v1, v2, u), pos
+    o = _new(VotersRecord_Endpoint)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VotersRecord_Endpoint_v0(out, o):
@@ -237,7 +243,11 @@ def _d_VotersRecord_KRaftVersionFeature_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VotersRecord_KRaftVersionFeature(v0, v1, u), pos
+    o = _new(VotersRecord_KRaftVersionFeature)
+    o.min_supported_version = v0
+    o.max_supported_version = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VotersRecord_KRaftVersionFeature_v0(out, o):
@@ -294,7 +304,13 @@ def _d_VotersRecord_Voter_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VotersRecord_Voter(v0, v1, v2, v3, u), pos
+    o = _new(VotersRecord_Voter)
+    o.voter_id = v0
+    o.voter_directory_id = v1
+    o.endpoints = v2
+    o.k_raft_version_feature = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VotersRecord_Voter_v0(out, o):
@@ -363,7 +379,11 @@ def _d_VotersRecord_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VotersRecord(v0, v1, u), pos
+    o = _new(VotersRecord)
+    o.version = v0
+    o.voters = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VotersRecord_v0(out, o):
@@ -403,3 +423,27 @@ VotersRecord.FLEXIBLE_VERSIONS = (0, 32767)
 VotersRecord.LATEST_VERSION_UNSTABLE = False
 VotersRecord._decoders = {0: _d_VotersRecord_v0}
 VotersRecord._encoders = {0: _e_VotersRecord_v0}
+
+
+_CTYPES = (
+    'VotersRecord_Endpoint',
+    'VotersRecord_KRaftVersionFeature',
+    'VotersRecord_Voter',
+    'VotersRecord',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2),
+    (0, 1, 0, 1, 0, 2),
+    (0, 1, 0, 3, 1, 0, 2, 1, 0, 2),
+    (0, 1, 1, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None, _ZERO_UUID,)
+_CPROGS = (
+    (0, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (1, 1, 2, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (2, 1, 4, 3, 0, 0, 0, 0, 9, 1, 0, 0, 0, 14, 2, 1, 13, 0, 13, 3, 0, 0, 1, 0),
+    (3, 1, 2, 2, 0, 0, 0, 0, 14, 1, 1, 13, 2, 0),
+)
+_CENTRIES = {
+    'VotersRecord': (0, (3,)),
+}

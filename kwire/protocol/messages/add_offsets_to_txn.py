@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -122,7 +123,13 @@ def _d_AddOffsetsToTxnRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddOffsetsToTxnRequest(v0, v1, v2, v3, None), pos
+    o = _new(AddOffsetsToTxnRequest)
+    o.transactional_id = v0
+    o.producer_id = v1
+    o.producer_epoch = v2
+    o.group_id = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddOffsetsToTxnRequest_v0(out, o):
@@ -264,7 +271,13 @@ def _d_AddOffsetsToTxnRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddOffsetsToTxnRequest(v0, v1, v2, v3, u), pos
+    o = _new(AddOffsetsToTxnRequest)
+    o.transactional_id = v0
+    o.producer_id = v1
+    o.producer_epoch = v2
+    o.group_id = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddOffsetsToTxnRequest_v3(out, o):
@@ -321,7 +334,11 @@ def _d_AddOffsetsToTxnResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddOffsetsToTxnResponse(v0, v1, None), pos
+    o = _new(AddOffsetsToTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddOffsetsToTxnResponse_v0(out, o):
@@ -387,7 +404,11 @@ def _d_AddOffsetsToTxnResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddOffsetsToTxnResponse(v0, v1, u), pos
+    o = _new(AddOffsetsToTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddOffsetsToTxnResponse_v3(out, o):
@@ -422,3 +443,24 @@ AddOffsetsToTxnResponse.FLEXIBLE_VERSIONS = (3, 32767)
 AddOffsetsToTxnResponse.LATEST_VERSION_UNSTABLE = False
 AddOffsetsToTxnResponse._decoders = {0: _d_AddOffsetsToTxnResponse_v0, 1: _d_AddOffsetsToTxnResponse_v0, 2: _d_AddOffsetsToTxnResponse_v0, 3: _d_AddOffsetsToTxnResponse_v3, 4: _d_AddOffsetsToTxnResponse_v3}
 AddOffsetsToTxnResponse._encoders = {0: _e_AddOffsetsToTxnResponse_v0, 1: _e_AddOffsetsToTxnResponse_v1, 2: _e_AddOffsetsToTxnResponse_v2, 3: _e_AddOffsetsToTxnResponse_v3, 4: _e_AddOffsetsToTxnResponse_v3}
+
+
+_CTYPES = (
+    'AddOffsetsToTxnRequest',
+    'AddOffsetsToTxnResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 1, 0, 0, 0, 2),
+    (0, 1, 0, 1, 0, 2),
+)
+_CCONSTS = ('', 0, None,)
+_CPROGS = (
+    (0, 0, 4, 10, 0, 0, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 0, 0, 0, 0),
+    (0, 1, 4, 10, 0, 1, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 1, 0, 0, 0),
+    (1, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'AddOffsetsToTxnRequest': (0, (0, 0, 0, 1, 1)),
+    'AddOffsetsToTxnResponse': (0, (2, 2, 2, 3, 3)),
+}

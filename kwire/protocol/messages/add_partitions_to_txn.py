@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AddPartitionsToTxnRequest', 'AddPartitionsToTxnRequest_AddPartitionsToTxnTopic', 'AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction', 'AddPartitionsToTxnResponse', 'AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult', 'AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult', 'AddPartitionsToTxnResponse_AddPartitionsToTxnResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -217,7 +218,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(v0, v1, None), pos
+    o = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(out, o):
@@ -258,7 +263,14 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction('', 0, 0, False, [], None), pos
+    o = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+    o.transactional_id = ''
+    o.producer_id = 0
+    o.producer_epoch = 0
+    o.verify_only = False
+    o.topics = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0(out, o):
@@ -319,7 +331,14 @@ def _d_AddPartitionsToTxnRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest([], v1, v2, v3, v4, None), pos
+    o = _new(AddPartitionsToTxnRequest)
+    o.transactions = []
+    o.v3_and_below_transactional_id = v1
+    o.v3_and_below_producer_id = v2
+    o.v3_and_below_producer_epoch = v3
+    o.v3_and_below_topics = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_v0(out, o):
@@ -565,7 +584,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(v0, v1, u), pos
+    o = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(out, o):
@@ -622,7 +645,14 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction('', 0, 0, False, [], u), pos
+    o = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+    o.transactional_id = ''
+    o.producer_id = 0
+    o.producer_epoch = 0
+    o.verify_only = False
+    o.topics = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(out, o):
@@ -698,7 +728,14 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest([], v1, v2, v3, v4, u), pos
+    o = _new(AddPartitionsToTxnRequest)
+    o.transactions = []
+    o.v3_and_below_transactional_id = v1
+    o.v3_and_below_producer_id = v2
+    o.v3_and_below_producer_epoch = v3
+    o.v3_and_below_topics = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_v3(out, o):
@@ -792,7 +829,14 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(v0, v1, v2, v3, v4, u), pos
+    o = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+    o.transactional_id = v0
+    o.producer_id = v1
+    o.producer_epoch = v2
+    o.verify_only = v3
+    o.topics = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(out, o):
@@ -867,7 +911,14 @@ def _d_AddPartitionsToTxnRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnRequest(v0, '', 0, 0, [], u), pos
+    o = _new(AddPartitionsToTxnRequest)
+    o.transactions = v0
+    o.v3_and_below_transactional_id = ''
+    o.v3_and_below_producer_id = 0
+    o.v3_and_below_producer_epoch = 0
+    o.v3_and_below_topics = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnRequest_v4(out, o):
@@ -954,7 +1005,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf, pos)
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(v0, v1, None), pos
+    o = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+    o.partition_index = v0
+    o.partition_error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(out, o):
@@ -1004,7 +1059,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(v0, v1, None), pos
+    o = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+    o.name = v0
+    o.results_by_partition = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(out, o):
@@ -1046,7 +1105,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse_AddPartitionsToTxnResult('', [], None), pos
+    o = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
+    o.transactional_id = ''
+    o.topic_results = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(out, o):
@@ -1090,7 +1153,13 @@ def _d_AddPartitionsToTxnResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse(v0, 0, [], v3, None), pos
+    o = _new(AddPartitionsToTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.results_by_transaction = []
+    o.results_by_topic_v3_and_below = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_v0(out, o):
@@ -1308,7 +1377,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf, pos)
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(v0, v1, u), pos
+    o = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+    o.partition_index = v0
+    o.partition_error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(out, o):
@@ -1373,7 +1446,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(v0, v1, u), pos
+    o = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+    o.name = v0
+    o.results_by_partition = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(out, o):
@@ -1431,7 +1508,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse_AddPartitionsToTxnResult('', [], u), pos
+    o = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
+    o.transactional_id = ''
+    o.topic_results = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(out, o):
@@ -1487,7 +1568,13 @@ def _d_AddPartitionsToTxnResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse(v0, 0, [], v3, u), pos
+    o = _new(AddPartitionsToTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.results_by_transaction = []
+    o.results_by_topic_v3_and_below = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_v3(out, o):
@@ -1566,7 +1653,11 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse_AddPartitionsToTxnResult(v0, v1, u), pos
+    o = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
+    o.transactional_id = v0
+    o.topic_results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(out, o):
@@ -1642,7 +1733,13 @@ def _d_AddPartitionsToTxnResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddPartitionsToTxnResponse(v0, v1, v2, [], u), pos
+    o = _new(AddPartitionsToTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.results_by_transaction = v2
+    o.results_by_topic_v3_and_below = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddPartitionsToTxnResponse_v4(out, o):
@@ -1723,3 +1820,48 @@ AddPartitionsToTxnResponse.FLEXIBLE_VERSIONS = (3, 32767)
 AddPartitionsToTxnResponse.LATEST_VERSION_UNSTABLE = False
 AddPartitionsToTxnResponse._decoders = {0: _d_AddPartitionsToTxnResponse_v0, 1: _d_AddPartitionsToTxnResponse_v0, 2: _d_AddPartitionsToTxnResponse_v0, 3: _d_AddPartitionsToTxnResponse_v3, 4: _d_AddPartitionsToTxnResponse_v4, 5: _d_AddPartitionsToTxnResponse_v4}
 AddPartitionsToTxnResponse._encoders = {0: _e_AddPartitionsToTxnResponse_v0, 1: _e_AddPartitionsToTxnResponse_v1, 2: _e_AddPartitionsToTxnResponse_v2, 3: _e_AddPartitionsToTxnResponse_v3, 4: _e_AddPartitionsToTxnResponse_v4, 5: _e_AddPartitionsToTxnResponse_v5}
+
+
+_CTYPES = (
+    'AddPartitionsToTxnRequest_AddPartitionsToTxnTopic',
+    'AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction',
+    'AddPartitionsToTxnRequest',
+    'AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult',
+    'AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult',
+    'AddPartitionsToTxnResponse_AddPartitionsToTxnResult',
+    'AddPartitionsToTxnResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 2, 0, 2, 0, 3, 1, 0, 0, 1),
+    (1, 0, 0, 0, 0, 2, 0, 2, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0, False,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 0, 0),
+    (2, 0, 4, 10, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 14, 4, 0, 13, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 0, 0),
+    (2, 1, 4, 10, 1, 1, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 14, 4, 1, 13, 3, 0),
+    (1, 1, 5, 10, 0, 1, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 1, 13, 3, 0),
+    (2, 1, 1, 14, 0, 1, 13, 6, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 8, 0),
+    (5, 0, 0, 0),
+    (6, 0, 2, 3, 0, 0, 0, 0, 14, 3, 0, 13, 9, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 12, 0),
+    (5, 1, 0, 0),
+    (6, 1, 2, 3, 0, 0, 0, 0, 14, 3, 1, 13, 13, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 13, 0),
+    (6, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 16, 0),
+)
+_CENTRIES = {
+    'AddPartitionsToTxnRequest': (0, (2, 2, 2, 5, 7, 7)),
+    'AddPartitionsToTxnResponse': (0, (11, 11, 11, 15, 17, 17)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AddRaftVoterRequest', 'AddRaftVoterRequest_Listener', 'AddRaftVoterResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -161,7 +162,12 @@ def _d_AddRaftVoterRequest_Listener_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddRaftVoterRequest_Listener(v0, v1, v2, u), pos
+    o = _new(AddRaftVoterRequest_Listener)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddRaftVoterRequest_Listener_v0(out, o):
@@ -256,7 +262,15 @@ def _d_AddRaftVoterRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddRaftVoterRequest(v0, v1, v2, v3, v4, True, u), pos
+    o = _new(AddRaftVoterRequest)
+    o.cluster_id = v0
+    o.timeout_ms = v1
+    o.voter_id = v2
+    o.voter_directory_id = v3
+    o.listeners = v4
+    o.ack_when_committed = True
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddRaftVoterRequest_v0(out, o):
@@ -356,7 +370,15 @@ def _d_AddRaftVoterRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddRaftVoterRequest(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(AddRaftVoterRequest)
+    o.cluster_id = v0
+    o.timeout_ms = v1
+    o.voter_id = v2
+    o.voter_directory_id = v3
+    o.listeners = v4
+    o.ack_when_committed = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddRaftVoterRequest_v1(out, o):
@@ -437,7 +459,12 @@ def _d_AddRaftVoterResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AddRaftVoterResponse(v0, v1, v2, u), pos
+    o = _new(AddRaftVoterResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AddRaftVoterResponse_v0(out, o):
@@ -484,3 +511,26 @@ AddRaftVoterResponse.FLEXIBLE_VERSIONS = (0, 32767)
 AddRaftVoterResponse.LATEST_VERSION_UNSTABLE = False
 AddRaftVoterResponse._decoders = {0: _d_AddRaftVoterResponse_v0, 1: _d_AddRaftVoterResponse_v0}
 AddRaftVoterResponse._encoders = {0: _e_AddRaftVoterResponse_v0, 1: _e_AddRaftVoterResponse_v0}
+
+
+_CTYPES = (
+    'AddRaftVoterRequest_Listener',
+    'AddRaftVoterRequest',
+    'AddRaftVoterResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 1, 0, 1, 0, 3, 1, 0, 0, 4, 0, 2),
+    (0, 1, 0, 1, 0, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None, _ZERO_UUID, True,)
+_CPROGS = (
+    (0, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (1, 1, 5, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 9, 3, 0, 0, 0, 14, 4, 1, 13, 0, 0),
+    (1, 1, 6, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 9, 3, 0, 0, 0, 14, 4, 1, 13, 0, 8, 5, 0, 0, 0, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+)
+_CENTRIES = {
+    'AddRaftVoterRequest': (0, (1, 2)),
+    'AddRaftVoterResponse': (0, (3, 3)),
+}

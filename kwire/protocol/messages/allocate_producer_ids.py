@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AllocateProducerIdsRequest', 'AllocateProducerIdsResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -106,7 +107,11 @@ def _d_AllocateProducerIdsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AllocateProducerIdsRequest(v0, v1, u), pos
+    o = _new(AllocateProducerIdsRequest)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AllocateProducerIdsRequest_v0(out, o):
@@ -145,7 +150,13 @@ def _d_AllocateProducerIdsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AllocateProducerIdsResponse(v0, v1, v2, v3, u), pos
+    o = _new(AllocateProducerIdsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.producer_id_start = v2
+    o.producer_id_len = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AllocateProducerIdsResponse_v0(out, o):
@@ -180,3 +191,22 @@ AllocateProducerIdsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 AllocateProducerIdsResponse.LATEST_VERSION_UNSTABLE = False
 AllocateProducerIdsResponse._decoders = {0: _d_AllocateProducerIdsResponse_v0}
 AllocateProducerIdsResponse._encoders = {0: _e_AllocateProducerIdsResponse_v0}
+
+
+_CTYPES = (
+    'AllocateProducerIdsRequest',
+    'AllocateProducerIdsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 2),
+)
+_CCONSTS = (0, -1, None,)
+_CPROGS = (
+    (0, 1, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 3, 3, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'AllocateProducerIdsRequest': (0, (0,)),
+    'AllocateProducerIdsResponse': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasRequest_EntityData', 'AlterClientQuotasRequest_OpData', 'AlterClientQuotasRequest_EntryData', 'AlterClientQuotasResponse', 'AlterClientQuotasResponse_EntityData', 'AlterClientQuotasResponse_EntryData']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -208,7 +209,11 @@ def _d_AlterClientQuotasRequest_EntityData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest_EntityData(v0, v1, None), pos
+    o = _new(AlterClientQuotasRequest_EntityData)
+    o.entity_type = v0
+    o.entity_name = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_EntityData_v0(out, o):
@@ -263,7 +268,12 @@ def _d_AlterClientQuotasRequest_OpData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest_OpData(v0, v1, v2, None), pos
+    o = _new(AlterClientQuotasRequest_OpData)
+    o.key = v0
+    o.value = v1
+    o.remove = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_OpData_v0(out, o):
@@ -322,7 +332,11 @@ def _d_AlterClientQuotasRequest_EntryData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest_EntryData(v0, v1, None), pos
+    o = _new(AlterClientQuotasRequest_EntryData)
+    o.entity = v0
+    o.ops = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_EntryData_v0(out, o):
@@ -378,7 +392,11 @@ def _d_AlterClientQuotasRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest(v0, v1, None), pos
+    o = _new(AlterClientQuotasRequest)
+    o.entries = v0
+    o.validate_only = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_v0(out, o):
@@ -449,7 +467,11 @@ def _d_AlterClientQuotasRequest_EntityData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest_EntityData(v0, v1, u), pos
+    o = _new(AlterClientQuotasRequest_EntityData)
+    o.entity_type = v0
+    o.entity_name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_EntityData_v1(out, o):
@@ -524,7 +546,12 @@ def _d_AlterClientQuotasRequest_OpData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest_OpData(v0, v1, v2, u), pos
+    o = _new(AlterClientQuotasRequest_OpData)
+    o.key = v0
+    o.value = v1
+    o.remove = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_OpData_v1(out, o):
@@ -602,7 +629,11 @@ def _d_AlterClientQuotasRequest_EntryData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest_EntryData(v0, v1, u), pos
+    o = _new(AlterClientQuotasRequest_EntryData)
+    o.entity = v0
+    o.ops = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_EntryData_v1(out, o):
@@ -678,7 +709,11 @@ def _d_AlterClientQuotasRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasRequest(v0, v1, u), pos
+    o = _new(AlterClientQuotasRequest)
+    o.entries = v0
+    o.validate_only = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterClientQuotasRequest_v1(out, o):
@@ -744,7 +779,11 @@ def _d_AlterClientQuotasResponse_EntityData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasResponse_EntityData(v0, v1, None), pos
+    o = _new(AlterClientQuotasResponse_EntityData)
+    o.entity_type = v0
+    o.entity_name = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterClientQuotasResponse_EntityData_v0(out, o):
@@ -813,7 +852,12 @@ def _d_AlterClientQuotasResponse_EntryData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasResponse_EntryData(v0, v1, v2, None), pos
+    o = _new(AlterClientQuotasResponse_EntryData)
+    o.error_code = v0
+    o.error_message = v1
+    o.entity = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterClientQuotasResponse_EntryData_v0(out, o):
@@ -871,7 +915,11 @@ def _d_AlterClientQuotasResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasResponse(v0, v1, None), pos
+    o = _new(AlterClientQuotasResponse)
+    o.throttle_time_ms = v0
+    o.entries = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterClientQuotasResponse_v0(out, o):
@@ -942,7 +990,11 @@ def _d_AlterClientQuotasResponse_EntityData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasResponse_EntityData(v0, v1, u), pos
+    o = _new(AlterClientQuotasResponse_EntityData)
+    o.entity_type = v0
+    o.entity_name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterClientQuotasResponse_EntityData_v1(out, o):
@@ -1034,7 +1086,12 @@ def _d_AlterClientQuotasResponse_EntryData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasResponse_EntryData(v0, v1, v2, u), pos
+    o = _new(AlterClientQuotasResponse_EntryData)
+    o.error_code = v0
+    o.error_message = v1
+    o.entity = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterClientQuotasResponse_EntryData_v1(out, o):
@@ -1112,7 +1169,11 @@ def _d_AlterClientQuotasResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterClientQuotasResponse(v0, v1, u), pos
+    o = _new(AlterClientQuotasResponse)
+    o.throttle_time_ms = v0
+    o.entries = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterClientQuotasResponse_v1(out, o):
@@ -1159,3 +1220,44 @@ AlterClientQuotasResponse.FLEXIBLE_VERSIONS = (1, 32767)
 AlterClientQuotasResponse.LATEST_VERSION_UNSTABLE = False
 AlterClientQuotasResponse._decoders = {0: _d_AlterClientQuotasResponse_v0, 1: _d_AlterClientQuotasResponse_v1}
 AlterClientQuotasResponse._encoders = {0: _e_AlterClientQuotasResponse_v0, 1: _e_AlterClientQuotasResponse_v1}
+
+
+_CTYPES = (
+    'AlterClientQuotasRequest_EntityData',
+    'AlterClientQuotasRequest_OpData',
+    'AlterClientQuotasRequest_EntryData',
+    'AlterClientQuotasRequest',
+    'AlterClientQuotasResponse_EntityData',
+    'AlterClientQuotasResponse_EntryData',
+    'AlterClientQuotasResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 2, 0, 3, 0, 1),
+    (1, 0, 1, 0, 0, 1),
+    (1, 0, 0, 3, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 4, 0, 0, 1, 0, 0, 1),
+    (0, 4, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0.0, False, 0,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (1, 0, 3, 10, 0, 0, 0, 0, 7, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (2, 0, 2, 14, 0, 0, 13, 0, 14, 1, 0, 13, 1, 0),
+    (3, 0, 2, 14, 0, 0, 13, 2, 8, 1, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 0),
+    (1, 1, 3, 10, 0, 1, 0, 0, 7, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (2, 1, 2, 14, 0, 1, 13, 4, 14, 1, 1, 13, 5, 0),
+    (3, 1, 2, 14, 0, 1, 13, 6, 8, 1, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (5, 0, 3, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 14, 2, 0, 13, 8, 0),
+    (6, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 9, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 0),
+    (5, 1, 3, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 14, 2, 1, 13, 11, 0),
+    (6, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 12, 0),
+)
+_CENTRIES = {
+    'AlterClientQuotasRequest': (0, (3, 7)),
+    'AlterClientQuotasResponse': (0, (10, 13)),
+}

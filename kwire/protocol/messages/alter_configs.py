@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AlterConfigsRequest', 'AlterConfigsRequest_AlterableConfig', 'AlterConfigsRequest_AlterConfigsResource', 'AlterConfigsResponse', 'AlterConfigsResponse_AlterConfigsResourceResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -176,7 +177,11 @@ def _d_AlterConfigsRequest_AlterableConfig_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsRequest_AlterableConfig(v0, v1, None), pos
+    o = _new(AlterConfigsRequest_AlterableConfig)
+    o.name = v0
+    o.value = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterConfigsRequest_AlterableConfig_v0(out, o):
@@ -243,7 +248,12 @@ def _d_AlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsRequest_AlterConfigsResource(v0, v1, v2, None), pos
+    o = _new(AlterConfigsRequest_AlterConfigsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.configs = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterConfigsRequest_AlterConfigsResource_v0(out, o):
@@ -301,7 +311,11 @@ def _d_AlterConfigsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsRequest(v0, v1, None), pos
+    o = _new(AlterConfigsRequest)
+    o.resources = v0
+    o.validate_only = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterConfigsRequest_v0(out, o):
@@ -455,7 +469,11 @@ def _d_AlterConfigsRequest_AlterableConfig_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsRequest_AlterableConfig(v0, v1, u), pos
+    o = _new(AlterConfigsRequest_AlterableConfig)
+    o.name = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterConfigsRequest_AlterableConfig_v2(out, o):
@@ -545,7 +563,12 @@ def _d_AlterConfigsRequest_AlterConfigsResource_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsRequest_AlterConfigsResource(v0, v1, v2, u), pos
+    o = _new(AlterConfigsRequest_AlterConfigsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.configs = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterConfigsRequest_AlterConfigsResource_v2(out, o):
@@ -623,7 +646,11 @@ def _d_AlterConfigsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsRequest(v0, v1, u), pos
+    o = _new(AlterConfigsRequest)
+    o.resources = v0
+    o.validate_only = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterConfigsRequest_v2(out, o):
@@ -695,7 +722,13 @@ def _d_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, None), pos
+    o = _new(AlterConfigsResponse_AlterConfigsResourceResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v0(out, o):
@@ -755,7 +788,11 @@ def _d_AlterConfigsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsResponse(v0, v1, None), pos
+    o = _new(AlterConfigsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterConfigsResponse_v0(out, o):
@@ -888,7 +925,13 @@ def _d_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, u), pos
+    o = _new(AlterConfigsResponse_AlterConfigsResourceResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v2(out, o):
@@ -968,7 +1011,11 @@ def _d_AlterConfigsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterConfigsResponse(v0, v1, u), pos
+    o = _new(AlterConfigsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterConfigsResponse_v2(out, o):
@@ -1015,3 +1062,36 @@ AlterConfigsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 AlterConfigsResponse.LATEST_VERSION_UNSTABLE = False
 AlterConfigsResponse._decoders = {0: _d_AlterConfigsResponse_v0, 1: _d_AlterConfigsResponse_v0, 2: _d_AlterConfigsResponse_v2}
 AlterConfigsResponse._encoders = {0: _e_AlterConfigsResponse_v0, 1: _e_AlterConfigsResponse_v1, 2: _e_AlterConfigsResponse_v2}
+
+
+_CTYPES = (
+    'AlterConfigsRequest_AlterableConfig',
+    'AlterConfigsRequest_AlterConfigsResource',
+    'AlterConfigsRequest',
+    'AlterConfigsResponse_AlterConfigsResourceResponse',
+    'AlterConfigsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 3, 0, 1),
+    (0, 2, 0, 0, 0, 2, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0, False,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (1, 0, 3, 1, 0, 0, 0, 0, 10, 1, 0, 0, 0, 14, 2, 0, 13, 0, 0),
+    (2, 0, 2, 14, 0, 0, 13, 1, 8, 1, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 0),
+    (1, 1, 3, 1, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 13, 3, 0),
+    (2, 1, 2, 14, 0, 1, 13, 4, 8, 1, 0, 0, 0, 0),
+    (3, 0, 4, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 10, 3, 0, 0, 0, 0),
+    (4, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 6, 0),
+    (3, 1, 4, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 1, 2, 0, 0, 0, 10, 3, 1, 0, 0, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 8, 0),
+)
+_CENTRIES = {
+    'AlterConfigsRequest': (0, (2, 2, 5)),
+    'AlterConfigsResponse': (0, (7, 7, 9)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AlterPartitionRequest', 'AlterPartitionRequest_BrokerState', 'AlterPartitionRequest_PartitionData', 'AlterPartitionRequest_TopicData', 'AlterPartitionResponse', 'AlterPartitionResponse_PartitionData', 'AlterPartitionResponse_TopicData']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -210,7 +211,11 @@ def _d_AlterPartitionRequest_BrokerState_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest_BrokerState(0, -1, u), pos
+    o = _new(AlterPartitionRequest_BrokerState)
+    o.broker_id = 0
+    o.broker_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_BrokerState_v2(out, o):
@@ -267,7 +272,15 @@ def _d_AlterPartitionRequest_PartitionData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest_PartitionData(v0, v1, v2, [], v4, v5, u), pos
+    o = _new(AlterPartitionRequest_PartitionData)
+    o.partition_index = v0
+    o.leader_epoch = v1
+    o.new_isr = v2
+    o.new_isr_with_epochs = []
+    o.leader_recovery_state = v4
+    o.partition_epoch = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_PartitionData_v2(out, o):
@@ -337,7 +350,11 @@ def _d_AlterPartitionRequest_TopicData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest_TopicData(v0, v1, u), pos
+    o = _new(AlterPartitionRequest_TopicData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_TopicData_v2(out, o):
@@ -403,7 +420,12 @@ def _d_AlterPartitionRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest(v0, v1, v2, u), pos
+    o = _new(AlterPartitionRequest)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_v2(out, o):
@@ -454,7 +476,11 @@ def _d_AlterPartitionRequest_BrokerState_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest_BrokerState(v0, v1, u), pos
+    o = _new(AlterPartitionRequest_BrokerState)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_BrokerState_v3(out, o):
@@ -511,7 +537,15 @@ def _d_AlterPartitionRequest_PartitionData_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest_PartitionData(v0, v1, [], v3, v4, v5, u), pos
+    o = _new(AlterPartitionRequest_PartitionData)
+    o.partition_index = v0
+    o.leader_epoch = v1
+    o.new_isr = []
+    o.new_isr_with_epochs = v3
+    o.leader_recovery_state = v4
+    o.partition_epoch = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_PartitionData_v3(out, o):
@@ -582,7 +616,11 @@ def _d_AlterPartitionRequest_TopicData_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest_TopicData(v0, v1, u), pos
+    o = _new(AlterPartitionRequest_TopicData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_TopicData_v3(out, o):
@@ -648,7 +686,12 @@ def _d_AlterPartitionRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionRequest(v0, v1, v2, u), pos
+    o = _new(AlterPartitionRequest)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionRequest_v3(out, o):
@@ -715,7 +758,16 @@ def _d_AlterPartitionResponse_PartitionData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(AlterPartitionResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.isr = v4
+    o.leader_recovery_state = v5
+    o.partition_epoch = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionResponse_PartitionData_v2(out, o):
@@ -783,7 +835,11 @@ def _d_AlterPartitionResponse_TopicData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionResponse_TopicData(v0, v1, u), pos
+    o = _new(AlterPartitionResponse_TopicData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionResponse_TopicData_v2(out, o):
@@ -849,7 +905,12 @@ def _d_AlterPartitionResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionResponse(v0, v1, v2, u), pos
+    o = _new(AlterPartitionResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionResponse_v2(out, o):
@@ -896,3 +957,41 @@ AlterPartitionResponse.FLEXIBLE_VERSIONS = (0, 32767)
 AlterPartitionResponse.LATEST_VERSION_UNSTABLE = False
 AlterPartitionResponse._decoders = {2: _d_AlterPartitionResponse_v2, 3: _d_AlterPartitionResponse_v2}
 AlterPartitionResponse._encoders = {2: _e_AlterPartitionResponse_v2, 3: _e_AlterPartitionResponse_v2}
+
+
+_CTYPES = (
+    'AlterPartitionRequest_BrokerState',
+    'AlterPartitionRequest_PartitionData',
+    'AlterPartitionRequest_TopicData',
+    'AlterPartitionRequest',
+    'AlterPartitionResponse_PartitionData',
+    'AlterPartitionResponse_TopicData',
+    'AlterPartitionResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 0, 1, 1, 0, 0, 2),
+    (0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 0, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (0, -1, None, _ZERO_UUID,)
+_CPROGS = (
+    (0, 1, 0, 0),
+    (1, 1, 5, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 14, 2, 1, 3, 0, 1, 4, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 14, 2, 1, 13, 2, 0),
+    (0, 1, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (1, 1, 5, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 14, 3, 1, 13, 4, 1, 4, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 5, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 14, 2, 1, 13, 6, 0),
+    (4, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 3, 0, 1, 5, 0, 0, 0, 3, 6, 0, 0, 0, 0),
+    (5, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 8, 0),
+    (6, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 9, 0),
+)
+_CENTRIES = {
+    'AlterPartitionRequest': (2, (3, 7)),
+    'AlterPartitionResponse': (2, (10, 10)),
+}

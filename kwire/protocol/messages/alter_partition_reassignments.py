@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsRequest_ReassignablePartition', 'AlterPartitionReassignmentsRequest_ReassignableTopic', 'AlterPartitionReassignmentsResponse', 'AlterPartitionReassignmentsResponse_ReassignablePartitionResponse', 'AlterPartitionReassignmentsResponse_ReassignableTopicResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -197,7 +198,11 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsRequest_ReassignablePartition(v0, v1, u), pos
+    o = _new(AlterPartitionReassignmentsRequest_ReassignablePartition)
+    o.partition_index = v0
+    o.replicas = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(out, o):
@@ -273,7 +278,11 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsRequest_ReassignableTopic(v0, v1, u), pos
+    o = _new(AlterPartitionReassignmentsRequest_ReassignableTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(out, o):
@@ -349,7 +358,12 @@ def _d_AlterPartitionReassignmentsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsRequest(v0, True, v2, u), pos
+    o = _new(AlterPartitionReassignmentsRequest)
+    o.timeout_ms = v0
+    o.allow_replication_factor_change = True
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsRequest_v0(out, o):
@@ -417,7 +431,12 @@ def _d_AlterPartitionReassignmentsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsRequest(v0, v1, v2, u), pos
+    o = _new(AlterPartitionReassignmentsRequest)
+    o.timeout_ms = v0
+    o.allow_replication_factor_change = v1
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsRequest_v1(out, o):
@@ -484,7 +503,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf,
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(v0, v1, v2, u), pos
+    o = _new(AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(out, o):
@@ -561,7 +585,11 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsResponse_ReassignableTopicResponse(v0, v1, u), pos
+    o = _new(AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(out, o):
@@ -653,7 +681,14 @@ def _d_AlterPartitionReassignmentsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsResponse(v0, True, v2, v3, v4, u), pos
+    o = _new(AlterPartitionReassignmentsResponse)
+    o.throttle_time_ms = v0
+    o.allow_replication_factor_change = True
+    o.error_code = v2
+    o.error_message = v3
+    o.responses = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsResponse_v0(out, o):
@@ -747,7 +782,14 @@ def _d_AlterPartitionReassignmentsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterPartitionReassignmentsResponse(v0, v1, v2, v3, v4, u), pos
+    o = _new(AlterPartitionReassignmentsResponse)
+    o.throttle_time_ms = v0
+    o.allow_replication_factor_change = v1
+    o.error_code = v2
+    o.error_message = v3
+    o.responses = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterPartitionReassignmentsResponse_v1(out, o):
@@ -806,3 +848,36 @@ AlterPartitionReassignmentsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 AlterPartitionReassignmentsResponse.LATEST_VERSION_UNSTABLE = False
 AlterPartitionReassignmentsResponse._decoders = {0: _d_AlterPartitionReassignmentsResponse_v0, 1: _d_AlterPartitionReassignmentsResponse_v1}
 AlterPartitionReassignmentsResponse._encoders = {0: _e_AlterPartitionReassignmentsResponse_v0, 1: _e_AlterPartitionReassignmentsResponse_v1}
+
+
+_CTYPES = (
+    'AlterPartitionReassignmentsRequest_ReassignablePartition',
+    'AlterPartitionReassignmentsRequest_ReassignableTopic',
+    'AlterPartitionReassignmentsRequest',
+    'AlterPartitionReassignmentsResponse_ReassignablePartitionResponse',
+    'AlterPartitionReassignmentsResponse_ReassignableTopicResponse',
+    'AlterPartitionReassignmentsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 3, 0, 4, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 2, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 4, 0, 0, 0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, '', 60000, True,)
+_CPROGS = (
+    (0, 1, 2, 3, 0, 0, 0, 0, 14, 1, 3, 3, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 3, 0, 0, 0, 0, 14, 2, 1, 13, 1, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 8, 1, 0, 0, 0, 14, 2, 1, 13, 1, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 4, 0),
+    (5, 1, 4, 3, 0, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 14, 4, 1, 13, 5, 0),
+    (5, 1, 5, 3, 0, 0, 0, 0, 8, 1, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 14, 4, 1, 13, 5, 0),
+)
+_CENTRIES = {
+    'AlterPartitionReassignmentsRequest': (0, (2, 3)),
+    'AlterPartitionReassignmentsResponse': (0, (6, 7)),
+}

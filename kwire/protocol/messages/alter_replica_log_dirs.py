@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic', 'AlterReplicaLogDirsRequest_AlterReplicaLogDir', 'AlterReplicaLogDirsResponse', 'AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult', 'AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -180,7 +181,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(v0, v1, None), pos
+    o = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(out, o):
@@ -243,7 +248,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsRequest_AlterReplicaLogDir(v0, v1, None), pos
+    o = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDir)
+    o.path = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(out, o):
@@ -296,7 +305,10 @@ def _d_AlterReplicaLogDirsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsRequest(v0, None), pos
+    o = _new(AlterReplicaLogDirsRequest)
+    o.dirs = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsRequest_v1(out, o):
@@ -362,7 +374,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(v0, v1, u), pos
+    o = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(out, o):
@@ -448,7 +464,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsRequest_AlterReplicaLogDir(v0, v1, u), pos
+    o = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDir)
+    o.path = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(out, o):
@@ -521,7 +541,10 @@ def _d_AlterReplicaLogDirsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsRequest(v0, u), pos
+    o = _new(AlterReplicaLogDirsRequest)
+    o.dirs = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsRequest_v2(out, o):
@@ -564,7 +587,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(buf, pos
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(v0, v1, None), pos
+    o = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(out, o):
@@ -614,7 +641,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(v0, v1, None), pos
+    o = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(out, o):
@@ -670,7 +701,11 @@ def _d_AlterReplicaLogDirsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsResponse(v0, v1, None), pos
+    o = _new(AlterReplicaLogDirsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsResponse_v1(out, o):
@@ -714,7 +749,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, pos
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(v0, v1, u), pos
+    o = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(out, o):
@@ -779,7 +818,11 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(v0, v1, u), pos
+    o = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(out, o):
@@ -855,7 +898,11 @@ def _d_AlterReplicaLogDirsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterReplicaLogDirsResponse(v0, v1, u), pos
+    o = _new(AlterReplicaLogDirsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterReplicaLogDirsResponse_v2(out, o):
@@ -902,3 +949,40 @@ AlterReplicaLogDirsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 AlterReplicaLogDirsResponse.LATEST_VERSION_UNSTABLE = False
 AlterReplicaLogDirsResponse._decoders = {1: _d_AlterReplicaLogDirsResponse_v1, 2: _d_AlterReplicaLogDirsResponse_v2}
 AlterReplicaLogDirsResponse._encoders = {1: _e_AlterReplicaLogDirsResponse_v1, 2: _e_AlterReplicaLogDirsResponse_v2}
+
+
+_CTYPES = (
+    'AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic',
+    'AlterReplicaLogDirsRequest_AlterReplicaLogDir',
+    'AlterReplicaLogDirsRequest',
+    'AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult',
+    'AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult',
+    'AlterReplicaLogDirsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 0, 0),
+    (2, 0, 1, 14, 0, 0, 13, 1, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 3, 0),
+    (2, 1, 1, 14, 0, 1, 13, 4, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 6, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 7, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 9, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 10, 0),
+)
+_CENTRIES = {
+    'AlterReplicaLogDirsRequest': (1, (2, 5)),
+    'AlterReplicaLogDirsResponse': (1, (8, 11)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition', 'AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic', 'AlterShareGroupOffsetsResponse', 'AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition', 'AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -179,7 +180,11 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(b
         if e.field is None:
             e.field = f
         raise
-    return AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(v0, v1, u), pos
+    o = _new(AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition)
+    o.partition_index = v0
+    o.start_offset = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(out, o):
@@ -244,7 +249,11 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(buf, 
         if e.field is None:
             e.field = f
         raise
-    return AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(v0, v1, u), pos
+    o = _new(AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(out, o):
@@ -331,7 +340,11 @@ def _d_AlterShareGroupOffsetsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterShareGroupOffsetsRequest(v0, v1, u), pos
+    o = _new(AlterShareGroupOffsetsRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterShareGroupOffsetsRequest_v0(out, o):
@@ -408,7 +421,12 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0
         if e.field is None:
             e.field = f
         raise
-    return AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(v0, v1, v2, u), pos
+    o = _new(AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0(out, o):
@@ -489,7 +507,12 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(buf
         if e.field is None:
             e.field = f
         raise
-    return AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(v0, v1, v2, u), pos
+    o = _new(AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic)
+    o.topic_name = v0
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(out, o):
@@ -583,7 +606,13 @@ def _d_AlterShareGroupOffsetsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterShareGroupOffsetsResponse(v0, v1, v2, v3, u), pos
+    o = _new(AlterShareGroupOffsetsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.responses = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterShareGroupOffsetsResponse_v0(out, o):
@@ -642,3 +671,34 @@ AlterShareGroupOffsetsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 AlterShareGroupOffsetsResponse.LATEST_VERSION_UNSTABLE = False
 AlterShareGroupOffsetsResponse._decoders = {0: _d_AlterShareGroupOffsetsResponse_v0}
 AlterShareGroupOffsetsResponse._encoders = {0: _e_AlterShareGroupOffsetsResponse_v0}
+
+
+_CTYPES = (
+    'AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition',
+    'AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition',
+    'AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic',
+    'AlterShareGroupOffsetsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 1),
+    (0, 2, 0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, '', _ZERO_UUID,)
+_CPROGS = (
+    (0, 1, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (4, 1, 3, 10, 0, 1, 0, 0, 9, 1, 0, 0, 0, 14, 2, 1, 13, 3, 0),
+    (5, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 4, 0),
+)
+_CENTRIES = {
+    'AlterShareGroupOffsetsRequest': (0, (2,)),
+    'AlterShareGroupOffsetsResponse': (0, (5,)),
+}

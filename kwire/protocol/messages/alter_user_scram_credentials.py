@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsRequest_ScramCredentialDeletion', 'AlterUserScramCredentialsRequest_ScramCredentialUpsertion', 'AlterUserScramCredentialsResponse', 'AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -177,7 +178,11 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterUserScramCredentialsRequest_ScramCredentialDeletion(v0, v1, u), pos
+    o = _new(AlterUserScramCredentialsRequest_ScramCredentialDeletion)
+    o.name = v0
+    o.mechanism = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(out, o):
@@ -270,7 +275,14 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterUserScramCredentialsRequest_ScramCredentialUpsertion(v0, v1, v2, v3, v4, u), pos
+    o = _new(AlterUserScramCredentialsRequest_ScramCredentialUpsertion)
+    o.name = v0
+    o.mechanism = v1
+    o.iterations = v2
+    o.salt = v3
+    o.salted_password = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(out, o):
@@ -370,7 +382,11 @@ def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterUserScramCredentialsRequest(v0, v1, u), pos
+    o = _new(AlterUserScramCredentialsRequest)
+    o.deletions = v0
+    o.upsertions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterUserScramCredentialsRequest_v0(out, o):
@@ -461,7 +477,12 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(buf,
         if e.field is None:
             e.field = f
         raise
-    return AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(v0, v1, v2, u), pos
+    o = _new(AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult)
+    o.user = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(out, o):
@@ -539,7 +560,11 @@ def _d_AlterUserScramCredentialsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AlterUserScramCredentialsResponse(v0, v1, u), pos
+    o = _new(AlterUserScramCredentialsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AlterUserScramCredentialsResponse_v0(out, o):
@@ -586,3 +611,31 @@ AlterUserScramCredentialsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 AlterUserScramCredentialsResponse.LATEST_VERSION_UNSTABLE = False
 AlterUserScramCredentialsResponse._decoders = {0: _d_AlterUserScramCredentialsResponse_v0}
 AlterUserScramCredentialsResponse._encoders = {0: _e_AlterUserScramCredentialsResponse_v0}
+
+
+_CTYPES = (
+    'AlterUserScramCredentialsRequest_ScramCredentialDeletion',
+    'AlterUserScramCredentialsRequest_ScramCredentialUpsertion',
+    'AlterUserScramCredentialsRequest',
+    'AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult',
+    'AlterUserScramCredentialsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 1, 0, 1, 0, 3, 0, 3, 0, 2),
+    (1, 0, 1, 0, 0, 2),
+    (0, 0, 0, 1, 0, 0, 0, 2),
+    (0, 1, 1, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None, b'',)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0),
+    (1, 1, 5, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 3, 2, 0, 0, 0, 11, 3, 1, 0, 0, 11, 4, 1, 0, 0, 0),
+    (2, 1, 2, 14, 0, 1, 13, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 3, 0),
+)
+_CENTRIES = {
+    'AlterUserScramCredentialsRequest': (0, (2,)),
+    'AlterUserScramCredentialsResponse': (0, (4,)),
+}

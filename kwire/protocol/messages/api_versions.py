@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ApiVersionsRequest', 'ApiVersionsResponse', 'ApiVersionsResponse_ApiVersion', 'ApiVersionsResponse_SupportedFeatureKey', 'ApiVersionsResponse_FinalizedFeatureKey']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -169,7 +170,13 @@ def _d_ApiVersionsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsRequest('', '', None, -1, None), pos
+    o = _new(ApiVersionsRequest)
+    o.client_software_name = ''
+    o.client_software_version = ''
+    o.cluster_id = None
+    o.node_id = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ApiVersionsRequest_v0(out, o):
@@ -254,7 +261,13 @@ def _d_ApiVersionsRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsRequest(v0, v1, None, -1, u), pos
+    o = _new(ApiVersionsRequest)
+    o.client_software_name = v0
+    o.client_software_version = v1
+    o.cluster_id = None
+    o.node_id = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ApiVersionsRequest_v3(out, o):
@@ -359,7 +372,13 @@ def _d_ApiVersionsRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsRequest(v0, v1, v2, v3, u), pos
+    o = _new(ApiVersionsRequest)
+    o.client_software_name = v0
+    o.client_software_version = v1
+    o.cluster_id = v2
+    o.node_id = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ApiVersionsRequest_v5(out, o):
@@ -428,7 +447,12 @@ def _d_ApiVersionsResponse_ApiVersion_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse_ApiVersion(v0, v1, v2, None), pos
+    o = _new(ApiVersionsResponse_ApiVersion)
+    o.api_key = v0
+    o.min_version = v1
+    o.max_version = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ApiVersionsResponse_ApiVersion_v0(out, o):
@@ -456,7 +480,12 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse_SupportedFeatureKey('', 0, 0, None), pos
+    o = _new(ApiVersionsResponse_SupportedFeatureKey)
+    o.name = ''
+    o.min_version = 0
+    o.max_version = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ApiVersionsResponse_SupportedFeatureKey_v0(out, o):
@@ -488,7 +517,12 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse_FinalizedFeatureKey('', 0, 0, None), pos
+    o = _new(ApiVersionsResponse_FinalizedFeatureKey)
+    o.name = ''
+    o.max_version_level = 0
+    o.min_version_level = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ApiVersionsResponse_FinalizedFeatureKey_v0(out, o):
@@ -534,7 +568,16 @@ def _d_ApiVersionsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse(v0, v1, 0, [], -1, [], False, None), pos
+    o = _new(ApiVersionsResponse)
+    o.error_code = v0
+    o.api_keys = v1
+    o.throttle_time_ms = 0
+    o.supported_features = []
+    o.finalized_features_epoch = -1
+    o.finalized_features = []
+    o.zk_migration_ready = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ApiVersionsResponse_v0(out, o):
@@ -640,7 +683,16 @@ def _d_ApiVersionsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse(v0, v1, v2, [], -1, [], False, None), pos
+    o = _new(ApiVersionsResponse)
+    o.error_code = v0
+    o.api_keys = v1
+    o.throttle_time_ms = v2
+    o.supported_features = []
+    o.finalized_features_epoch = -1
+    o.finalized_features = []
+    o.zk_migration_ready = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ApiVersionsResponse_v1(out, o):
@@ -764,7 +816,12 @@ def _d_ApiVersionsResponse_ApiVersion_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse_ApiVersion(v0, v1, v2, u), pos
+    o = _new(ApiVersionsResponse_ApiVersion)
+    o.api_key = v0
+    o.min_version = v1
+    o.max_version = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ApiVersionsResponse_ApiVersion_v3(out, o):
@@ -817,7 +874,12 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse_SupportedFeatureKey(v0, v1, v2, u), pos
+    o = _new(ApiVersionsResponse_SupportedFeatureKey)
+    o.name = v0
+    o.min_version = v1
+    o.max_version = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ApiVersionsResponse_SupportedFeatureKey_v3(out, o):
@@ -882,7 +944,12 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse_FinalizedFeatureKey(v0, v1, v2, u), pos
+    o = _new(ApiVersionsResponse_FinalizedFeatureKey)
+    o.name = v0
+    o.max_version_level = v1
+    o.min_version_level = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ApiVersionsResponse_FinalizedFeatureKey_v3(out, o):
@@ -1022,7 +1089,16 @@ def _d_ApiVersionsResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ApiVersionsResponse(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(ApiVersionsResponse)
+    o.error_code = v0
+    o.api_keys = v1
+    o.throttle_time_ms = v2
+    o.supported_features = v3
+    o.finalized_features_epoch = v4
+    o.finalized_features = v5
+    o.zk_migration_ready = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ApiVersionsResponse_v3(out, o):
@@ -1114,3 +1190,38 @@ ApiVersionsResponse.FLEXIBLE_VERSIONS = (3, 32767)
 ApiVersionsResponse.LATEST_VERSION_UNSTABLE = False
 ApiVersionsResponse._decoders = {0: _d_ApiVersionsResponse_v0, 1: _d_ApiVersionsResponse_v1, 2: _d_ApiVersionsResponse_v1, 3: _d_ApiVersionsResponse_v3, 4: _d_ApiVersionsResponse_v3, 5: _d_ApiVersionsResponse_v3}
 ApiVersionsResponse._encoders = {0: _e_ApiVersionsResponse_v0, 1: _e_ApiVersionsResponse_v1, 2: _e_ApiVersionsResponse_v2, 3: _e_ApiVersionsResponse_v3, 4: _e_ApiVersionsResponse_v3, 5: _e_ApiVersionsResponse_v3}
+
+
+_CTYPES = (
+    'ApiVersionsRequest',
+    'ApiVersionsResponse_ApiVersion',
+    'ApiVersionsResponse_SupportedFeatureKey',
+    'ApiVersionsResponse_FinalizedFeatureKey',
+    'ApiVersionsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2, 0, 1),
+    (0, 3, 0, 3, 0, 3, 0, 1),
+    (0, 0, 0, 3, 0, 3, 0, 1),
+    (0, 0, 0, 3, 0, 3, 0, 1),
+    (0, 3, 1, 0, 0, 3, 1, 0, 0, 2, 1, 0, 0, 4, 0, 1),
+)
+_CCONSTS = ('', None, -1, 0, False,)
+_CPROGS = (
+    (0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (0, 1, 4, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 0),
+    (1, 0, 3, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (2, 0, 0, 0),
+    (3, 0, 0, 0),
+    (4, 0, 2, 2, 0, 0, 0, 0, 14, 1, 0, 13, 3, 0),
+    (4, 0, 3, 2, 0, 0, 0, 0, 14, 1, 0, 13, 3, 3, 2, 0, 0, 0, 0),
+    (1, 1, 3, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (2, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (3, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (4, 1, 3, 2, 0, 0, 0, 0, 14, 1, 1, 13, 8, 3, 2, 0, 0, 0, 4, 0, 14, 3, 1, 13, 9, 1, 4, 4, 0, 0, 0, 2, 14, 5, 1, 13, 10, 3, 8, 6, 0, 0, 0),
+)
+_CENTRIES = {
+    'ApiVersionsRequest': (0, (0, 0, 0, 1, 1, 2)),
+    'ApiVersionsResponse': (0, (6, 7, 7, 11, 11, 11)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsRequest_PartitionData', 'AssignReplicasToDirsRequest_TopicData', 'AssignReplicasToDirsRequest_DirectoryData', 'AssignReplicasToDirsResponse', 'AssignReplicasToDirsResponse_PartitionData', 'AssignReplicasToDirsResponse_TopicData', 'AssignReplicasToDirsResponse_DirectoryData']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -208,7 +209,10 @@ def _d_AssignReplicasToDirsRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsRequest_PartitionData(v0, u), pos
+    o = _new(AssignReplicasToDirsRequest_PartitionData)
+    o.partition_index = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsRequest_PartitionData_v0(out, o):
@@ -263,7 +267,11 @@ def _d_AssignReplicasToDirsRequest_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsRequest_TopicData(v0, v1, u), pos
+    o = _new(AssignReplicasToDirsRequest_TopicData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsRequest_TopicData_v0(out, o):
@@ -330,7 +338,11 @@ def _d_AssignReplicasToDirsRequest_DirectoryData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsRequest_DirectoryData(v0, v1, u), pos
+    o = _new(AssignReplicasToDirsRequest_DirectoryData)
+    o.id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsRequest_DirectoryData_v0(out, o):
@@ -396,7 +408,12 @@ def _d_AssignReplicasToDirsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsRequest(v0, v1, v2, u), pos
+    o = _new(AssignReplicasToDirsRequest)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.directories = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsRequest_v0(out, o):
@@ -447,7 +464,11 @@ def _d_AssignReplicasToDirsResponse_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsResponse_PartitionData(v0, v1, u), pos
+    o = _new(AssignReplicasToDirsResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsResponse_PartitionData_v0(out, o):
@@ -502,7 +523,11 @@ def _d_AssignReplicasToDirsResponse_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsResponse_TopicData(v0, v1, u), pos
+    o = _new(AssignReplicasToDirsResponse_TopicData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsResponse_TopicData_v0(out, o):
@@ -569,7 +594,11 @@ def _d_AssignReplicasToDirsResponse_DirectoryData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsResponse_DirectoryData(v0, v1, u), pos
+    o = _new(AssignReplicasToDirsResponse_DirectoryData)
+    o.id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsResponse_DirectoryData_v0(out, o):
@@ -635,7 +664,12 @@ def _d_AssignReplicasToDirsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return AssignReplicasToDirsResponse(v0, v1, v2, u), pos
+    o = _new(AssignReplicasToDirsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.directories = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_AssignReplicasToDirsResponse_v0(out, o):
@@ -682,3 +716,40 @@ AssignReplicasToDirsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 AssignReplicasToDirsResponse.LATEST_VERSION_UNSTABLE = False
 AssignReplicasToDirsResponse._decoders = {0: _d_AssignReplicasToDirsResponse_v0}
 AssignReplicasToDirsResponse._encoders = {0: _e_AssignReplicasToDirsResponse_v0}
+
+
+_CTYPES = (
+    'AssignReplicasToDirsRequest_PartitionData',
+    'AssignReplicasToDirsRequest_TopicData',
+    'AssignReplicasToDirsRequest_DirectoryData',
+    'AssignReplicasToDirsRequest',
+    'AssignReplicasToDirsResponse_PartitionData',
+    'AssignReplicasToDirsResponse_TopicData',
+    'AssignReplicasToDirsResponse_DirectoryData',
+    'AssignReplicasToDirsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, -1,)
+_CPROGS = (
+    (0, 1, 1, 3, 0, 0, 0, 0, 0),
+    (1, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 14, 2, 1, 13, 2, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (5, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 4, 0),
+    (6, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 5, 0),
+    (7, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 6, 0),
+)
+_CENTRIES = {
+    'AssignReplicasToDirsRequest': (0, (3,)),
+    'AssignReplicasToDirsResponse': (0, (7,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['BeginQuorumEpochRequest', 'BeginQuorumEpochRequest_PartitionData', 'BeginQuorumEpochRequest_TopicData', 'BeginQuorumEpochRequest_LeaderEndpoint', 'BeginQuorumEpochResponse', 'BeginQuorumEpochResponse_PartitionData', 'BeginQuorumEpochResponse_TopicData', 'BeginQuorumEpochResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -220,7 +221,13 @@ def _d_BeginQuorumEpochRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest_PartitionData(v0, _ZERO_UUID, v2, v3, None), pos
+    o = _new(BeginQuorumEpochRequest_PartitionData)
+    o.partition_index = v0
+    o.voter_directory_id = _ZERO_UUID
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_PartitionData_v0(out, o):
@@ -270,7 +277,11 @@ def _d_BeginQuorumEpochRequest_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest_TopicData(v0, v1, None), pos
+    o = _new(BeginQuorumEpochRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_TopicData_v0(out, o):
@@ -312,7 +323,12 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest_LeaderEndpoint('', '', 0, None), pos
+    o = _new(BeginQuorumEpochRequest_LeaderEndpoint)
+    o.name = ''
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_LeaderEndpoint_v0(out, o):
@@ -368,7 +384,13 @@ def _d_BeginQuorumEpochRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest(v0, -1, v2, [], None), pos
+    o = _new(BeginQuorumEpochRequest)
+    o.cluster_id = v0
+    o.voter_id = -1
+    o.topics = v2
+    o.leader_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_v0(out, o):
@@ -419,7 +441,13 @@ def _d_BeginQuorumEpochRequest_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest_PartitionData(v0, v1, v2, v3, u), pos
+    o = _new(BeginQuorumEpochRequest_PartitionData)
+    o.partition_index = v0
+    o.voter_directory_id = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_PartitionData_v1(out, o):
@@ -484,7 +512,11 @@ def _d_BeginQuorumEpochRequest_TopicData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest_TopicData(v0, v1, u), pos
+    o = _new(BeginQuorumEpochRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_TopicData_v1(out, o):
@@ -573,7 +605,12 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest_LeaderEndpoint(v0, v1, v2, u), pos
+    o = _new(BeginQuorumEpochRequest_LeaderEndpoint)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_LeaderEndpoint_v1(out, o):
@@ -682,7 +719,13 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochRequest(v0, v1, v2, v3, u), pos
+    o = _new(BeginQuorumEpochRequest)
+    o.cluster_id = v0
+    o.voter_id = v1
+    o.topics = v2
+    o.leader_endpoints = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochRequest_v1(out, o):
@@ -751,7 +794,13 @@ def _d_BeginQuorumEpochResponse_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse_PartitionData(v0, v1, v2, v3, None), pos
+    o = _new(BeginQuorumEpochResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_PartitionData_v0(out, o):
@@ -801,7 +850,11 @@ def _d_BeginQuorumEpochResponse_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse_TopicData(v0, v1, None), pos
+    o = _new(BeginQuorumEpochResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_TopicData_v0(out, o):
@@ -843,7 +896,12 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse_NodeEndpoint(0, '', 0, None), pos
+    o = _new(BeginQuorumEpochResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_NodeEndpoint_v0(out, o):
@@ -889,7 +947,12 @@ def _d_BeginQuorumEpochResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse(v0, v1, [], None), pos
+    o = _new(BeginQuorumEpochResponse)
+    o.error_code = v0
+    o.topics = v1
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_v0(out, o):
@@ -935,7 +998,13 @@ def _d_BeginQuorumEpochResponse_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse_PartitionData(v0, v1, v2, v3, u), pos
+    o = _new(BeginQuorumEpochResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_PartitionData_v1(out, o):
@@ -1000,7 +1069,11 @@ def _d_BeginQuorumEpochResponse_TopicData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse_TopicData(v0, v1, u), pos
+    o = _new(BeginQuorumEpochResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_TopicData_v1(out, o):
@@ -1078,7 +1151,12 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse_NodeEndpoint(v0, v1, v2, u), pos
+    o = _new(BeginQuorumEpochResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_NodeEndpoint_v1(out, o):
@@ -1184,7 +1262,12 @@ def _d_BeginQuorumEpochResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BeginQuorumEpochResponse(v0, v1, v2, u), pos
+    o = _new(BeginQuorumEpochResponse)
+    o.error_code = v0
+    o.topics = v1
+    o.node_endpoints = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BeginQuorumEpochResponse_v1(out, o):
@@ -1247,3 +1330,48 @@ BeginQuorumEpochResponse.FLEXIBLE_VERSIONS = (1, 32767)
 BeginQuorumEpochResponse.LATEST_VERSION_UNSTABLE = False
 BeginQuorumEpochResponse._decoders = {0: _d_BeginQuorumEpochResponse_v0, 1: _d_BeginQuorumEpochResponse_v1}
 BeginQuorumEpochResponse._encoders = {0: _e_BeginQuorumEpochResponse_v0, 1: _e_BeginQuorumEpochResponse_v1}
+
+
+_CTYPES = (
+    'BeginQuorumEpochRequest_PartitionData',
+    'BeginQuorumEpochRequest_TopicData',
+    'BeginQuorumEpochRequest_LeaderEndpoint',
+    'BeginQuorumEpochRequest',
+    'BeginQuorumEpochResponse_PartitionData',
+    'BeginQuorumEpochResponse_TopicData',
+    'BeginQuorumEpochResponse_NodeEndpoint',
+    'BeginQuorumEpochResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 3, 0, 3, 0, 0, 0, 2),
+    (0, 2, 0, 4, 1, 0, 1, 0, 0, 2),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 0, 3, 0, 0, 0, 2),
+    (0, 0, 1, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (0, _ZERO_UUID, None, '', -1,)
+_CPROGS = (
+    (0, 0, 3, 3, 0, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 0, 0),
+    (2, 0, 0, 0),
+    (3, 0, 2, 10, 0, 2, 0, 0, 14, 2, 0, 13, 1, 0),
+    (0, 1, 4, 3, 0, 0, 0, 0, 9, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 4, 0),
+    (2, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (3, 1, 4, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 14, 2, 1, 13, 5, 14, 3, 1, 13, 6, 0),
+    (4, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 0),
+    (5, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 8, 0),
+    (6, 0, 0, 0),
+    (7, 0, 2, 2, 0, 0, 0, 0, 14, 1, 0, 13, 9, 0),
+    (4, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 12, 0),
+    (6, 1, 3, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (7, 1, 2, 2, 0, 0, 0, 0, 14, 1, 1, 13, 13, 1, 0, 14, 2, 1, 13, 14),
+)
+_CENTRIES = {
+    'BeginQuorumEpochRequest': (0, (3, 7)),
+    'BeginQuorumEpochResponse': (0, (11, 15)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['BrokerHeartbeatRequest', 'BrokerHeartbeatResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -118,7 +119,16 @@ def _d_BrokerHeartbeatRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerHeartbeatRequest(v0, v1, v2, v3, v4, [], None, u), pos
+    o = _new(BrokerHeartbeatRequest)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.current_metadata_offset = v2
+    o.want_fence = v3
+    o.want_shut_down = v4
+    o.offline_log_dirs = []
+    o.cordoned_log_dirs = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerHeartbeatRequest_v0(out, o):
@@ -199,7 +209,16 @@ def _d_BrokerHeartbeatRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerHeartbeatRequest(v0, v1, v2, v3, v4, v5, None, u), pos
+    o = _new(BrokerHeartbeatRequest)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.current_metadata_offset = v2
+    o.want_fence = v3
+    o.want_shut_down = v4
+    o.offline_log_dirs = v5
+    o.cordoned_log_dirs = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerHeartbeatRequest_v1(out, o):
@@ -315,7 +334,16 @@ def _d_BrokerHeartbeatRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(BrokerHeartbeatRequest)
+    o.broker_id = v0
+    o.broker_epoch = v1
+    o.current_metadata_offset = v2
+    o.want_fence = v3
+    o.want_shut_down = v4
+    o.offline_log_dirs = v5
+    o.cordoned_log_dirs = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerHeartbeatRequest_v2(out, o):
@@ -385,7 +413,14 @@ def _d_BrokerHeartbeatResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerHeartbeatResponse(v0, v1, v2, v3, v4, u), pos
+    o = _new(BrokerHeartbeatResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.is_caught_up = v2
+    o.is_fenced = v3
+    o.should_shut_down = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerHeartbeatResponse_v0(out, o):
@@ -420,3 +455,24 @@ BrokerHeartbeatResponse.FLEXIBLE_VERSIONS = (0, 32767)
 BrokerHeartbeatResponse.LATEST_VERSION_UNSTABLE = False
 BrokerHeartbeatResponse._decoders = {0: _d_BrokerHeartbeatResponse_v0, 1: _d_BrokerHeartbeatResponse_v0, 2: _d_BrokerHeartbeatResponse_v0}
 BrokerHeartbeatResponse._encoders = {0: _e_BrokerHeartbeatResponse_v0, 1: _e_BrokerHeartbeatResponse_v0, 2: _e_BrokerHeartbeatResponse_v0}
+
+
+_CTYPES = (
+    'BrokerHeartbeatRequest',
+    'BrokerHeartbeatResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2, 0, 2, 1, 0, 0, 3, 0, 3),
+    (0, 0, 0, 0, 0, 2, 0, 4, 0, 2, 0, 3),
+)
+_CCONSTS = (0, -1, False, None, True,)
+_CPROGS = (
+    (0, 1, 5, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 8, 3, 0, 0, 0, 8, 4, 0, 0, 0, 0),
+    (0, 1, 5, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 8, 3, 0, 0, 0, 8, 4, 0, 0, 0, 1, 0, 14, 5, 1, 9, 0),
+    (0, 1, 5, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 8, 3, 0, 0, 0, 8, 4, 0, 0, 0, 2, 0, 14, 5, 1, 9, 0, 1, 14, 6, 3, 9, 0),
+    (1, 1, 5, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 8, 2, 0, 0, 0, 8, 3, 0, 0, 0, 8, 4, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'BrokerHeartbeatRequest': (0, (0, 1, 2)),
+    'BrokerHeartbeatResponse': (0, (3, 3, 3)),
+}

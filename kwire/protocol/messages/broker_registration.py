@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['BrokerRegistrationRequest', 'BrokerRegistrationRequest_Listener', 'BrokerRegistrationRequest_Feature', 'BrokerRegistrationResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -191,7 +192,13 @@ def _d_BrokerRegistrationRequest_Listener_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerRegistrationRequest_Listener(v0, v1, v2, v3, u), pos
+    o = _new(BrokerRegistrationRequest_Listener)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.security_protocol = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerRegistrationRequest_Listener_v0(out, o):
@@ -268,7 +275,12 @@ def _d_BrokerRegistrationRequest_Feature_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerRegistrationRequest_Feature(v0, v1, v2, u), pos
+    o = _new(BrokerRegistrationRequest_Feature)
+    o.name = v0
+    o.min_supported_version = v1
+    o.max_supported_version = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerRegistrationRequest_Feature_v0(out, o):
@@ -383,7 +395,18 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, False, [], -1, u), pos
+    o = _new(BrokerRegistrationRequest)
+    o.broker_id = v0
+    o.cluster_id = v1
+    o.incarnation_id = v2
+    o.listeners = v3
+    o.features = v4
+    o.rack = v5
+    o.is_migrating_zk_broker = False
+    o.log_dirs = []
+    o.previous_broker_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerRegistrationRequest_v0(out, o):
@@ -541,7 +564,18 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, v6, [], -1, u), pos
+    o = _new(BrokerRegistrationRequest)
+    o.broker_id = v0
+    o.cluster_id = v1
+    o.incarnation_id = v2
+    o.listeners = v3
+    o.features = v4
+    o.rack = v5
+    o.is_migrating_zk_broker = v6
+    o.log_dirs = []
+    o.previous_broker_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerRegistrationRequest_v1(out, o):
@@ -714,7 +748,18 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, v6, v7, -1, u), pos
+    o = _new(BrokerRegistrationRequest)
+    o.broker_id = v0
+    o.cluster_id = v1
+    o.incarnation_id = v2
+    o.listeners = v3
+    o.features = v4
+    o.rack = v5
+    o.is_migrating_zk_broker = v6
+    o.log_dirs = v7
+    o.previous_broker_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerRegistrationRequest_v2(out, o):
@@ -902,7 +947,18 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerRegistrationRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(BrokerRegistrationRequest)
+    o.broker_id = v0
+    o.cluster_id = v1
+    o.incarnation_id = v2
+    o.listeners = v3
+    o.features = v4
+    o.rack = v5
+    o.is_migrating_zk_broker = v6
+    o.log_dirs = v7
+    o.previous_broker_epoch = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerRegistrationRequest_v3(out, o):
@@ -1007,7 +1063,12 @@ def _d_BrokerRegistrationResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return BrokerRegistrationResponse(v0, v1, v2, u), pos
+    o = _new(BrokerRegistrationResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.broker_epoch = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_BrokerRegistrationResponse_v0(out, o):
@@ -1042,3 +1103,31 @@ BrokerRegistrationResponse.FLEXIBLE_VERSIONS = (0, 32767)
 BrokerRegistrationResponse.LATEST_VERSION_UNSTABLE = False
 BrokerRegistrationResponse._decoders = {0: _d_BrokerRegistrationResponse_v0, 1: _d_BrokerRegistrationResponse_v0, 2: _d_BrokerRegistrationResponse_v0, 3: _d_BrokerRegistrationResponse_v0, 4: _d_BrokerRegistrationResponse_v0}
 BrokerRegistrationResponse._encoders = {0: _e_BrokerRegistrationResponse_v0, 1: _e_BrokerRegistrationResponse_v0, 2: _e_BrokerRegistrationResponse_v0, 3: _e_BrokerRegistrationResponse_v0, 4: _e_BrokerRegistrationResponse_v0}
+
+
+_CTYPES = (
+    'BrokerRegistrationRequest_Listener',
+    'BrokerRegistrationRequest_Feature',
+    'BrokerRegistrationRequest',
+    'BrokerRegistrationResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 1, 0, 2),
+    (0, 0, 0, 1, 0, 1, 0, 2),
+    (0, 1, 0, 0, 0, 3, 1, 0, 1, 0, 0, 0, 0, 4, 1, 0, 0, 5, 0, 2),
+    (0, 1, 0, 1, 0, 5, 0, 2),
+)
+_CCONSTS = ('', 0, None, _ZERO_UUID, False, -1,)
+_CPROGS = (
+    (0, 1, 4, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (1, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (2, 1, 6, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 9, 2, 0, 0, 0, 14, 3, 1, 13, 0, 14, 4, 1, 13, 1, 10, 5, 3, 0, 0, 0),
+    (2, 1, 7, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 9, 2, 0, 0, 0, 14, 3, 1, 13, 0, 14, 4, 1, 13, 1, 10, 5, 3, 0, 0, 8, 6, 0, 0, 0, 0),
+    (2, 1, 8, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 9, 2, 0, 0, 0, 14, 3, 1, 13, 0, 14, 4, 1, 13, 1, 10, 5, 3, 0, 0, 8, 6, 0, 0, 0, 14, 7, 1, 9, 0, 0),
+    (2, 1, 9, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 9, 2, 0, 0, 0, 14, 3, 1, 13, 0, 14, 4, 1, 13, 1, 10, 5, 3, 0, 0, 8, 6, 0, 0, 0, 14, 7, 1, 9, 0, 4, 8, 0, 0, 0, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'BrokerRegistrationRequest': (0, (2, 3, 4, 5, 5)),
+    'BrokerRegistrationResponse': (0, (6, 6, 6, 6, 6)),
+}

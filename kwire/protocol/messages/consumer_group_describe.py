@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse', 'ConsumerGroupDescribeResponse_TopicPartitions', 'ConsumerGroupDescribeResponse_Assignment', 'ConsumerGroupDescribeResponse_Member', 'ConsumerGroupDescribeResponse_DescribedGroup']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -221,7 +222,11 @@ def _d_ConsumerGroupDescribeRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeRequest(v0, v1, u), pos
+    o = _new(ConsumerGroupDescribeRequest)
+    o.group_ids = v0
+    o.include_authorized_operations = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeRequest_v0(out, o):
@@ -300,7 +305,12 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse_TopicPartitions(v0, v1, v2, u), pos
+    o = _new(ConsumerGroupDescribeResponse_TopicPartitions)
+    o.topic_id = v0
+    o.topic_name = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(out, o):
@@ -374,7 +384,10 @@ def _d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse_Assignment(v0, u), pos
+    o = _new(ConsumerGroupDescribeResponse_Assignment)
+    o.topic_partitions = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_Assignment_v0(out, o):
@@ -532,7 +545,20 @@ def _d_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, -1, u), pos
+    o = _new(ConsumerGroupDescribeResponse_Member)
+    o.member_id = v0
+    o.instance_id = v1
+    o.rack_id = v2
+    o.member_epoch = v3
+    o.client_id = v4
+    o.client_host = v5
+    o.subscribed_topic_names = v6
+    o.subscribed_topic_regex = v7
+    o.assignment = v8
+    o.target_assignment = v9
+    o.member_type = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_Member_v0(out, o):
@@ -740,7 +766,18 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(ConsumerGroupDescribeResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = v1
+    o.group_id = v2
+    o.group_state = v3
+    o.group_epoch = v4
+    o.assignment_epoch = v5
+    o.assignor_name = v6
+    o.members = v7
+    o.authorized_operations = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_DescribedGroup_v0(out, o):
@@ -858,7 +895,11 @@ def _d_ConsumerGroupDescribeResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse(v0, v1, u), pos
+    o = _new(ConsumerGroupDescribeResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_v0(out, o):
@@ -1021,7 +1062,20 @@ def _d_ConsumerGroupDescribeResponse_Member_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
+    o = _new(ConsumerGroupDescribeResponse_Member)
+    o.member_id = v0
+    o.instance_id = v1
+    o.rack_id = v2
+    o.member_epoch = v3
+    o.client_id = v4
+    o.client_host = v5
+    o.subscribed_topic_names = v6
+    o.subscribed_topic_regex = v7
+    o.assignment = v8
+    o.target_assignment = v9
+    o.member_type = v10
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_Member_v1(out, o):
@@ -1231,7 +1285,18 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(ConsumerGroupDescribeResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = v1
+    o.group_id = v2
+    o.group_state = v3
+    o.group_epoch = v4
+    o.assignment_epoch = v5
+    o.assignor_name = v6
+    o.members = v7
+    o.authorized_operations = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_DescribedGroup_v1(out, o):
@@ -1349,7 +1414,11 @@ def _d_ConsumerGroupDescribeResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupDescribeResponse(v0, v1, u), pos
+    o = _new(ConsumerGroupDescribeResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupDescribeResponse_v1(out, o):
@@ -1396,3 +1465,37 @@ ConsumerGroupDescribeResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ConsumerGroupDescribeResponse.LATEST_VERSION_UNSTABLE = False
 ConsumerGroupDescribeResponse._decoders = {0: _d_ConsumerGroupDescribeResponse_v0, 1: _d_ConsumerGroupDescribeResponse_v1}
 ConsumerGroupDescribeResponse._encoders = {0: _e_ConsumerGroupDescribeResponse_v0, 1: _e_ConsumerGroupDescribeResponse_v1}
+
+
+_CTYPES = (
+    'ConsumerGroupDescribeRequest',
+    'ConsumerGroupDescribeResponse_TopicPartitions',
+    'ConsumerGroupDescribeResponse_Assignment',
+    'ConsumerGroupDescribeResponse_Member',
+    'ConsumerGroupDescribeResponse_DescribedGroup',
+    'ConsumerGroupDescribeResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0, 0, 1),
+    (0, 2, 0, 3, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 3, 0, 1, 0, 1, 0, 4, 0, 3, 0, 3, 1, 0, 0, 1, 2, 2, 2, 2, 0, 5, 0, 1),
+    (0, 4, 0, 1, 0, 3, 0, 3, 0, 4, 0, 4, 0, 3, 1, 0, 0, 6, 0, 1),
+    (0, 4, 1, 0, 0, 1),
+)
+_CCONSTS = (False, None, _ZERO_UUID, '', 0, -1, -2147483648,)
+_CPROGS = (
+    (0, 1, 2, 14, 0, 1, 10, 0, 8, 1, 0, 0, 0, 0),
+    (1, 1, 3, 9, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 3, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 1, 0),
+    (3, 1, 10, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 10, 4, 1, 0, 0, 10, 5, 1, 0, 0, 14, 6, 1, 10, 0, 10, 7, 3, 0, 0, 13, 8, 0, 0, 2, 13, 9, 0, 0, 2, 0),
+    (4, 1, 9, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 10, 6, 1, 0, 0, 14, 7, 1, 13, 3, 3, 8, 0, 0, 0, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 4, 0),
+    (3, 1, 11, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 10, 4, 1, 0, 0, 10, 5, 1, 0, 0, 14, 6, 1, 10, 0, 10, 7, 3, 0, 0, 13, 8, 0, 0, 2, 13, 9, 0, 0, 2, 1, 10, 0, 0, 0, 0),
+    (4, 1, 9, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 10, 6, 1, 0, 0, 14, 7, 1, 13, 6, 3, 8, 0, 0, 0, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 7, 0),
+)
+_CENTRIES = {
+    'ConsumerGroupDescribeRequest': (0, (0, 0)),
+    'ConsumerGroupDescribeResponse': (0, (5, 8)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatRequest_TopicPartitions', 'ConsumerGroupHeartbeatResponse', 'ConsumerGroupHeartbeatResponse_TopicPartitions', 'ConsumerGroupHeartbeatResponse_Assignment']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -193,7 +194,11 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupHeartbeatRequest_TopicPartitions(v0, v1, u), pos
+    o = _new(ConsumerGroupHeartbeatRequest_TopicPartitions)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(out, o):
@@ -356,7 +361,19 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, None, v8, v9, u), pos
+    o = _new(ConsumerGroupHeartbeatRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.member_epoch = v2
+    o.instance_id = v3
+    o.rack_id = v4
+    o.rebalance_timeout_ms = v5
+    o.subscribed_topic_names = v6
+    o.subscribed_topic_regex = None
+    o.server_assignor = v8
+    o.topic_partitions = v9
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupHeartbeatRequest_v0(out, o):
@@ -612,7 +629,19 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, u), pos
+    o = _new(ConsumerGroupHeartbeatRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.member_epoch = v2
+    o.instance_id = v3
+    o.rack_id = v4
+    o.rebalance_timeout_ms = v5
+    o.subscribed_topic_names = v6
+    o.subscribed_topic_regex = v7
+    o.server_assignor = v8
+    o.topic_partitions = v9
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupHeartbeatRequest_v1(out, o):
@@ -763,7 +792,11 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupHeartbeatResponse_TopicPartitions(v0, v1, u), pos
+    o = _new(ConsumerGroupHeartbeatResponse_TopicPartitions)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(out, o):
@@ -825,7 +858,10 @@ def _d_ConsumerGroupHeartbeatResponse_Assignment_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupHeartbeatResponse_Assignment(v0, u), pos
+    o = _new(ConsumerGroupHeartbeatResponse_Assignment)
+    o.topic_partitions = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupHeartbeatResponse_Assignment_v0(out, o):
@@ -916,7 +952,16 @@ def _d_ConsumerGroupHeartbeatResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ConsumerGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(ConsumerGroupHeartbeatResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.member_id = v3
+    o.member_epoch = v4
+    o.heartbeat_interval_ms = v5
+    o.assignment = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ConsumerGroupHeartbeatResponse_v0(out, o):
@@ -984,3 +1029,32 @@ ConsumerGroupHeartbeatResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ConsumerGroupHeartbeatResponse.LATEST_VERSION_UNSTABLE = False
 ConsumerGroupHeartbeatResponse._decoders = {0: _d_ConsumerGroupHeartbeatResponse_v0, 1: _d_ConsumerGroupHeartbeatResponse_v0}
 ConsumerGroupHeartbeatResponse._encoders = {0: _e_ConsumerGroupHeartbeatResponse_v0, 1: _e_ConsumerGroupHeartbeatResponse_v0}
+
+
+_CTYPES = (
+    'ConsumerGroupHeartbeatRequest_TopicPartitions',
+    'ConsumerGroupHeartbeatRequest',
+    'ConsumerGroupHeartbeatResponse_TopicPartitions',
+    'ConsumerGroupHeartbeatResponse_Assignment',
+    'ConsumerGroupHeartbeatResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 3, 0, 1, 0, 1, 0, 4, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 3, 0, 3, 0, 1, 0, 1, 0, 3, 0, 3, 0, 1, 0, 1),
+)
+_CCONSTS = (_ZERO_UUID, None, '', 0, -1,)
+_CPROGS = (
+    (0, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 9, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 10, 4, 3, 0, 0, 3, 5, 0, 0, 0, 14, 6, 3, 10, 0, 10, 8, 3, 0, 0, 14, 9, 3, 13, 0, 0),
+    (1, 1, 10, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 10, 4, 3, 0, 0, 3, 5, 0, 0, 0, 14, 6, 3, 10, 0, 10, 7, 3, 0, 0, 10, 8, 3, 0, 0, 14, 9, 3, 13, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 3, 0, 0),
+    (3, 1, 1, 14, 0, 1, 13, 3, 0),
+    (4, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 3, 3, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 13, 6, 2, 0, 4, 0),
+)
+_CENTRIES = {
+    'ConsumerGroupHeartbeatRequest': (0, (1, 2)),
+    'ConsumerGroupHeartbeatResponse': (0, (5, 5)),
+}

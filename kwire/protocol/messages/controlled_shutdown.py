@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ControlledShutdownRequest', 'ControlledShutdownResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -84,3 +85,18 @@ ControlledShutdownResponse.FLEXIBLE_VERSIONS = None
 ControlledShutdownResponse.LATEST_VERSION_UNSTABLE = False
 ControlledShutdownResponse._decoders = {}
 ControlledShutdownResponse._encoders = {}
+
+
+_CTYPES = (
+    'ControlledShutdownRequest',
+    'ControlledShutdownResponse',
+)
+_CDEFAULTS = (
+    (0, 0),
+    (0, 0),
+)
+_CCONSTS = (None,)
+_CPROGS = (
+)
+_CENTRIES = {
+}

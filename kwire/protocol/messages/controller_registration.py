@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ControllerRegistrationRequest', 'ControllerRegistrationRequest_Listener', 'ControllerRegistrationRequest_Feature', 'ControllerRegistrationResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -180,7 +181,13 @@ def _d_ControllerRegistrationRequest_Listener_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ControllerRegistrationRequest_Listener(v0, v1, v2, v3, u), pos
+    o = _new(ControllerRegistrationRequest_Listener)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.security_protocol = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ControllerRegistrationRequest_Listener_v0(out, o):
@@ -257,7 +264,12 @@ def _d_ControllerRegistrationRequest_Feature_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ControllerRegistrationRequest_Feature(v0, v1, v2, u), pos
+    o = _new(ControllerRegistrationRequest_Feature)
+    o.name = v0
+    o.min_supported_version = v1
+    o.max_supported_version = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ControllerRegistrationRequest_Feature_v0(out, o):
@@ -339,7 +351,14 @@ def _d_ControllerRegistrationRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ControllerRegistrationRequest(v0, v1, v2, v3, v4, u), pos
+    o = _new(ControllerRegistrationRequest)
+    o.controller_id = v0
+    o.incarnation_id = v1
+    o.zk_migration_ready = v2
+    o.listeners = v3
+    o.features = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ControllerRegistrationRequest_v0(out, o):
@@ -418,7 +437,12 @@ def _d_ControllerRegistrationResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ControllerRegistrationResponse(v0, v1, v2, u), pos
+    o = _new(ControllerRegistrationResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ControllerRegistrationResponse_v0(out, o):
@@ -465,3 +489,28 @@ ControllerRegistrationResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ControllerRegistrationResponse.LATEST_VERSION_UNSTABLE = False
 ControllerRegistrationResponse._decoders = {0: _d_ControllerRegistrationResponse_v0}
 ControllerRegistrationResponse._encoders = {0: _e_ControllerRegistrationResponse_v0}
+
+
+_CTYPES = (
+    'ControllerRegistrationRequest_Listener',
+    'ControllerRegistrationRequest_Feature',
+    'ControllerRegistrationRequest',
+    'ControllerRegistrationResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 1, 0, 2),
+    (0, 0, 0, 1, 0, 1, 0, 2),
+    (0, 1, 0, 3, 0, 4, 1, 0, 1, 0, 0, 2),
+    (0, 1, 0, 1, 0, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None, _ZERO_UUID, False,)
+_CPROGS = (
+    (0, 1, 4, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (1, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (2, 1, 5, 3, 0, 0, 0, 0, 9, 1, 0, 0, 0, 8, 2, 0, 0, 0, 14, 3, 1, 13, 0, 14, 4, 1, 13, 1, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+)
+_CENTRIES = {
+    'ControllerRegistrationRequest': (0, (2,)),
+    'ControllerRegistrationResponse': (0, (3,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['CreateAclsRequest', 'CreateAclsRequest_AclCreation', 'CreateAclsResponse', 'CreateAclsResponse_AclCreationResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -179,7 +180,16 @@ def _d_CreateAclsRequest_AclCreation_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsRequest_AclCreation(v0, v1, v2, v3, v4, v5, v6, None), pos
+    o = _new(CreateAclsRequest_AclCreation)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.resource_pattern_type = v2
+    o.principal = v3
+    o.host = v4
+    o.operation = v5
+    o.permission_type = v6
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateAclsRequest_AclCreation_v1(out, o):
@@ -246,7 +256,10 @@ def _d_CreateAclsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsRequest(v0, None), pos
+    o = _new(CreateAclsRequest)
+    o.creations = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateAclsRequest_v1(out, o):
@@ -336,7 +349,16 @@ def _d_CreateAclsRequest_AclCreation_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsRequest_AclCreation(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(CreateAclsRequest_AclCreation)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.resource_pattern_type = v2
+    o.principal = v3
+    o.host = v4
+    o.operation = v5
+    o.permission_type = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateAclsRequest_AclCreation_v2(out, o):
@@ -427,7 +449,10 @@ def _d_CreateAclsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsRequest(v0, u), pos
+    o = _new(CreateAclsRequest)
+    o.creations = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateAclsRequest_v2(out, o):
@@ -483,7 +508,11 @@ def _d_CreateAclsResponse_AclCreationResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsResponse_AclCreationResult(v0, v1, None), pos
+    o = _new(CreateAclsResponse_AclCreationResult)
+    o.error_code = v0
+    o.error_message = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateAclsResponse_AclCreationResult_v1(out, o):
@@ -533,7 +562,11 @@ def _d_CreateAclsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsResponse(v0, v1, None), pos
+    o = _new(CreateAclsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateAclsResponse_v1(out, o):
@@ -593,7 +626,11 @@ def _d_CreateAclsResponse_AclCreationResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsResponse_AclCreationResult(v0, v1, u), pos
+    o = _new(CreateAclsResponse_AclCreationResult)
+    o.error_code = v0
+    o.error_message = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateAclsResponse_AclCreationResult_v2(out, o):
@@ -659,7 +696,11 @@ def _d_CreateAclsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateAclsResponse(v0, v1, u), pos
+    o = _new(CreateAclsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateAclsResponse_v2(out, o):
@@ -706,3 +747,32 @@ CreateAclsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 CreateAclsResponse.LATEST_VERSION_UNSTABLE = False
 CreateAclsResponse._decoders = {1: _d_CreateAclsResponse_v1, 2: _d_CreateAclsResponse_v2, 3: _d_CreateAclsResponse_v2}
 CreateAclsResponse._encoders = {1: _e_CreateAclsResponse_v1, 2: _e_CreateAclsResponse_v2, 3: _e_CreateAclsResponse_v2}
+
+
+_CTYPES = (
+    'CreateAclsRequest_AclCreation',
+    'CreateAclsRequest',
+    'CreateAclsResponse_AclCreationResult',
+    'CreateAclsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 1, 0, 1, 0, 0, 0, 0, 0, 3),
+    (1, 0, 0, 3),
+    (0, 0, 0, 1, 0, 3),
+    (0, 0, 1, 0, 0, 3),
+)
+_CCONSTS = (0, '', 3, None,)
+_CPROGS = (
+    (0, 0, 7, 1, 0, 0, 0, 0, 10, 1, 0, 0, 0, 1, 2, 0, 0, 0, 10, 3, 0, 0, 0, 10, 4, 0, 0, 0, 1, 5, 0, 0, 0, 1, 6, 0, 0, 0, 0),
+    (1, 0, 1, 14, 0, 0, 13, 0, 0),
+    (0, 1, 7, 1, 0, 0, 0, 0, 10, 1, 1, 0, 0, 1, 2, 0, 0, 0, 10, 3, 1, 0, 0, 10, 4, 1, 0, 0, 1, 5, 0, 0, 0, 1, 6, 0, 0, 0, 0),
+    (1, 1, 1, 14, 0, 1, 13, 2, 0),
+    (2, 0, 2, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 4, 0),
+    (2, 1, 2, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 6, 0),
+)
+_CENTRIES = {
+    'CreateAclsRequest': (1, (1, 3, 3)),
+    'CreateAclsResponse': (1, (5, 7, 7)),
+}

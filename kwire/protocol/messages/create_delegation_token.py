@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['CreateDelegationTokenRequest', 'CreateDelegationTokenRequest_CreatableRenewers', 'CreateDelegationTokenResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -156,7 +157,11 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenRequest_CreatableRenewers(v0, v1, None), pos
+    o = _new(CreateDelegationTokenRequest_CreatableRenewers)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateDelegationTokenRequest_CreatableRenewers_v1(out, o):
@@ -212,7 +217,13 @@ def _d_CreateDelegationTokenRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenRequest('', '', v2, v3, None), pos
+    o = _new(CreateDelegationTokenRequest)
+    o.owner_principal_type = ''
+    o.owner_principal_name = ''
+    o.renewers = v2
+    o.max_lifetime_ms = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateDelegationTokenRequest_v1(out, o):
@@ -285,7 +296,11 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenRequest_CreatableRenewers(v0, v1, u), pos
+    o = _new(CreateDelegationTokenRequest_CreatableRenewers)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateDelegationTokenRequest_CreatableRenewers_v2(out, o):
@@ -361,7 +376,13 @@ def _d_CreateDelegationTokenRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenRequest('', '', v2, v3, u), pos
+    o = _new(CreateDelegationTokenRequest)
+    o.owner_principal_type = ''
+    o.owner_principal_name = ''
+    o.renewers = v2
+    o.max_lifetime_ms = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateDelegationTokenRequest_v2(out, o):
@@ -463,7 +484,13 @@ def _d_CreateDelegationTokenRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenRequest(v0, v1, v2, v3, u), pos
+    o = _new(CreateDelegationTokenRequest)
+    o.owner_principal_type = v0
+    o.owner_principal_name = v1
+    o.renewers = v2
+    o.max_lifetime_ms = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateDelegationTokenRequest_v3(out, o):
@@ -582,7 +609,20 @@ def _d_CreateDelegationTokenResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenResponse(v0, v1, v2, '', '', v5, v6, v7, v8, v9, v10, None), pos
+    o = _new(CreateDelegationTokenResponse)
+    o.error_code = v0
+    o.principal_type = v1
+    o.principal_name = v2
+    o.token_requester_principal_type = ''
+    o.token_requester_principal_name = ''
+    o.issue_timestamp_ms = v5
+    o.expiry_timestamp_ms = v6
+    o.max_timestamp_ms = v7
+    o.token_id = v8
+    o.hmac = v9
+    o.throttle_time_ms = v10
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateDelegationTokenResponse_v1(out, o):
@@ -719,7 +759,20 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenResponse(v0, v1, v2, '', '', v5, v6, v7, v8, v9, v10, u), pos
+    o = _new(CreateDelegationTokenResponse)
+    o.error_code = v0
+    o.principal_type = v1
+    o.principal_name = v2
+    o.token_requester_principal_type = ''
+    o.token_requester_principal_name = ''
+    o.issue_timestamp_ms = v5
+    o.expiry_timestamp_ms = v6
+    o.max_timestamp_ms = v7
+    o.token_id = v8
+    o.hmac = v9
+    o.throttle_time_ms = v10
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateDelegationTokenResponse_v2(out, o):
@@ -903,7 +956,20 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateDelegationTokenResponse(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
+    o = _new(CreateDelegationTokenResponse)
+    o.error_code = v0
+    o.principal_type = v1
+    o.principal_name = v2
+    o.token_requester_principal_type = v3
+    o.token_requester_principal_name = v4
+    o.issue_timestamp_ms = v5
+    o.expiry_timestamp_ms = v6
+    o.max_timestamp_ms = v7
+    o.token_id = v8
+    o.hmac = v9
+    o.throttle_time_ms = v10
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateDelegationTokenResponse_v3(out, o):
@@ -1013,3 +1079,30 @@ CreateDelegationTokenResponse.FLEXIBLE_VERSIONS = (2, 32767)
 CreateDelegationTokenResponse.LATEST_VERSION_UNSTABLE = False
 CreateDelegationTokenResponse._decoders = {1: _d_CreateDelegationTokenResponse_v1, 2: _d_CreateDelegationTokenResponse_v2, 3: _d_CreateDelegationTokenResponse_v3}
 CreateDelegationTokenResponse._encoders = {1: _e_CreateDelegationTokenResponse_v1, 2: _e_CreateDelegationTokenResponse_v2, 3: _e_CreateDelegationTokenResponse_v3}
+
+
+_CTYPES = (
+    'CreateDelegationTokenRequest_CreatableRenewers',
+    'CreateDelegationTokenRequest',
+    'CreateDelegationTokenResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 1, 0, 0, 2, 0, 1),
+    (0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0, 2, 0, 0, 0, 3, 0, 2, 0, 1),
+)
+_CCONSTS = ('', None, 0, b'',)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0),
+    (1, 0, 2, 14, 2, 0, 13, 0, 4, 3, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (1, 1, 2, 14, 2, 1, 13, 2, 4, 3, 0, 0, 0, 0),
+    (1, 1, 4, 10, 0, 3, 0, 0, 10, 1, 3, 0, 0, 14, 2, 1, 13, 2, 4, 3, 0, 0, 0, 0),
+    (2, 0, 9, 2, 0, 0, 0, 0, 10, 1, 0, 0, 0, 10, 2, 0, 0, 0, 4, 5, 0, 0, 0, 4, 6, 0, 0, 0, 4, 7, 0, 0, 0, 10, 8, 0, 0, 0, 11, 9, 0, 0, 0, 3, 10, 0, 0, 0, 0),
+    (2, 1, 9, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 10, 2, 1, 0, 0, 4, 5, 0, 0, 0, 4, 6, 0, 0, 0, 4, 7, 0, 0, 0, 10, 8, 1, 0, 0, 11, 9, 1, 0, 0, 3, 10, 0, 0, 0, 0),
+    (2, 1, 11, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 10, 4, 1, 0, 0, 4, 5, 0, 0, 0, 4, 6, 0, 0, 0, 4, 7, 0, 0, 0, 10, 8, 1, 0, 0, 11, 9, 1, 0, 0, 3, 10, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'CreateDelegationTokenRequest': (1, (1, 3, 4)),
+    'CreateDelegationTokenResponse': (1, (5, 6, 7)),
+}

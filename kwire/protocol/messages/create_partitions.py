@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['CreatePartitionsRequest', 'CreatePartitionsRequest_CreatePartitionsAssignment', 'CreatePartitionsRequest_CreatePartitionsTopic', 'CreatePartitionsResponse', 'CreatePartitionsResponse_CreatePartitionsTopicResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -159,7 +160,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsRequest_CreatePartitionsAssignment(v0, None), pos
+    o = _new(CreatePartitionsRequest_CreatePartitionsAssignment)
+    o.broker_ids = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v0(out, o):
@@ -219,7 +223,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsRequest_CreatePartitionsTopic(v0, v1, v2, None), pos
+    o = _new(CreatePartitionsRequest_CreatePartitionsTopic)
+    o.name = v0
+    o.count = v1
+    o.assignments = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsTopic_v0(out, o):
@@ -277,7 +286,12 @@ def _d_CreatePartitionsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsRequest(v0, v1, v2, None), pos
+    o = _new(CreatePartitionsRequest)
+    o.topics = v0
+    o.timeout_ms = v1
+    o.validate_only = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreatePartitionsRequest_v0(out, o):
@@ -405,7 +419,10 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsRequest_CreatePartitionsAssignment(v0, u), pos
+    o = _new(CreatePartitionsRequest_CreatePartitionsAssignment)
+    o.broker_ids = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v2(out, o):
@@ -484,7 +501,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsRequest_CreatePartitionsTopic(v0, v1, v2, u), pos
+    o = _new(CreatePartitionsRequest_CreatePartitionsTopic)
+    o.name = v0
+    o.count = v1
+    o.assignments = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsTopic_v2(out, o):
@@ -562,7 +584,12 @@ def _d_CreatePartitionsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsRequest(v0, v1, v2, u), pos
+    o = _new(CreatePartitionsRequest)
+    o.topics = v0
+    o.timeout_ms = v1
+    o.validate_only = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreatePartitionsRequest_v2(out, o):
@@ -631,7 +658,12 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsResponse_CreatePartitionsTopicResult(v0, v1, v2, None), pos
+    o = _new(CreatePartitionsResponse_CreatePartitionsTopicResult)
+    o.name = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(out, o):
@@ -689,7 +721,11 @@ def _d_CreatePartitionsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsResponse(v0, v1, None), pos
+    o = _new(CreatePartitionsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreatePartitionsResponse_v0(out, o):
@@ -817,7 +853,12 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsResponse_CreatePartitionsTopicResult(v0, v1, v2, u), pos
+    o = _new(CreatePartitionsResponse_CreatePartitionsTopicResult)
+    o.name = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(out, o):
@@ -895,7 +936,11 @@ def _d_CreatePartitionsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreatePartitionsResponse(v0, v1, u), pos
+    o = _new(CreatePartitionsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreatePartitionsResponse_v2(out, o):
@@ -942,3 +987,36 @@ CreatePartitionsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 CreatePartitionsResponse.LATEST_VERSION_UNSTABLE = False
 CreatePartitionsResponse._decoders = {0: _d_CreatePartitionsResponse_v0, 1: _d_CreatePartitionsResponse_v0, 2: _d_CreatePartitionsResponse_v2, 3: _d_CreatePartitionsResponse_v2}
 CreatePartitionsResponse._encoders = {0: _e_CreatePartitionsResponse_v0, 1: _e_CreatePartitionsResponse_v1, 2: _e_CreatePartitionsResponse_v2, 3: _e_CreatePartitionsResponse_v2}
+
+
+_CTYPES = (
+    'CreatePartitionsRequest_CreatePartitionsAssignment',
+    'CreatePartitionsRequest_CreatePartitionsTopic',
+    'CreatePartitionsRequest',
+    'CreatePartitionsResponse_CreatePartitionsTopicResult',
+    'CreatePartitionsResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0),
+    (0, 1, 0, 2, 1, 0, 0, 0),
+    (1, 0, 0, 2, 0, 3, 0, 0),
+    (0, 1, 0, 2, 0, 0, 0, 0),
+    (0, 2, 1, 0, 0, 0),
+)
+_CCONSTS = (None, '', 0, False,)
+_CPROGS = (
+    (0, 0, 1, 14, 0, 0, 3, 0, 0),
+    (1, 0, 3, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 14, 2, 2, 13, 0, 0),
+    (2, 0, 3, 14, 0, 0, 13, 1, 3, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (0, 1, 1, 14, 0, 1, 3, 0, 0),
+    (1, 1, 3, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 14, 2, 3, 13, 3, 0),
+    (2, 1, 3, 14, 0, 1, 13, 4, 3, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (3, 0, 3, 10, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 2, 0, 0, 0),
+    (4, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 6, 0),
+    (3, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 8, 0),
+)
+_CENTRIES = {
+    'CreatePartitionsRequest': (0, (2, 2, 5, 5)),
+    'CreatePartitionsResponse': (0, (7, 7, 9, 9)),
+}

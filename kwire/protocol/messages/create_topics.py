@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['CreateTopicsRequest', 'CreateTopicsRequest_CreatableReplicaAssignment', 'CreateTopicsRequest_CreatableTopicConfig', 'CreateTopicsRequest_CreatableTopic', 'CreateTopicsResponse', 'CreateTopicsResponse_CreatableTopicConfigs', 'CreateTopicsResponse_CreatableTopicResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -221,7 +222,11 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest_CreatableReplicaAssignment(v0, v1, None), pos
+    o = _new(CreateTopicsRequest_CreatableReplicaAssignment)
+    o.partition_index = v0
+    o.broker_ids = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v2(out, o):
@@ -279,7 +284,11 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest_CreatableTopicConfig(v0, v1, None), pos
+    o = _new(CreateTopicsRequest_CreatableTopicConfig)
+    o.name = v0
+    o.value = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateTopicsRequest_CreatableTopicConfig_v2(out, o):
@@ -358,7 +367,14 @@ def _d_CreateTopicsRequest_CreatableTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest_CreatableTopic(v0, v1, v2, v3, v4, None), pos
+    o = _new(CreateTopicsRequest_CreatableTopic)
+    o.name = v0
+    o.num_partitions = v1
+    o.replication_factor = v2
+    o.assignments = v3
+    o.configs = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateTopicsRequest_CreatableTopic_v2(out, o):
@@ -424,7 +440,12 @@ def _d_CreateTopicsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest(v0, v1, v2, None), pos
+    o = _new(CreateTopicsRequest)
+    o.topics = v0
+    o.timeout_ms = v1
+    o.validate_only = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateTopicsRequest_v2(out, o):
@@ -707,7 +728,11 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest_CreatableReplicaAssignment(v0, v1, u), pos
+    o = _new(CreateTopicsRequest_CreatableReplicaAssignment)
+    o.partition_index = v0
+    o.broker_ids = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v5(out, o):
@@ -784,7 +809,11 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest_CreatableTopicConfig(v0, v1, u), pos
+    o = _new(CreateTopicsRequest_CreatableTopicConfig)
+    o.name = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsRequest_CreatableTopicConfig_v5(out, o):
@@ -889,7 +918,14 @@ def _d_CreateTopicsRequest_CreatableTopic_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest_CreatableTopic(v0, v1, v2, v3, v4, u), pos
+    o = _new(CreateTopicsRequest_CreatableTopic)
+    o.name = v0
+    o.num_partitions = v1
+    o.replication_factor = v2
+    o.assignments = v3
+    o.configs = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsRequest_CreatableTopic_v5(out, o):
@@ -979,7 +1015,12 @@ def _d_CreateTopicsRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsRequest(v0, v1, v2, u), pos
+    o = _new(CreateTopicsRequest)
+    o.topics = v0
+    o.timeout_ms = v1
+    o.validate_only = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsRequest_v5(out, o):
@@ -1022,7 +1063,14 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse_CreatableTopicConfigs('', '', False, -1, False, None), pos
+    o = _new(CreateTopicsResponse_CreatableTopicConfigs)
+    o.name = ''
+    o.value = ''
+    o.read_only = False
+    o.config_source = -1
+    o.is_sensitive = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateTopicsResponse_CreatableTopicConfigs_v2(out, o):
@@ -1082,7 +1130,17 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse_CreatableTopicResult(v0, _ZERO_UUID, v2, v3, 0, -1, -1, [], None), pos
+    o = _new(CreateTopicsResponse_CreatableTopicResult)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.error_code = v2
+    o.error_message = v3
+    o.topic_config_error_code = 0
+    o.num_partitions = -1
+    o.replication_factor = -1
+    o.configs = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v2(out, o):
@@ -1140,7 +1198,11 @@ def _d_CreateTopicsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse(v0, v1, None), pos
+    o = _new(CreateTopicsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_CreateTopicsResponse_v2(out, o):
@@ -1364,7 +1426,14 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse_CreatableTopicConfigs(v0, v1, v2, v3, v4, u), pos
+    o = _new(CreateTopicsResponse_CreatableTopicConfigs)
+    o.name = v0
+    o.value = v1
+    o.read_only = v2
+    o.config_source = v3
+    o.is_sensitive = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsResponse_CreatableTopicConfigs_v5(out, o):
@@ -1503,7 +1572,17 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse_CreatableTopicResult(v0, _ZERO_UUID, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(CreateTopicsResponse_CreatableTopicResult)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.error_code = v2
+    o.error_message = v3
+    o.topic_config_error_code = v4
+    o.num_partitions = v5
+    o.replication_factor = v6
+    o.configs = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v5(out, o):
@@ -1602,7 +1681,11 @@ def _d_CreateTopicsResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse(v0, v1, u), pos
+    o = _new(CreateTopicsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsResponse_v5(out, o):
@@ -1730,7 +1813,17 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse_CreatableTopicResult(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(CreateTopicsResponse_CreatableTopicResult)
+    o.name = v0
+    o.topic_id = v1
+    o.error_code = v2
+    o.error_message = v3
+    o.topic_config_error_code = v4
+    o.num_partitions = v5
+    o.replication_factor = v6
+    o.configs = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v7(out, o):
@@ -1829,7 +1922,11 @@ def _d_CreateTopicsResponse_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return CreateTopicsResponse(v0, v1, u), pos
+    o = _new(CreateTopicsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_CreateTopicsResponse_v7(out, o):
@@ -1876,3 +1973,46 @@ CreateTopicsResponse.FLEXIBLE_VERSIONS = (5, 32767)
 CreateTopicsResponse.LATEST_VERSION_UNSTABLE = False
 CreateTopicsResponse._decoders = {2: _d_CreateTopicsResponse_v2, 3: _d_CreateTopicsResponse_v2, 4: _d_CreateTopicsResponse_v2, 5: _d_CreateTopicsResponse_v5, 6: _d_CreateTopicsResponse_v5, 7: _d_CreateTopicsResponse_v7}
 CreateTopicsResponse._encoders = {2: _e_CreateTopicsResponse_v2, 3: _e_CreateTopicsResponse_v3, 4: _e_CreateTopicsResponse_v4, 5: _e_CreateTopicsResponse_v5, 6: _e_CreateTopicsResponse_v5, 7: _e_CreateTopicsResponse_v7}
+
+
+_CTYPES = (
+    'CreateTopicsRequest_CreatableReplicaAssignment',
+    'CreateTopicsRequest_CreatableTopicConfig',
+    'CreateTopicsRequest_CreatableTopic',
+    'CreateTopicsRequest',
+    'CreateTopicsResponse_CreatableTopicConfigs',
+    'CreateTopicsResponse_CreatableTopicResult',
+    'CreateTopicsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1),
+    (0, 2, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1),
+    (1, 0, 0, 3, 0, 4, 0, 1),
+    (0, 2, 0, 2, 0, 4, 0, 5, 0, 4, 0, 1),
+    (0, 2, 0, 6, 0, 0, 0, 2, 0, 0, 0, 5, 0, 5, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, '', 60000, False, -1, _ZERO_UUID,)
+_CPROGS = (
+    (0, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (2, 0, 5, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 2, 2, 0, 0, 0, 14, 3, 0, 13, 0, 14, 4, 0, 13, 1, 0),
+    (3, 0, 3, 14, 0, 0, 13, 2, 3, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (0, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 0),
+    (2, 1, 5, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 2, 2, 0, 0, 0, 14, 3, 1, 13, 4, 14, 4, 1, 13, 5, 0),
+    (3, 1, 3, 14, 0, 1, 13, 6, 3, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (4, 0, 0, 0),
+    (5, 0, 3, 10, 0, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (6, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 9, 0),
+    (4, 1, 5, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 8, 2, 0, 0, 0, 1, 3, 0, 0, 0, 8, 4, 0, 0, 0, 0),
+    (5, 1, 6, 10, 0, 1, 0, 0, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 3, 5, 0, 0, 0, 2, 6, 0, 0, 0, 14, 7, 3, 13, 11, 1, 0, 2, 4, 0, 0, 0),
+    (6, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 12, 0),
+    (5, 1, 7, 10, 0, 1, 0, 0, 9, 1, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 3, 5, 0, 0, 0, 2, 6, 0, 0, 0, 14, 7, 3, 13, 11, 1, 0, 2, 4, 0, 0, 0),
+    (6, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 14, 0),
+)
+_CENTRIES = {
+    'CreateTopicsRequest': (2, (3, 3, 3, 7, 7, 7)),
+    'CreateTopicsResponse': (2, (10, 10, 10, 13, 13, 15)),
+}

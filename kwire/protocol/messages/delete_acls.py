@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DeleteAclsRequest', 'DeleteAclsRequest_DeleteAclsFilter', 'DeleteAclsResponse', 'DeleteAclsResponse_DeleteAclsMatchingAcl', 'DeleteAclsResponse_DeleteAclsFilterResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -218,7 +219,16 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsRequest_DeleteAclsFilter(v0, v1, v2, v3, v4, v5, v6, None), pos
+    o = _new(DeleteAclsRequest_DeleteAclsFilter)
+    o.resource_type_filter = v0
+    o.resource_name_filter = v1
+    o.pattern_type_filter = v2
+    o.principal_filter = v3
+    o.host_filter = v4
+    o.operation = v5
+    o.permission_type = v6
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteAclsRequest_DeleteAclsFilter_v1(out, o):
@@ -285,7 +295,10 @@ def _d_DeleteAclsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsRequest(v0, None), pos
+    o = _new(DeleteAclsRequest)
+    o.filters = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteAclsRequest_v1(out, o):
@@ -381,7 +394,16 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsRequest_DeleteAclsFilter(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(DeleteAclsRequest_DeleteAclsFilter)
+    o.resource_type_filter = v0
+    o.resource_name_filter = v1
+    o.pattern_type_filter = v2
+    o.principal_filter = v3
+    o.host_filter = v4
+    o.operation = v5
+    o.permission_type = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteAclsRequest_DeleteAclsFilter_v2(out, o):
@@ -472,7 +494,10 @@ def _d_DeleteAclsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsRequest(v0, u), pos
+    o = _new(DeleteAclsRequest)
+    o.filters = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteAclsRequest_v2(out, o):
@@ -570,7 +595,18 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsResponse_DeleteAclsMatchingAcl(v0, v1, v2, v3, v4, v5, v6, v7, v8, None), pos
+    o = _new(DeleteAclsResponse_DeleteAclsMatchingAcl)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.pattern_type = v4
+    o.principal = v5
+    o.host = v6
+    o.operation = v7
+    o.permission_type = v8
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(out, o):
@@ -663,7 +699,12 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsResponse_DeleteAclsFilterResult(v0, v1, v2, None), pos
+    o = _new(DeleteAclsResponse_DeleteAclsFilterResult)
+    o.error_code = v0
+    o.error_message = v1
+    o.matching_acls = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteAclsResponse_DeleteAclsFilterResult_v1(out, o):
@@ -721,7 +762,11 @@ def _d_DeleteAclsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsResponse(v0, v1, None), pos
+    o = _new(DeleteAclsResponse)
+    o.throttle_time_ms = v0
+    o.filter_results = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteAclsResponse_v1(out, o):
@@ -832,7 +877,18 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsResponse_DeleteAclsMatchingAcl(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(DeleteAclsResponse_DeleteAclsMatchingAcl)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.pattern_type = v4
+    o.principal = v5
+    o.host = v6
+    o.operation = v7
+    o.permission_type = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(out, o):
@@ -956,7 +1012,12 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsResponse_DeleteAclsFilterResult(v0, v1, v2, u), pos
+    o = _new(DeleteAclsResponse_DeleteAclsFilterResult)
+    o.error_code = v0
+    o.error_message = v1
+    o.matching_acls = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteAclsResponse_DeleteAclsFilterResult_v2(out, o):
@@ -1034,7 +1095,11 @@ def _d_DeleteAclsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteAclsResponse(v0, v1, u), pos
+    o = _new(DeleteAclsResponse)
+    o.throttle_time_ms = v0
+    o.filter_results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteAclsResponse_v2(out, o):
@@ -1081,3 +1146,36 @@ DeleteAclsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 DeleteAclsResponse.LATEST_VERSION_UNSTABLE = False
 DeleteAclsResponse._decoders = {1: _d_DeleteAclsResponse_v1, 2: _d_DeleteAclsResponse_v2, 3: _d_DeleteAclsResponse_v2}
 DeleteAclsResponse._encoders = {1: _e_DeleteAclsResponse_v1, 2: _e_DeleteAclsResponse_v2, 3: _e_DeleteAclsResponse_v2}
+
+
+_CTYPES = (
+    'DeleteAclsRequest_DeleteAclsFilter',
+    'DeleteAclsRequest',
+    'DeleteAclsResponse_DeleteAclsMatchingAcl',
+    'DeleteAclsResponse_DeleteAclsFilterResult',
+    'DeleteAclsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 1, 0, 1, 0, 0, 0, 0, 0, 3),
+    (1, 0, 0, 3),
+    (0, 0, 0, 1, 0, 0, 0, 1, 0, 2, 0, 1, 0, 1, 0, 0, 0, 0, 0, 3),
+    (0, 0, 0, 1, 1, 0, 0, 3),
+    (0, 0, 1, 0, 0, 3),
+)
+_CCONSTS = (0, '', 3, None,)
+_CPROGS = (
+    (0, 0, 7, 1, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 10, 3, 2, 0, 0, 10, 4, 2, 0, 0, 1, 5, 0, 0, 0, 1, 6, 0, 0, 0, 0),
+    (1, 0, 1, 14, 0, 0, 13, 0, 0),
+    (0, 1, 7, 1, 0, 0, 0, 0, 10, 1, 3, 0, 0, 1, 2, 0, 0, 0, 10, 3, 3, 0, 0, 10, 4, 3, 0, 0, 1, 5, 0, 0, 0, 1, 6, 0, 0, 0, 0),
+    (1, 1, 1, 14, 0, 1, 13, 2, 0),
+    (2, 0, 9, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 10, 3, 0, 0, 0, 1, 4, 0, 0, 0, 10, 5, 0, 0, 0, 10, 6, 0, 0, 0, 1, 7, 0, 0, 0, 1, 8, 0, 0, 0, 0),
+    (3, 0, 3, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 14, 2, 0, 13, 4, 0),
+    (4, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 5, 0),
+    (2, 1, 9, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 1, 2, 0, 0, 0, 10, 3, 1, 0, 0, 1, 4, 0, 0, 0, 10, 5, 1, 0, 0, 10, 6, 1, 0, 0, 1, 7, 0, 0, 0, 1, 8, 0, 0, 0, 0),
+    (3, 1, 3, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 14, 2, 1, 13, 7, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 8, 0),
+)
+_CENTRIES = {
+    'DeleteAclsRequest': (1, (1, 3, 3)),
+    'DeleteAclsResponse': (1, (6, 9, 9)),
+}

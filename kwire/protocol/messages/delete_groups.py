@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse', 'DeleteGroupsResponse_DeletableGroupResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -122,7 +123,10 @@ def _d_DeleteGroupsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsRequest(v0, None), pos
+    o = _new(DeleteGroupsRequest)
+    o.groups_names = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteGroupsRequest_v0(out, o):
@@ -197,7 +201,10 @@ def _d_DeleteGroupsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsRequest(v0, u), pos
+    o = _new(DeleteGroupsRequest)
+    o.groups_names = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteGroupsRequest_v2(out, o):
@@ -251,7 +258,12 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsResponse_DeletableGroupResult(v0, v1, None, None), pos
+    o = _new(DeleteGroupsResponse_DeletableGroupResult)
+    o.group_id = v0
+    o.error_code = v1
+    o.error_message = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteGroupsResponse_DeletableGroupResult_v0(out, o):
@@ -301,7 +313,11 @@ def _d_DeleteGroupsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsResponse(v0, v1, None), pos
+    o = _new(DeleteGroupsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteGroupsResponse_v0(out, o):
@@ -405,7 +421,12 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsResponse_DeletableGroupResult(v0, v1, None, u), pos
+    o = _new(DeleteGroupsResponse_DeletableGroupResult)
+    o.group_id = v0
+    o.error_code = v1
+    o.error_message = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteGroupsResponse_DeletableGroupResult_v2(out, o):
@@ -471,7 +492,11 @@ def _d_DeleteGroupsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsResponse(v0, v1, u), pos
+    o = _new(DeleteGroupsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteGroupsResponse_v2(out, o):
@@ -552,7 +577,12 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsResponse_DeletableGroupResult(v0, v1, v2, u), pos
+    o = _new(DeleteGroupsResponse_DeletableGroupResult)
+    o.group_id = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteGroupsResponse_DeletableGroupResult_v3(out, o):
@@ -630,7 +660,11 @@ def _d_DeleteGroupsResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteGroupsResponse(v0, v1, u), pos
+    o = _new(DeleteGroupsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteGroupsResponse_v3(out, o):
@@ -677,3 +711,30 @@ DeleteGroupsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 DeleteGroupsResponse.LATEST_VERSION_UNSTABLE = False
 DeleteGroupsResponse._decoders = {0: _d_DeleteGroupsResponse_v0, 1: _d_DeleteGroupsResponse_v0, 2: _d_DeleteGroupsResponse_v2, 3: _d_DeleteGroupsResponse_v3}
 DeleteGroupsResponse._encoders = {0: _e_DeleteGroupsResponse_v0, 1: _e_DeleteGroupsResponse_v1, 2: _e_DeleteGroupsResponse_v2, 3: _e_DeleteGroupsResponse_v3}
+
+
+_CTYPES = (
+    'DeleteGroupsRequest',
+    'DeleteGroupsResponse_DeletableGroupResult',
+    'DeleteGroupsResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0),
+    (0, 1, 0, 2, 0, 0, 0, 0),
+    (0, 2, 1, 0, 0, 0),
+)
+_CCONSTS = (None, '', 0,)
+_CPROGS = (
+    (0, 0, 1, 14, 0, 0, 10, 0, 0),
+    (0, 1, 1, 14, 0, 1, 10, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (2, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 2, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 0),
+    (2, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 4, 0),
+    (1, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (2, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 6, 0),
+)
+_CENTRIES = {
+    'DeleteGroupsRequest': (0, (0, 0, 1, 1)),
+    'DeleteGroupsResponse': (0, (3, 3, 5, 7)),
+}

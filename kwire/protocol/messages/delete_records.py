@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DeleteRecordsRequest', 'DeleteRecordsRequest_DeleteRecordsPartition', 'DeleteRecordsRequest_DeleteRecordsTopic', 'DeleteRecordsResponse', 'DeleteRecordsResponse_DeleteRecordsPartitionResult', 'DeleteRecordsResponse_DeleteRecordsTopicResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -167,7 +168,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsRequest_DeleteRecordsPartition(v0, v1, None), pos
+    o = _new(DeleteRecordsRequest_DeleteRecordsPartition)
+    o.partition_index = v0
+    o.offset = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsPartition_v0(out, o):
@@ -217,7 +222,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsRequest_DeleteRecordsTopic(v0, v1, None), pos
+    o = _new(DeleteRecordsRequest_DeleteRecordsTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_v0(out, o):
@@ -273,7 +282,11 @@ def _d_DeleteRecordsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsRequest(v0, v1, None), pos
+    o = _new(DeleteRecordsRequest)
+    o.topics = v0
+    o.timeout_ms = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteRecordsRequest_v0(out, o):
@@ -384,7 +397,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsRequest_DeleteRecordsPartition(v0, v1, u), pos
+    o = _new(DeleteRecordsRequest_DeleteRecordsPartition)
+    o.partition_index = v0
+    o.offset = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(out, o):
@@ -449,7 +466,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsRequest_DeleteRecordsTopic(v0, v1, u), pos
+    o = _new(DeleteRecordsRequest_DeleteRecordsTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_v2(out, o):
@@ -525,7 +546,11 @@ def _d_DeleteRecordsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsRequest(v0, v1, u), pos
+    o = _new(DeleteRecordsRequest)
+    o.topics = v0
+    o.timeout_ms = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteRecordsRequest_v2(out, o):
@@ -570,7 +595,12 @@ def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsResponse_DeleteRecordsPartitionResult(v0, v1, v2, None), pos
+    o = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
+    o.partition_index = v0
+    o.low_watermark = v1
+    o.error_code = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(out, o):
@@ -620,7 +650,11 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsResponse_DeleteRecordsTopicResult(v0, v1, None), pos
+    o = _new(DeleteRecordsResponse_DeleteRecordsTopicResult)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(out, o):
@@ -676,7 +710,11 @@ def _d_DeleteRecordsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsResponse(v0, v1, None), pos
+    o = _new(DeleteRecordsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteRecordsResponse_v0(out, o):
@@ -787,7 +825,12 @@ def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsResponse_DeleteRecordsPartitionResult(v0, v1, v2, u), pos
+    o = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
+    o.partition_index = v0
+    o.low_watermark = v1
+    o.error_code = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(out, o):
@@ -852,7 +895,11 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsResponse_DeleteRecordsTopicResult(v0, v1, u), pos
+    o = _new(DeleteRecordsResponse_DeleteRecordsTopicResult)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(out, o):
@@ -928,7 +975,11 @@ def _d_DeleteRecordsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteRecordsResponse(v0, v1, u), pos
+    o = _new(DeleteRecordsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteRecordsResponse_v2(out, o):
@@ -975,3 +1026,40 @@ DeleteRecordsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 DeleteRecordsResponse.LATEST_VERSION_UNSTABLE = False
 DeleteRecordsResponse._decoders = {0: _d_DeleteRecordsResponse_v0, 1: _d_DeleteRecordsResponse_v0, 2: _d_DeleteRecordsResponse_v2}
 DeleteRecordsResponse._encoders = {0: _e_DeleteRecordsResponse_v0, 1: _e_DeleteRecordsResponse_v1, 2: _e_DeleteRecordsResponse_v2}
+
+
+_CTYPES = (
+    'DeleteRecordsRequest_DeleteRecordsPartition',
+    'DeleteRecordsRequest_DeleteRecordsTopic',
+    'DeleteRecordsRequest',
+    'DeleteRecordsResponse_DeleteRecordsPartitionResult',
+    'DeleteRecordsResponse_DeleteRecordsTopicResult',
+    'DeleteRecordsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, '',)
+_CPROGS = (
+    (0, 0, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 0, 0),
+    (2, 0, 2, 14, 0, 0, 13, 1, 3, 1, 0, 0, 0, 0),
+    (0, 1, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 3, 0),
+    (2, 1, 2, 14, 0, 1, 13, 4, 3, 1, 0, 0, 0, 0),
+    (3, 0, 3, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 6, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 7, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 9, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 10, 0),
+)
+_CENTRIES = {
+    'DeleteRecordsRequest': (0, (2, 2, 5)),
+    'DeleteRecordsResponse': (0, (8, 8, 11)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic', 'DeleteShareGroupOffsetsResponse', 'DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -153,7 +154,10 @@ def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(buf
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(v0, u), pos
+    o = _new(DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic)
+    o.topic_name = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(out, o):
@@ -228,7 +232,11 @@ def _d_DeleteShareGroupOffsetsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupOffsetsRequest(v0, v1, u), pos
+    o = _new(DeleteShareGroupOffsetsRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupOffsetsRequest_v0(out, o):
@@ -320,7 +328,13 @@ def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(b
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(v0, v1, v2, v3, u), pos
+    o = _new(DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic)
+    o.topic_name = v0
+    o.topic_id = v1
+    o.error_code = v2
+    o.error_message = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(out, o):
@@ -414,7 +428,13 @@ def _d_DeleteShareGroupOffsetsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupOffsetsResponse(v0, v1, v2, v3, u), pos
+    o = _new(DeleteShareGroupOffsetsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.responses = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupOffsetsResponse_v0(out, o):
@@ -473,3 +493,28 @@ DeleteShareGroupOffsetsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DeleteShareGroupOffsetsResponse.LATEST_VERSION_UNSTABLE = False
 DeleteShareGroupOffsetsResponse._decoders = {0: _d_DeleteShareGroupOffsetsResponse_v0}
 DeleteShareGroupOffsetsResponse._encoders = {0: _e_DeleteShareGroupOffsetsResponse_v0}
+
+
+_CTYPES = (
+    'DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic',
+    'DeleteShareGroupOffsetsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 2, 0, 3, 0, 1, 0, 1),
+    (0, 3, 0, 3, 0, 1, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, _ZERO_UUID, 0,)
+_CPROGS = (
+    (0, 1, 1, 10, 0, 1, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 4, 10, 0, 1, 0, 0, 9, 1, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (3, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 2, 0),
+)
+_CENTRIES = {
+    'DeleteShareGroupOffsetsRequest': (0, (1,)),
+    'DeleteShareGroupOffsetsResponse': (0, (3,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DeleteShareGroupStateRequest', 'DeleteShareGroupStateRequest_PartitionData', 'DeleteShareGroupStateRequest_DeleteStateData', 'DeleteShareGroupStateResponse', 'DeleteShareGroupStateResponse_PartitionResult', 'DeleteShareGroupStateResponse_DeleteStateResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -169,7 +170,10 @@ def _d_DeleteShareGroupStateRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupStateRequest_PartitionData(v0, u), pos
+    o = _new(DeleteShareGroupStateRequest_PartitionData)
+    o.partition = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupStateRequest_PartitionData_v0(out, o):
@@ -224,7 +228,11 @@ def _d_DeleteShareGroupStateRequest_DeleteStateData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupStateRequest_DeleteStateData(v0, v1, u), pos
+    o = _new(DeleteShareGroupStateRequest_DeleteStateData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupStateRequest_DeleteStateData_v0(out, o):
@@ -301,7 +309,11 @@ def _d_DeleteShareGroupStateRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupStateRequest(v0, v1, u), pos
+    o = _new(DeleteShareGroupStateRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupStateRequest_v0(out, o):
@@ -378,7 +390,12 @@ def _d_DeleteShareGroupStateResponse_PartitionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupStateResponse_PartitionResult(v0, v1, v2, u), pos
+    o = _new(DeleteShareGroupStateResponse_PartitionResult)
+    o.partition = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -445,7 +462,11 @@ def _d_DeleteShareGroupStateResponse_DeleteStateResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupStateResponse_DeleteStateResult(v0, v1, u), pos
+    o = _new(DeleteShareGroupStateResponse_DeleteStateResult)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupStateResponse_DeleteStateResult_v0(out, o):
@@ -508,7 +529,10 @@ def _d_DeleteShareGroupStateResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteShareGroupStateResponse(v0, u), pos
+    o = _new(DeleteShareGroupStateResponse)
+    o.results = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteShareGroupStateResponse_v0(out, o):
@@ -553,3 +577,34 @@ DeleteShareGroupStateResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DeleteShareGroupStateResponse.LATEST_VERSION_UNSTABLE = False
 DeleteShareGroupStateResponse._decoders = {0: _d_DeleteShareGroupStateResponse_v0}
 DeleteShareGroupStateResponse._encoders = {0: _e_DeleteShareGroupStateResponse_v0}
+
+
+_CTYPES = (
+    'DeleteShareGroupStateRequest_PartitionData',
+    'DeleteShareGroupStateRequest_DeleteStateData',
+    'DeleteShareGroupStateRequest',
+    'DeleteShareGroupStateResponse_PartitionResult',
+    'DeleteShareGroupStateResponse_DeleteStateResult',
+    'DeleteShareGroupStateResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '',)
+_CPROGS = (
+    (0, 1, 1, 3, 0, 0, 0, 0, 0),
+    (1, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (4, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 3, 0),
+    (5, 1, 1, 14, 0, 1, 13, 4, 0),
+)
+_CENTRIES = {
+    'DeleteShareGroupStateRequest': (0, (2,)),
+    'DeleteShareGroupStateResponse': (0, (5,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DeleteTopicsRequest', 'DeleteTopicsRequest_DeleteTopicState', 'DeleteTopicsResponse', 'DeleteTopicsResponse_DeletableTopicResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -136,7 +137,11 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsRequest_DeleteTopicState(None, _ZERO_UUID, None), pos
+    o = _new(DeleteTopicsRequest_DeleteTopicState)
+    o.name = None
+    o.topic_id = _ZERO_UUID
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v1(out, o):
@@ -180,7 +185,12 @@ def _d_DeleteTopicsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsRequest([], v1, v2, None), pos
+    o = _new(DeleteTopicsRequest)
+    o.topics = []
+    o.topic_names = v1
+    o.timeout_ms = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteTopicsRequest_v1(out, o):
@@ -307,7 +317,11 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsRequest_DeleteTopicState(None, _ZERO_UUID, u), pos
+    o = _new(DeleteTopicsRequest_DeleteTopicState)
+    o.name = None
+    o.topic_id = _ZERO_UUID
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v4(out, o):
@@ -363,7 +377,12 @@ def _d_DeleteTopicsRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsRequest([], v1, v2, u), pos
+    o = _new(DeleteTopicsRequest)
+    o.topics = []
+    o.topic_names = v1
+    o.timeout_ms = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsRequest_v4(out, o):
@@ -485,7 +504,11 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsRequest_DeleteTopicState(v0, v1, u), pos
+    o = _new(DeleteTopicsRequest_DeleteTopicState)
+    o.name = v0
+    o.topic_id = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v6(out, o):
@@ -551,7 +574,12 @@ def _d_DeleteTopicsRequest_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsRequest(v0, [], v2, u), pos
+    o = _new(DeleteTopicsRequest)
+    o.topics = v0
+    o.topic_names = []
+    o.timeout_ms = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsRequest_v6(out, o):
@@ -607,7 +635,13 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse_DeletableTopicResult(v0, _ZERO_UUID, v2, None, None), pos
+    o = _new(DeleteTopicsResponse_DeletableTopicResult)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.error_code = v2
+    o.error_message = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v1(out, o):
@@ -657,7 +691,11 @@ def _d_DeleteTopicsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse(v0, v1, None), pos
+    o = _new(DeleteTopicsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_v1(out, o):
@@ -807,7 +845,13 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse_DeletableTopicResult(v0, _ZERO_UUID, v2, None, u), pos
+    o = _new(DeleteTopicsResponse_DeletableTopicResult)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.error_code = v2
+    o.error_message = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v4(out, o):
@@ -873,7 +917,11 @@ def _d_DeleteTopicsResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse(v0, v1, u), pos
+    o = _new(DeleteTopicsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_v4(out, o):
@@ -954,7 +1002,13 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse_DeletableTopicResult(v0, _ZERO_UUID, v2, v3, u), pos
+    o = _new(DeleteTopicsResponse_DeletableTopicResult)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.error_code = v2
+    o.error_message = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v5(out, o):
@@ -1032,7 +1086,11 @@ def _d_DeleteTopicsResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse(v0, v1, u), pos
+    o = _new(DeleteTopicsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_v5(out, o):
@@ -1116,7 +1174,13 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse_DeletableTopicResult(v0, v1, v2, v3, u), pos
+    o = _new(DeleteTopicsResponse_DeletableTopicResult)
+    o.name = v0
+    o.topic_id = v1
+    o.error_code = v2
+    o.error_message = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v6(out, o):
@@ -1194,7 +1258,11 @@ def _d_DeleteTopicsResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DeleteTopicsResponse(v0, v1, u), pos
+    o = _new(DeleteTopicsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DeleteTopicsResponse_v6(out, o):
@@ -1241,3 +1309,38 @@ DeleteTopicsResponse.FLEXIBLE_VERSIONS = (4, 32767)
 DeleteTopicsResponse.LATEST_VERSION_UNSTABLE = False
 DeleteTopicsResponse._decoders = {1: _d_DeleteTopicsResponse_v1, 2: _d_DeleteTopicsResponse_v1, 3: _d_DeleteTopicsResponse_v1, 4: _d_DeleteTopicsResponse_v4, 5: _d_DeleteTopicsResponse_v5, 6: _d_DeleteTopicsResponse_v6}
 DeleteTopicsResponse._encoders = {1: _e_DeleteTopicsResponse_v1, 2: _e_DeleteTopicsResponse_v2, 3: _e_DeleteTopicsResponse_v3, 4: _e_DeleteTopicsResponse_v4, 5: _e_DeleteTopicsResponse_v5, 6: _e_DeleteTopicsResponse_v6}
+
+
+_CTYPES = (
+    'DeleteTopicsRequest_DeleteTopicState',
+    'DeleteTopicsRequest',
+    'DeleteTopicsResponse_DeletableTopicResult',
+    'DeleteTopicsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0),
+    (1, 0, 1, 0, 0, 2, 0, 0),
+    (0, 3, 0, 1, 0, 2, 0, 0, 0, 0),
+    (0, 2, 1, 0, 0, 0),
+)
+_CCONSTS = (None, _ZERO_UUID, 0, '',)
+_CPROGS = (
+    (0, 0, 0, 0),
+    (1, 0, 2, 14, 1, 0, 10, 0, 3, 2, 0, 0, 0, 0),
+    (0, 1, 0, 0),
+    (1, 1, 2, 14, 1, 1, 10, 0, 3, 2, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 3, 0, 0, 9, 1, 0, 0, 0, 0),
+    (1, 1, 2, 14, 0, 1, 13, 4, 3, 2, 0, 0, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 6, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 2, 2, 0, 0, 0, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 8, 0),
+    (2, 1, 3, 10, 0, 1, 0, 0, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 10, 0),
+    (2, 1, 4, 10, 0, 3, 0, 0, 9, 1, 0, 0, 0, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 12, 0),
+)
+_CENTRIES = {
+    'DeleteTopicsRequest': (1, (1, 1, 1, 3, 3, 5)),
+    'DeleteTopicsResponse': (1, (7, 7, 7, 9, 11, 13)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeAclsRequest', 'DescribeAclsResponse', 'DescribeAclsResponse_AclDescription', 'DescribeAclsResponse_DescribeAclsResource']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -198,7 +199,16 @@ def _d_DescribeAclsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsRequest(v0, v1, v2, v3, v4, v5, v6, None), pos
+    o = _new(DescribeAclsRequest)
+    o.resource_type_filter = v0
+    o.resource_name_filter = v1
+    o.pattern_type_filter = v2
+    o.principal_filter = v3
+    o.host_filter = v4
+    o.operation = v5
+    o.permission_type = v6
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeAclsRequest_v1(out, o):
@@ -316,7 +326,16 @@ def _d_DescribeAclsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsRequest(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(DescribeAclsRequest)
+    o.resource_type_filter = v0
+    o.resource_name_filter = v1
+    o.pattern_type_filter = v2
+    o.principal_filter = v3
+    o.host_filter = v4
+    o.operation = v5
+    o.permission_type = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeAclsRequest_v2(out, o):
@@ -411,7 +430,13 @@ def _d_DescribeAclsResponse_AclDescription_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsResponse_AclDescription(v0, v1, v2, v3, None), pos
+    o = _new(DescribeAclsResponse_AclDescription)
+    o.principal = v0
+    o.host = v1
+    o.operation = v2
+    o.permission_type = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeAclsResponse_AclDescription_v1(out, o):
@@ -483,7 +508,13 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsResponse_DescribeAclsResource(v0, v1, v2, v3, None), pos
+    o = _new(DescribeAclsResponse_DescribeAclsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.pattern_type = v2
+    o.acls = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeAclsResponse_DescribeAclsResource_v1(out, o):
@@ -556,7 +587,13 @@ def _d_DescribeAclsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsResponse(v0, v1, v2, v3, None), pos
+    o = _new(DescribeAclsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.resources = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeAclsResponse_v1(out, o):
@@ -636,7 +673,13 @@ def _d_DescribeAclsResponse_AclDescription_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsResponse_AclDescription(v0, v1, v2, v3, u), pos
+    o = _new(DescribeAclsResponse_AclDescription)
+    o.principal = v0
+    o.host = v1
+    o.operation = v2
+    o.permission_type = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeAclsResponse_AclDescription_v2(out, o):
@@ -731,7 +774,13 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsResponse_DescribeAclsResource(v0, v1, v2, v3, u), pos
+    o = _new(DescribeAclsResponse_DescribeAclsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.pattern_type = v2
+    o.acls = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeAclsResponse_DescribeAclsResource_v2(out, o):
@@ -827,7 +876,13 @@ def _d_DescribeAclsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeAclsResponse(v0, v1, v2, v3, u), pos
+    o = _new(DescribeAclsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.resources = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeAclsResponse_v2(out, o):
@@ -886,3 +941,32 @@ DescribeAclsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 DescribeAclsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeAclsResponse._decoders = {1: _d_DescribeAclsResponse_v1, 2: _d_DescribeAclsResponse_v2, 3: _d_DescribeAclsResponse_v2}
 DescribeAclsResponse._encoders = {1: _e_DescribeAclsResponse_v1, 2: _e_DescribeAclsResponse_v2, 3: _e_DescribeAclsResponse_v2}
+
+
+_CTYPES = (
+    'DescribeAclsRequest',
+    'DescribeAclsResponse_AclDescription',
+    'DescribeAclsResponse_DescribeAclsResource',
+    'DescribeAclsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 1, 0, 1, 0, 0, 0, 0, 0, 3),
+    (0, 1, 0, 1, 0, 0, 0, 0, 0, 3),
+    (0, 0, 0, 1, 0, 2, 1, 0, 0, 3),
+    (0, 0, 0, 0, 0, 1, 1, 0, 0, 3),
+)
+_CCONSTS = (0, '', 3, None,)
+_CPROGS = (
+    (0, 0, 7, 1, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 10, 3, 2, 0, 0, 10, 4, 2, 0, 0, 1, 5, 0, 0, 0, 1, 6, 0, 0, 0, 0),
+    (0, 1, 7, 1, 0, 0, 0, 0, 10, 1, 3, 0, 0, 1, 2, 0, 0, 0, 10, 3, 3, 0, 0, 10, 4, 3, 0, 0, 1, 5, 0, 0, 0, 1, 6, 0, 0, 0, 0),
+    (1, 0, 4, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 1, 2, 0, 0, 0, 1, 3, 0, 0, 0, 0),
+    (2, 0, 4, 1, 0, 0, 0, 0, 10, 1, 0, 0, 0, 1, 2, 0, 0, 0, 14, 3, 0, 13, 2, 0),
+    (3, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 2, 0, 0, 14, 3, 0, 13, 3, 0),
+    (1, 1, 4, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 1, 2, 0, 0, 0, 1, 3, 0, 0, 0, 0),
+    (2, 1, 4, 1, 0, 0, 0, 0, 10, 1, 1, 0, 0, 1, 2, 0, 0, 0, 14, 3, 1, 13, 5, 0),
+    (3, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 6, 0),
+)
+_CENTRIES = {
+    'DescribeAclsRequest': (1, (0, 1, 1)),
+    'DescribeAclsResponse': (1, (4, 7, 7)),
+}

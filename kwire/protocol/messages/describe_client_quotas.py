@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasRequest_ComponentData', 'DescribeClientQuotasResponse', 'DescribeClientQuotasResponse_EntityData', 'DescribeClientQuotasResponse_ValueData', 'DescribeClientQuotasResponse_EntryData']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -196,7 +197,12 @@ def _d_DescribeClientQuotasRequest_ComponentData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasRequest_ComponentData(v0, v1, v2, None), pos
+    o = _new(DescribeClientQuotasRequest_ComponentData)
+    o.entity_type = v0
+    o.match_type = v1
+    o.match = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeClientQuotasRequest_ComponentData_v0(out, o):
@@ -254,7 +260,11 @@ def _d_DescribeClientQuotasRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasRequest(v0, v1, None), pos
+    o = _new(DescribeClientQuotasRequest)
+    o.components = v0
+    o.strict = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeClientQuotasRequest_v0(out, o):
@@ -328,7 +338,12 @@ def _d_DescribeClientQuotasRequest_ComponentData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasRequest_ComponentData(v0, v1, v2, u), pos
+    o = _new(DescribeClientQuotasRequest_ComponentData)
+    o.entity_type = v0
+    o.match_type = v1
+    o.match = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClientQuotasRequest_ComponentData_v1(out, o):
@@ -406,7 +421,11 @@ def _d_DescribeClientQuotasRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasRequest(v0, v1, u), pos
+    o = _new(DescribeClientQuotasRequest)
+    o.components = v0
+    o.strict = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClientQuotasRequest_v1(out, o):
@@ -472,7 +491,11 @@ def _d_DescribeClientQuotasResponse_EntityData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse_EntityData(v0, v1, None), pos
+    o = _new(DescribeClientQuotasResponse_EntityData)
+    o.entity_type = v0
+    o.entity_name = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_EntityData_v0(out, o):
@@ -527,7 +550,11 @@ def _d_DescribeClientQuotasResponse_ValueData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse_ValueData(v0, v1, None), pos
+    o = _new(DescribeClientQuotasResponse_ValueData)
+    o.key = v0
+    o.value = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_ValueData_v0(out, o):
@@ -586,7 +613,11 @@ def _d_DescribeClientQuotasResponse_EntryData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse_EntryData(v0, v1, None), pos
+    o = _new(DescribeClientQuotasResponse_EntryData)
+    o.entity = v0
+    o.values = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_EntryData_v0(out, o):
@@ -657,7 +688,13 @@ def _d_DescribeClientQuotasResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse(v0, v1, v2, v3, None), pos
+    o = _new(DescribeClientQuotasResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.entries = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_v0(out, o):
@@ -736,7 +773,11 @@ def _d_DescribeClientQuotasResponse_EntityData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse_EntityData(v0, v1, u), pos
+    o = _new(DescribeClientQuotasResponse_EntityData)
+    o.entity_type = v0
+    o.entity_name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_EntityData_v1(out, o):
@@ -811,7 +852,11 @@ def _d_DescribeClientQuotasResponse_ValueData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse_ValueData(v0, v1, u), pos
+    o = _new(DescribeClientQuotasResponse_ValueData)
+    o.key = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_ValueData_v1(out, o):
@@ -889,7 +934,11 @@ def _d_DescribeClientQuotasResponse_EntryData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse_EntryData(v0, v1, u), pos
+    o = _new(DescribeClientQuotasResponse_EntryData)
+    o.entity = v0
+    o.values = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_EntryData_v1(out, o):
@@ -983,7 +1032,13 @@ def _d_DescribeClientQuotasResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClientQuotasResponse(v0, v1, v2, v3, u), pos
+    o = _new(DescribeClientQuotasResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.entries = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClientQuotasResponse_v1(out, o):
@@ -1042,3 +1097,40 @@ DescribeClientQuotasResponse.FLEXIBLE_VERSIONS = (1, 32767)
 DescribeClientQuotasResponse.LATEST_VERSION_UNSTABLE = False
 DescribeClientQuotasResponse._decoders = {0: _d_DescribeClientQuotasResponse_v0, 1: _d_DescribeClientQuotasResponse_v1}
 DescribeClientQuotasResponse._encoders = {0: _e_DescribeClientQuotasResponse_v0, 1: _e_DescribeClientQuotasResponse_v1}
+
+
+_CTYPES = (
+    'DescribeClientQuotasRequest_ComponentData',
+    'DescribeClientQuotasRequest',
+    'DescribeClientQuotasResponse_EntityData',
+    'DescribeClientQuotasResponse_ValueData',
+    'DescribeClientQuotasResponse_EntryData',
+    'DescribeClientQuotasResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2),
+    (1, 0, 0, 3, 0, 2),
+    (0, 0, 0, 0, 0, 2),
+    (0, 0, 0, 4, 0, 2),
+    (1, 0, 1, 0, 0, 2),
+    (0, 1, 0, 1, 0, 0, 1, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None, False, 0.0,)
+_CPROGS = (
+    (0, 0, 3, 10, 0, 0, 0, 0, 1, 1, 0, 0, 0, 10, 2, 2, 0, 0, 0),
+    (1, 0, 2, 14, 0, 0, 13, 0, 8, 1, 0, 0, 0, 0),
+    (0, 1, 3, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (1, 1, 2, 14, 0, 1, 13, 2, 8, 1, 0, 0, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (3, 0, 2, 10, 0, 0, 0, 0, 7, 1, 0, 0, 0, 0),
+    (4, 0, 2, 14, 0, 0, 13, 4, 14, 1, 0, 13, 5, 0),
+    (5, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 2, 0, 0, 14, 3, 2, 13, 6, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 7, 1, 0, 0, 0, 0),
+    (4, 1, 2, 14, 0, 1, 13, 8, 14, 1, 1, 13, 9, 0),
+    (5, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 3, 13, 10, 0),
+)
+_CENTRIES = {
+    'DescribeClientQuotasRequest': (0, (1, 3)),
+    'DescribeClientQuotasResponse': (0, (7, 11)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeClusterRequest', 'DescribeClusterResponse', 'DescribeClusterResponse_DescribeClusterBroker']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -143,7 +144,12 @@ def _d_DescribeClusterRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterRequest(v0, 1, False, u), pos
+    o = _new(DescribeClusterRequest)
+    o.include_cluster_authorized_operations = v0
+    o.endpoint_type = 1
+    o.include_fenced_brokers = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterRequest_v0(out, o):
@@ -186,7 +192,12 @@ def _d_DescribeClusterRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterRequest(v0, v1, False, u), pos
+    o = _new(DescribeClusterRequest)
+    o.include_cluster_authorized_operations = v0
+    o.endpoint_type = v1
+    o.include_fenced_brokers = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterRequest_v1(out, o):
@@ -227,7 +238,12 @@ def _d_DescribeClusterRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterRequest(v0, v1, v2, u), pos
+    o = _new(DescribeClusterRequest)
+    o.include_cluster_authorized_operations = v0
+    o.endpoint_type = v1
+    o.include_fenced_brokers = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterRequest_v2(out, o):
@@ -299,7 +315,14 @@ def _d_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterResponse_DescribeClusterBroker(v0, v1, v2, v3, False, u), pos
+    o = _new(DescribeClusterResponse_DescribeClusterBroker)
+    o.broker_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.is_fenced = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterResponse_DescribeClusterBroker_v0(out, o):
@@ -417,7 +440,17 @@ def _d_DescribeClusterResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterResponse(v0, v1, v2, 1, v4, v5, v6, v7, u), pos
+    o = _new(DescribeClusterResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.endpoint_type = 1
+    o.cluster_id = v4
+    o.controller_id = v5
+    o.brokers = v6
+    o.cluster_authorized_operations = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterResponse_v0(out, o):
@@ -598,7 +631,17 @@ def _d_DescribeClusterResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterResponse(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeClusterResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.endpoint_type = v3
+    o.cluster_id = v4
+    o.controller_id = v5
+    o.brokers = v6
+    o.cluster_authorized_operations = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterResponse_v1(out, o):
@@ -715,7 +758,14 @@ def _d_DescribeClusterResponse_DescribeClusterBroker_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterResponse_DescribeClusterBroker(v0, v1, v2, v3, v4, u), pos
+    o = _new(DescribeClusterResponse_DescribeClusterBroker)
+    o.broker_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.is_fenced = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterResponse_DescribeClusterBroker_v2(out, o):
@@ -836,7 +886,17 @@ def _d_DescribeClusterResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeClusterResponse(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeClusterResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.endpoint_type = v3
+    o.cluster_id = v4
+    o.controller_id = v5
+    o.brokers = v6
+    o.cluster_authorized_operations = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeClusterResponse_v2(out, o):
@@ -913,3 +973,30 @@ DescribeClusterResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DescribeClusterResponse.LATEST_VERSION_UNSTABLE = False
 DescribeClusterResponse._decoders = {0: _d_DescribeClusterResponse_v0, 1: _d_DescribeClusterResponse_v1, 2: _d_DescribeClusterResponse_v2}
 DescribeClusterResponse._encoders = {0: _e_DescribeClusterResponse_v0, 1: _e_DescribeClusterResponse_v1, 2: _e_DescribeClusterResponse_v2}
+
+
+_CTYPES = (
+    'DescribeClusterRequest',
+    'DescribeClusterResponse_DescribeClusterBroker',
+    'DescribeClusterResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2),
+    (0, 3, 0, 4, 0, 3, 0, 2, 0, 0, 0, 2),
+    (0, 3, 0, 3, 0, 2, 0, 1, 0, 4, 0, 5, 1, 0, 0, 6, 0, 2),
+)
+_CCONSTS = (False, 1, None, 0, '', -1, -2147483648,)
+_CPROGS = (
+    (0, 1, 1, 8, 0, 0, 0, 0, 0),
+    (0, 1, 2, 8, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0),
+    (0, 1, 3, 8, 0, 0, 0, 0, 1, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (2, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 4, 1, 0, 0, 3, 5, 0, 0, 0, 14, 6, 1, 13, 3, 3, 7, 0, 0, 0, 0),
+    (2, 1, 8, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 1, 3, 0, 0, 0, 10, 4, 1, 0, 0, 3, 5, 0, 0, 0, 14, 6, 1, 13, 3, 3, 7, 0, 0, 0, 0),
+    (1, 1, 5, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 8, 4, 0, 0, 0, 0),
+    (2, 1, 8, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 1, 3, 0, 0, 0, 10, 4, 1, 0, 0, 3, 5, 0, 0, 0, 14, 6, 1, 13, 6, 3, 7, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'DescribeClusterRequest': (0, (0, 1, 2)),
+    'DescribeClusterResponse': (0, (4, 5, 7)),
+}

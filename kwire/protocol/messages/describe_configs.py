@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeConfigsRequest', 'DescribeConfigsRequest_DescribeConfigsResource', 'DescribeConfigsResponse', 'DescribeConfigsResponse_DescribeConfigsSynonym', 'DescribeConfigsResponse_DescribeConfigsResourceResult', 'DescribeConfigsResponse_DescribeConfigsResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -217,7 +218,12 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsRequest_DescribeConfigsResource(v0, v1, v2, None), pos
+    o = _new(DescribeConfigsRequest_DescribeConfigsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.configuration_keys = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_v1(out, o):
@@ -275,7 +281,12 @@ def _d_DescribeConfigsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsRequest(v0, v1, False, None), pos
+    o = _new(DescribeConfigsRequest)
+    o.resources = v0
+    o.include_synonyms = v1
+    o.include_documentation = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsRequest_v1(out, o):
@@ -414,7 +425,12 @@ def _d_DescribeConfigsRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsRequest(v0, v1, v2, None), pos
+    o = _new(DescribeConfigsRequest)
+    o.resources = v0
+    o.include_synonyms = v1
+    o.include_documentation = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsRequest_v3(out, o):
@@ -489,7 +505,12 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsRequest_DescribeConfigsResource(v0, v1, v2, u), pos
+    o = _new(DescribeConfigsRequest_DescribeConfigsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.configuration_keys = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_v4(out, o):
@@ -567,7 +588,12 @@ def _d_DescribeConfigsRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsRequest(v0, v1, v2, u), pos
+    o = _new(DescribeConfigsRequest)
+    o.resources = v0
+    o.include_synonyms = v1
+    o.include_documentation = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeConfigsRequest_v4(out, o):
@@ -636,7 +662,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsSynonym(v0, v1, v2, None), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsSynonym)
+    o.name = v0
+    o.value = v1
+    o.source = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v1(out, o):
@@ -718,7 +749,17 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsResourceResult(v0, v1, v2, v3, v4, v5, 0, '', None), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsResourceResult)
+    o.name = v0
+    o.value = v1
+    o.read_only = v2
+    o.config_source = v3
+    o.is_sensitive = v4
+    o.synonyms = v5
+    o.config_type = 0
+    o.documentation = ''
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(out, o):
@@ -811,7 +852,14 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsResult(v0, v1, v2, v3, v4, None), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsResult)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.configs = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResult_v1(out, o):
@@ -879,7 +927,11 @@ def _d_DescribeConfigsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse(v0, v1, None), pos
+    o = _new(DescribeConfigsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_v1(out, o):
@@ -1134,7 +1186,17 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsResourceResult(v0, v1, v2, v3, v4, v5, v6, v7, None), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsResourceResult)
+    o.name = v0
+    o.value = v1
+    o.read_only = v2
+    o.config_source = v3
+    o.is_sensitive = v4
+    o.synonyms = v5
+    o.config_type = v6
+    o.documentation = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(out, o):
@@ -1237,7 +1299,14 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsResult(v0, v1, v2, v3, v4, None), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsResult)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.configs = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResult_v3(out, o):
@@ -1305,7 +1374,11 @@ def _d_DescribeConfigsResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse(v0, v1, None), pos
+    o = _new(DescribeConfigsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_v3(out, o):
@@ -1379,7 +1452,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsSynonym(v0, v1, v2, u), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsSynonym)
+    o.name = v0
+    o.value = v1
+    o.source = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v4(out, o):
@@ -1506,7 +1584,17 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsResourceResult(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsResourceResult)
+    o.name = v0
+    o.value = v1
+    o.read_only = v2
+    o.config_source = v3
+    o.is_sensitive = v4
+    o.synonyms = v5
+    o.config_type = v6
+    o.documentation = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(out, o):
@@ -1643,7 +1731,14 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse_DescribeConfigsResult(v0, v1, v2, v3, v4, u), pos
+    o = _new(DescribeConfigsResponse_DescribeConfigsResult)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.configs = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResult_v4(out, o):
@@ -1735,7 +1830,11 @@ def _d_DescribeConfigsResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeConfigsResponse(v0, v1, u), pos
+    o = _new(DescribeConfigsResponse)
+    o.throttle_time_ms = v0
+    o.results = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeConfigsResponse_v4(out, o):
@@ -1782,3 +1881,44 @@ DescribeConfigsResponse.FLEXIBLE_VERSIONS = (4, 32767)
 DescribeConfigsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeConfigsResponse._decoders = {1: _d_DescribeConfigsResponse_v1, 2: _d_DescribeConfigsResponse_v1, 3: _d_DescribeConfigsResponse_v3, 4: _d_DescribeConfigsResponse_v4}
 DescribeConfigsResponse._encoders = {1: _e_DescribeConfigsResponse_v1, 2: _e_DescribeConfigsResponse_v2, 3: _e_DescribeConfigsResponse_v3, 4: _e_DescribeConfigsResponse_v4}
+
+
+_CTYPES = (
+    'DescribeConfigsRequest_DescribeConfigsResource',
+    'DescribeConfigsRequest',
+    'DescribeConfigsResponse_DescribeConfigsSynonym',
+    'DescribeConfigsResponse_DescribeConfigsResourceResult',
+    'DescribeConfigsResponse_DescribeConfigsResult',
+    'DescribeConfigsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 1, 0, 0, 2),
+    (1, 0, 0, 3, 0, 3, 0, 2),
+    (0, 1, 0, 1, 0, 0, 0, 2),
+    (0, 1, 0, 1, 0, 3, 0, 4, 0, 3, 1, 0, 0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 2),
+    (0, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (0, '', None, False, -1,)
+_CPROGS = (
+    (0, 0, 3, 1, 0, 0, 0, 0, 10, 1, 0, 0, 0, 14, 2, 2, 10, 0, 0),
+    (1, 0, 2, 14, 0, 0, 13, 0, 8, 1, 0, 0, 0, 0),
+    (1, 0, 3, 14, 0, 0, 13, 0, 8, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (0, 1, 3, 1, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 3, 10, 0, 0),
+    (1, 1, 3, 14, 0, 1, 13, 3, 8, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (2, 0, 3, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 0),
+    (3, 0, 6, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 8, 2, 0, 0, 0, 1, 3, 0, 0, 0, 8, 4, 0, 0, 0, 14, 5, 0, 13, 5, 0),
+    (4, 0, 5, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 10, 3, 0, 0, 0, 14, 4, 0, 13, 6, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 7, 0),
+    (3, 0, 8, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 8, 2, 0, 0, 0, 1, 3, 0, 0, 0, 8, 4, 0, 0, 0, 14, 5, 0, 13, 5, 1, 6, 0, 0, 0, 10, 7, 2, 0, 0, 0),
+    (4, 0, 5, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 10, 3, 0, 0, 0, 14, 4, 0, 13, 9, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 10, 0),
+    (2, 1, 3, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 1, 2, 0, 0, 0, 0),
+    (3, 1, 8, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 8, 2, 0, 0, 0, 1, 3, 0, 0, 0, 8, 4, 0, 0, 0, 14, 5, 1, 13, 12, 1, 6, 0, 0, 0, 10, 7, 3, 0, 0, 0),
+    (4, 1, 5, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 1, 2, 0, 0, 0, 10, 3, 1, 0, 0, 14, 4, 1, 13, 13, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 14, 0),
+)
+_CENTRIES = {
+    'DescribeConfigsRequest': (1, (1, 1, 2, 4)),
+    'DescribeConfigsResponse': (1, (8, 8, 11, 15)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeDelegationTokenRequest', 'DescribeDelegationTokenRequest_DescribeDelegationTokenOwner', 'DescribeDelegationTokenResponse', 'DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer', 'DescribeDelegationTokenResponse_DescribedDelegationToken']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -183,7 +184,11 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(v0, v1, None), pos
+    o = _new(DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(out, o):
@@ -238,7 +243,10 @@ def _d_DescribeDelegationTokenRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenRequest(v0, None), pos
+    o = _new(DescribeDelegationTokenRequest)
+    o.owners = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeDelegationTokenRequest_v1(out, o):
@@ -305,7 +313,11 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(v0, v1, u), pos
+    o = _new(DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(out, o):
@@ -380,7 +392,10 @@ def _d_DescribeDelegationTokenRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenRequest(v0, u), pos
+    o = _new(DescribeDelegationTokenRequest)
+    o.owners = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeDelegationTokenRequest_v2(out, o):
@@ -442,7 +457,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(buf, p
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(v0, v1, None), pos
+    o = _new(DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(out, o):
@@ -542,7 +561,19 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse_DescribedDelegationToken(v0, v1, '', '', v4, v5, v6, v7, v8, v9, None), pos
+    o = _new(DescribeDelegationTokenResponse_DescribedDelegationToken)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.token_requester_principal_type = ''
+    o.token_requester_principal_name = ''
+    o.issue_timestamp = v4
+    o.expiry_timestamp = v5
+    o.max_timestamp = v6
+    o.token_id = v7
+    o.hmac = v8
+    o.renewers = v9
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(out, o):
@@ -630,7 +661,12 @@ def _d_DescribeDelegationTokenResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse(v0, v1, v2, None), pos
+    o = _new(DescribeDelegationTokenResponse)
+    o.error_code = v0
+    o.tokens = v1
+    o.throttle_time_ms = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_v1(out, o):
@@ -701,7 +737,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf, p
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(v0, v1, u), pos
+    o = _new(DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(out, o):
@@ -833,7 +873,19 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse_DescribedDelegationToken(v0, v1, '', '', v4, v5, v6, v7, v8, v9, u), pos
+    o = _new(DescribeDelegationTokenResponse_DescribedDelegationToken)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.token_requester_principal_type = ''
+    o.token_requester_principal_name = ''
+    o.issue_timestamp = v4
+    o.expiry_timestamp = v5
+    o.max_timestamp = v6
+    o.token_id = v7
+    o.hmac = v8
+    o.renewers = v9
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(out, o):
@@ -953,7 +1005,12 @@ def _d_DescribeDelegationTokenResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse(v0, v1, v2, u), pos
+    o = _new(DescribeDelegationTokenResponse)
+    o.error_code = v0
+    o.tokens = v1
+    o.throttle_time_ms = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_v2(out, o):
@@ -1105,7 +1162,19 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse_DescribedDelegationToken(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, u), pos
+    o = _new(DescribeDelegationTokenResponse_DescribedDelegationToken)
+    o.principal_type = v0
+    o.principal_name = v1
+    o.token_requester_principal_type = v2
+    o.token_requester_principal_name = v3
+    o.issue_timestamp = v4
+    o.expiry_timestamp = v5
+    o.max_timestamp = v6
+    o.token_id = v7
+    o.hmac = v8
+    o.renewers = v9
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(out, o):
@@ -1245,7 +1314,12 @@ def _d_DescribeDelegationTokenResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeDelegationTokenResponse(v0, v1, v2, u), pos
+    o = _new(DescribeDelegationTokenResponse)
+    o.error_code = v0
+    o.tokens = v1
+    o.throttle_time_ms = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeDelegationTokenResponse_v3(out, o):
@@ -1294,3 +1368,38 @@ DescribeDelegationTokenResponse.FLEXIBLE_VERSIONS = (2, 32767)
 DescribeDelegationTokenResponse.LATEST_VERSION_UNSTABLE = False
 DescribeDelegationTokenResponse._decoders = {1: _d_DescribeDelegationTokenResponse_v1, 2: _d_DescribeDelegationTokenResponse_v2, 3: _d_DescribeDelegationTokenResponse_v3}
 DescribeDelegationTokenResponse._encoders = {1: _e_DescribeDelegationTokenResponse_v1, 2: _e_DescribeDelegationTokenResponse_v2, 3: _e_DescribeDelegationTokenResponse_v3}
+
+
+_CTYPES = (
+    'DescribeDelegationTokenRequest_DescribeDelegationTokenOwner',
+    'DescribeDelegationTokenRequest',
+    'DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer',
+    'DescribeDelegationTokenResponse_DescribedDelegationToken',
+    'DescribeDelegationTokenResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0, 2, 0, 0, 0, 3, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 2, 0, 1),
+)
+_CCONSTS = ('', None, 0, b'',)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0),
+    (1, 0, 1, 14, 0, 2, 13, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (1, 1, 1, 14, 0, 3, 13, 2, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0),
+    (3, 0, 8, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 4, 4, 0, 0, 0, 4, 5, 0, 0, 0, 4, 6, 0, 0, 0, 10, 7, 0, 0, 0, 11, 8, 0, 0, 0, 14, 9, 0, 13, 4, 0),
+    (4, 0, 3, 2, 0, 0, 0, 0, 14, 1, 0, 13, 5, 3, 2, 0, 0, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (3, 1, 8, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 4, 4, 0, 0, 0, 4, 5, 0, 0, 0, 4, 6, 0, 0, 0, 10, 7, 1, 0, 0, 11, 8, 1, 0, 0, 14, 9, 1, 13, 7, 0),
+    (4, 1, 3, 2, 0, 0, 0, 0, 14, 1, 1, 13, 8, 3, 2, 0, 0, 0, 0),
+    (3, 1, 10, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 4, 4, 0, 0, 0, 4, 5, 0, 0, 0, 4, 6, 0, 0, 0, 10, 7, 1, 0, 0, 11, 8, 1, 0, 0, 14, 9, 1, 13, 7, 0),
+    (4, 1, 3, 2, 0, 0, 0, 0, 14, 1, 1, 13, 10, 3, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'DescribeDelegationTokenRequest': (1, (1, 3, 3)),
+    'DescribeDelegationTokenResponse': (1, (6, 9, 11)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse', 'DescribeGroupsResponse_DescribedGroupMember', 'DescribeGroupsResponse_DescribedGroup']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -160,7 +161,11 @@ def _d_DescribeGroupsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsRequest(v0, False, None), pos
+    o = _new(DescribeGroupsRequest)
+    o.groups = v0
+    o.include_authorized_operations = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsRequest_v0(out, o):
@@ -256,7 +261,11 @@ def _d_DescribeGroupsRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsRequest(v0, v1, None), pos
+    o = _new(DescribeGroupsRequest)
+    o.groups = v0
+    o.include_authorized_operations = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsRequest_v3(out, o):
@@ -338,7 +347,11 @@ def _d_DescribeGroupsRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsRequest(v0, v1, u), pos
+    o = _new(DescribeGroupsRequest)
+    o.groups = v0
+    o.include_authorized_operations = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeGroupsRequest_v5(out, o):
@@ -435,7 +448,15 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroupMember(v0, None, v2, v3, v4, v5, None), pos
+    o = _new(DescribeGroupsResponse_DescribedGroupMember)
+    o.member_id = v0
+    o.group_instance_id = None
+    o.client_id = v2
+    o.client_host = v3
+    o.member_metadata = v4
+    o.member_assignment = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroupMember_v0(out, o):
@@ -557,7 +578,17 @@ def _d_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, -2147483648, None), pos
+    o = _new(DescribeGroupsResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = None
+    o.group_id = v2
+    o.group_state = v3
+    o.protocol_type = v4
+    o.protocol_data = v5
+    o.members = v6
+    o.authorized_operations = -2147483648
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_v0(out, o):
@@ -640,7 +671,11 @@ def _d_DescribeGroupsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse(0, v1, None), pos
+    o = _new(DescribeGroupsResponse)
+    o.throttle_time_ms = 0
+    o.groups = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_v0(out, o):
@@ -798,7 +833,11 @@ def _d_DescribeGroupsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse(v0, v1, None), pos
+    o = _new(DescribeGroupsResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_v1(out, o):
@@ -1079,7 +1118,17 @@ def _d_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, v7, None), pos
+    o = _new(DescribeGroupsResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = None
+    o.group_id = v2
+    o.group_state = v3
+    o.protocol_type = v4
+    o.protocol_data = v5
+    o.members = v6
+    o.authorized_operations = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_v3(out, o):
@@ -1165,7 +1214,11 @@ def _d_DescribeGroupsResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse(v0, v1, None), pos
+    o = _new(DescribeGroupsResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_v3(out, o):
@@ -1268,7 +1321,15 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroupMember(v0, v1, v2, v3, v4, v5, None), pos
+    o = _new(DescribeGroupsResponse_DescribedGroupMember)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.client_id = v2
+    o.client_host = v3
+    o.member_metadata = v4
+    o.member_assignment = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroupMember_v4(out, o):
@@ -1401,7 +1462,17 @@ def _d_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, v7, None), pos
+    o = _new(DescribeGroupsResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = None
+    o.group_id = v2
+    o.group_state = v3
+    o.protocol_type = v4
+    o.protocol_data = v5
+    o.members = v6
+    o.authorized_operations = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_v4(out, o):
@@ -1487,7 +1558,11 @@ def _d_DescribeGroupsResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse(v0, v1, None), pos
+    o = _new(DescribeGroupsResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_v4(out, o):
@@ -1614,7 +1689,15 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroupMember(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(DescribeGroupsResponse_DescribedGroupMember)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.client_id = v2
+    o.client_host = v3
+    o.member_metadata = v4
+    o.member_assignment = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroupMember_v5(out, o):
@@ -1795,7 +1878,17 @@ def _d_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroup(v0, None, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeGroupsResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = None
+    o.group_id = v2
+    o.group_state = v3
+    o.protocol_type = v4
+    o.protocol_data = v5
+    o.members = v6
+    o.authorized_operations = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_v5(out, o):
@@ -1913,7 +2006,11 @@ def _d_DescribeGroupsResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse(v0, v1, u), pos
+    o = _new(DescribeGroupsResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_v5(out, o):
@@ -2054,7 +2151,17 @@ def _d_DescribeGroupsResponse_DescribedGroup_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeGroupsResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = v1
+    o.group_id = v2
+    o.group_state = v3
+    o.protocol_type = v4
+    o.protocol_data = v5
+    o.members = v6
+    o.authorized_operations = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_v6(out, o):
@@ -2182,7 +2289,11 @@ def _d_DescribeGroupsResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeGroupsResponse(v0, v1, u), pos
+    o = _new(DescribeGroupsResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeGroupsResponse_v6(out, o):
@@ -2229,3 +2340,41 @@ DescribeGroupsResponse.FLEXIBLE_VERSIONS = (5, 32767)
 DescribeGroupsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeGroupsResponse._decoders = {0: _d_DescribeGroupsResponse_v0, 1: _d_DescribeGroupsResponse_v1, 2: _d_DescribeGroupsResponse_v1, 3: _d_DescribeGroupsResponse_v3, 4: _d_DescribeGroupsResponse_v4, 5: _d_DescribeGroupsResponse_v5, 6: _d_DescribeGroupsResponse_v6}
 DescribeGroupsResponse._encoders = {0: _e_DescribeGroupsResponse_v0, 1: _e_DescribeGroupsResponse_v1, 2: _e_DescribeGroupsResponse_v2, 3: _e_DescribeGroupsResponse_v3, 4: _e_DescribeGroupsResponse_v4, 5: _e_DescribeGroupsResponse_v5, 6: _e_DescribeGroupsResponse_v6}
+
+
+_CTYPES = (
+    'DescribeGroupsRequest',
+    'DescribeGroupsResponse_DescribedGroupMember',
+    'DescribeGroupsResponse_DescribedGroup',
+    'DescribeGroupsResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0, 0, 1),
+    (0, 2, 0, 1, 0, 2, 0, 2, 0, 3, 0, 3, 0, 1),
+    (0, 4, 0, 1, 0, 2, 0, 2, 0, 2, 0, 2, 1, 0, 0, 5, 0, 1),
+    (0, 4, 1, 0, 0, 1),
+)
+_CCONSTS = (False, None, '', b'', 0, -2147483648,)
+_CPROGS = (
+    (0, 0, 1, 14, 0, 0, 10, 0, 0),
+    (0, 0, 2, 14, 0, 0, 10, 0, 8, 1, 0, 0, 0, 0),
+    (0, 1, 2, 14, 0, 1, 10, 0, 8, 1, 0, 0, 0, 0),
+    (1, 0, 5, 10, 0, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 11, 4, 0, 0, 0, 11, 5, 0, 0, 0, 0),
+    (2, 0, 6, 2, 0, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 10, 4, 0, 0, 0, 10, 5, 0, 0, 0, 14, 6, 0, 13, 3, 0),
+    (3, 0, 1, 14, 1, 0, 13, 4, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 4, 0),
+    (2, 0, 7, 2, 0, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 10, 4, 0, 0, 0, 10, 5, 0, 0, 0, 14, 6, 0, 13, 3, 3, 7, 0, 0, 0, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 7, 0),
+    (1, 0, 6, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 11, 4, 0, 0, 0, 11, 5, 0, 0, 0, 0),
+    (2, 0, 7, 2, 0, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 0, 0, 0, 10, 4, 0, 0, 0, 10, 5, 0, 0, 0, 14, 6, 0, 13, 9, 3, 7, 0, 0, 0, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 10, 0),
+    (1, 1, 6, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 11, 4, 1, 0, 0, 11, 5, 1, 0, 0, 0),
+    (2, 1, 7, 2, 0, 0, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 10, 4, 1, 0, 0, 10, 5, 1, 0, 0, 14, 6, 1, 13, 12, 3, 7, 0, 0, 0, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 13, 0),
+    (2, 1, 8, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 10, 4, 1, 0, 0, 10, 5, 1, 0, 0, 14, 6, 1, 13, 12, 3, 7, 0, 0, 0, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 15, 0),
+)
+_CENTRIES = {
+    'DescribeGroupsRequest': (0, (0, 0, 0, 1, 1, 2, 2)),
+    'DescribeGroupsResponse': (0, (5, 6, 6, 8, 11, 14, 16)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeLogDirsRequest', 'DescribeLogDirsRequest_DescribableLogDirTopic', 'DescribeLogDirsResponse', 'DescribeLogDirsResponse_DescribeLogDirsPartition', 'DescribeLogDirsResponse_DescribeLogDirsTopic', 'DescribeLogDirsResponse_DescribeLogDirsResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -198,7 +199,11 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsRequest_DescribableLogDirTopic(v0, v1, None), pos
+    o = _new(DescribeLogDirsRequest_DescribableLogDirTopic)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v1(out, o):
@@ -252,7 +257,10 @@ def _d_DescribeLogDirsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsRequest(v0, None), pos
+    o = _new(DescribeLogDirsRequest)
+    o.topics = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeLogDirsRequest_v1(out, o):
@@ -318,7 +326,11 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsRequest_DescribableLogDirTopic(v0, v1, u), pos
+    o = _new(DescribeLogDirsRequest_DescribableLogDirTopic)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v2(out, o):
@@ -392,7 +404,10 @@ def _d_DescribeLogDirsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsRequest(v0, u), pos
+    o = _new(DescribeLogDirsRequest)
+    o.topics = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsRequest_v2(out, o):
@@ -435,7 +450,13 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsPartition(v0, v1, v2, v3, None), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
+    o.partition_index = v0
+    o.partition_size = v1
+    o.offset_lag = v2
+    o.is_future_key = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v1(out, o):
@@ -485,7 +506,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsTopic(v0, v1, None), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v1(out, o):
@@ -552,7 +577,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, -1, -1, False, None), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+    o.error_code = v0
+    o.log_dir = v1
+    o.topics = v2
+    o.total_bytes = -1
+    o.usable_bytes = -1
+    o.is_cordoned = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v1(out, o):
@@ -610,7 +643,12 @@ def _d_DescribeLogDirsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse(v0, 0, v2, None), pos
+    o = _new(DescribeLogDirsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.results = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_v1(out, o):
@@ -654,7 +692,13 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsPartition(v0, v1, v2, v3, u), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
+    o.partition_index = v0
+    o.partition_size = v1
+    o.offset_lag = v2
+    o.is_future_key = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(out, o):
@@ -719,7 +763,11 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsTopic(v0, v1, u), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(out, o):
@@ -809,7 +857,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, -1, -1, False, u), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+    o.error_code = v0
+    o.log_dir = v1
+    o.topics = v2
+    o.total_bytes = -1
+    o.usable_bytes = -1
+    o.is_cordoned = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v2(out, o):
@@ -887,7 +943,12 @@ def _d_DescribeLogDirsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse(v0, 0, v2, u), pos
+    o = _new(DescribeLogDirsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.results = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_v2(out, o):
@@ -953,7 +1014,12 @@ def _d_DescribeLogDirsResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse(v0, v1, v2, u), pos
+    o = _new(DescribeLogDirsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.results = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_v3(out, o):
@@ -1036,7 +1102,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, v3, v4, False, u), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+    o.error_code = v0
+    o.log_dir = v1
+    o.topics = v2
+    o.total_bytes = v3
+    o.usable_bytes = v4
+    o.is_cordoned = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v4(out, o):
@@ -1116,7 +1190,12 @@ def _d_DescribeLogDirsResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse(v0, v1, v2, u), pos
+    o = _new(DescribeLogDirsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.results = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_v4(out, o):
@@ -1199,7 +1278,15 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse_DescribeLogDirsResult(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+    o.error_code = v0
+    o.log_dir = v1
+    o.topics = v2
+    o.total_bytes = v3
+    o.usable_bytes = v4
+    o.is_cordoned = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v5(out, o):
@@ -1279,7 +1366,12 @@ def _d_DescribeLogDirsResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeLogDirsResponse(v0, v1, v2, u), pos
+    o = _new(DescribeLogDirsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.results = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeLogDirsResponse_v5(out, o):
@@ -1326,3 +1418,45 @@ DescribeLogDirsResponse.FLEXIBLE_VERSIONS = (2, 32767)
 DescribeLogDirsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeLogDirsResponse._decoders = {1: _d_DescribeLogDirsResponse_v1, 2: _d_DescribeLogDirsResponse_v2, 3: _d_DescribeLogDirsResponse_v3, 4: _d_DescribeLogDirsResponse_v4, 5: _d_DescribeLogDirsResponse_v5}
 DescribeLogDirsResponse._encoders = {1: _e_DescribeLogDirsResponse_v1, 2: _e_DescribeLogDirsResponse_v2, 3: _e_DescribeLogDirsResponse_v3, 4: _e_DescribeLogDirsResponse_v4, 5: _e_DescribeLogDirsResponse_v5}
+
+
+_CTYPES = (
+    'DescribeLogDirsRequest_DescribableLogDirTopic',
+    'DescribeLogDirsRequest',
+    'DescribeLogDirsResponse_DescribeLogDirsPartition',
+    'DescribeLogDirsResponse_DescribeLogDirsTopic',
+    'DescribeLogDirsResponse_DescribeLogDirsResult',
+    'DescribeLogDirsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 2, 0, 3, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 0, 1, 0, 0, 4, 0, 4, 0, 3, 0, 1),
+    (0, 2, 0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0, False, -1,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 1, 14, 0, 2, 13, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 1, 14, 0, 3, 13, 2, 0),
+    (2, 0, 4, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (3, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 4, 0),
+    (4, 0, 3, 2, 0, 0, 0, 0, 10, 1, 0, 0, 0, 14, 2, 0, 13, 5, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 2, 0, 13, 6, 0),
+    (2, 1, 4, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 4, 2, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 8, 0),
+    (4, 1, 3, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 13, 9, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 2, 1, 13, 10, 0),
+    (5, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 10, 0),
+    (4, 1, 5, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 13, 9, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 0),
+    (5, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 13, 0),
+    (4, 1, 6, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 13, 9, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 8, 5, 0, 0, 0, 0),
+    (5, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 15, 0),
+)
+_CENTRIES = {
+    'DescribeLogDirsRequest': (1, (1, 3, 3, 3, 3)),
+    'DescribeLogDirsResponse': (1, (7, 11, 12, 14, 16)),
+}

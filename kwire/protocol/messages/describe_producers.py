@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeProducersRequest', 'DescribeProducersRequest_TopicRequest', 'DescribeProducersResponse', 'DescribeProducersResponse_ProducerState', 'DescribeProducersResponse_PartitionResponse', 'DescribeProducersResponse_TopicResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -205,7 +206,11 @@ def _d_DescribeProducersRequest_TopicRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeProducersRequest_TopicRequest(v0, v1, u), pos
+    o = _new(DescribeProducersRequest_TopicRequest)
+    o.name = v0
+    o.partition_indexes = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeProducersRequest_TopicRequest_v0(out, o):
@@ -277,7 +282,10 @@ def _d_DescribeProducersRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeProducersRequest(v0, u), pos
+    o = _new(DescribeProducersRequest)
+    o.topics = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeProducersRequest_v0(out, o):
@@ -326,7 +334,15 @@ def _d_DescribeProducersResponse_ProducerState_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeProducersResponse_ProducerState(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(DescribeProducersResponse_ProducerState)
+    o.producer_id = v0
+    o.producer_epoch = v1
+    o.last_sequence = v2
+    o.last_timestamp = v3
+    o.coordinator_epoch = v4
+    o.current_txn_start_offset = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeProducersResponse_ProducerState_v0(out, o):
@@ -396,7 +412,13 @@ def _d_DescribeProducersResponse_PartitionResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeProducersResponse_PartitionResponse(v0, v1, v2, v3, u), pos
+    o = _new(DescribeProducersResponse_PartitionResponse)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.active_producers = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeProducersResponse_PartitionResponse_v0(out, o):
@@ -485,7 +507,11 @@ def _d_DescribeProducersResponse_TopicResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeProducersResponse_TopicResponse(v0, v1, u), pos
+    o = _new(DescribeProducersResponse_TopicResponse)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeProducersResponse_TopicResponse_v0(out, o):
@@ -561,7 +587,11 @@ def _d_DescribeProducersResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeProducersResponse(v0, v1, u), pos
+    o = _new(DescribeProducersResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeProducersResponse_v0(out, o):
@@ -608,3 +638,34 @@ DescribeProducersResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DescribeProducersResponse.LATEST_VERSION_UNSTABLE = False
 DescribeProducersResponse._decoders = {0: _d_DescribeProducersResponse_v0}
 DescribeProducersResponse._encoders = {0: _e_DescribeProducersResponse_v0}
+
+
+_CTYPES = (
+    'DescribeProducersRequest_TopicRequest',
+    'DescribeProducersRequest',
+    'DescribeProducersResponse_ProducerState',
+    'DescribeProducersResponse_PartitionResponse',
+    'DescribeProducersResponse_TopicResponse',
+    'DescribeProducersResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 3, 0, 3, 0, 2, 0, 3, 0, 1),
+    (0, 2, 0, 2, 0, 1, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0, -1,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 1, 14, 0, 1, 13, 0, 0),
+    (2, 1, 6, 4, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 4, 3, 0, 0, 0, 3, 4, 0, 0, 0, 4, 5, 0, 0, 0, 0),
+    (3, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 2, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 3, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 4, 0),
+)
+_CENTRIES = {
+    'DescribeProducersRequest': (0, (1,)),
+    'DescribeProducersResponse': (0, (5,)),
+}

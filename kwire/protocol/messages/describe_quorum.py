@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeQuorumRequest', 'DescribeQuorumRequest_PartitionData', 'DescribeQuorumRequest_TopicData', 'DescribeQuorumResponse', 'DescribeQuorumResponse_ReplicaState', 'DescribeQuorumResponse_PartitionData', 'DescribeQuorumResponse_TopicData', 'DescribeQuorumResponse_Listener', 'DescribeQuorumResponse_Node']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -248,7 +249,10 @@ def _d_DescribeQuorumRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumRequest_PartitionData(v0, u), pos
+    o = _new(DescribeQuorumRequest_PartitionData)
+    o.partition_index = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumRequest_PartitionData_v0(out, o):
@@ -313,7 +317,11 @@ def _d_DescribeQuorumRequest_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumRequest_TopicData(v0, v1, u), pos
+    o = _new(DescribeQuorumRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumRequest_TopicData_v0(out, o):
@@ -386,7 +394,10 @@ def _d_DescribeQuorumRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumRequest(v0, u), pos
+    o = _new(DescribeQuorumRequest)
+    o.topics = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumRequest_v0(out, o):
@@ -435,7 +446,14 @@ def _d_DescribeQuorumResponse_ReplicaState_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_ReplicaState(v0, _ZERO_UUID, v2, -1, -1, u), pos
+    o = _new(DescribeQuorumResponse_ReplicaState)
+    o.replica_id = v0
+    o.replica_directory_id = _ZERO_UUID
+    o.log_end_offset = v2
+    o.last_fetch_timestamp = -1
+    o.last_caught_up_timestamp = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_ReplicaState_v0(out, o):
@@ -506,7 +524,17 @@ def _d_DescribeQuorumResponse_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_PartitionData(v0, v1, '', v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeQuorumResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = ''
+    o.leader_id = v3
+    o.leader_epoch = v4
+    o.high_watermark = v5
+    o.current_voters = v6
+    o.observers = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_PartitionData_v0(out, o):
@@ -595,7 +623,11 @@ def _d_DescribeQuorumResponse_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_TopicData(v0, v1, u), pos
+    o = _new(DescribeQuorumResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_TopicData_v0(out, o):
@@ -653,7 +685,12 @@ def _d_DescribeQuorumResponse_Listener_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_Listener('', '', 0, u), pos
+    o = _new(DescribeQuorumResponse_Listener)
+    o.name = ''
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_Listener_v0(out, o):
@@ -693,7 +730,11 @@ def _d_DescribeQuorumResponse_Node_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_Node(0, [], u), pos
+    o = _new(DescribeQuorumResponse_Node)
+    o.node_id = 0
+    o.listeners = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_Node_v0(out, o):
@@ -749,7 +790,13 @@ def _d_DescribeQuorumResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse(v0, '', v2, [], u), pos
+    o = _new(DescribeQuorumResponse)
+    o.error_code = v0
+    o.error_message = ''
+    o.topics = v2
+    o.nodes = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_v0(out, o):
@@ -802,7 +849,14 @@ def _d_DescribeQuorumResponse_ReplicaState_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_ReplicaState(v0, _ZERO_UUID, v2, v3, v4, u), pos
+    o = _new(DescribeQuorumResponse_ReplicaState)
+    o.replica_id = v0
+    o.replica_directory_id = _ZERO_UUID
+    o.log_end_offset = v2
+    o.last_fetch_timestamp = v3
+    o.last_caught_up_timestamp = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_ReplicaState_v1(out, o):
@@ -873,7 +927,17 @@ def _d_DescribeQuorumResponse_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_PartitionData(v0, v1, '', v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeQuorumResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = ''
+    o.leader_id = v3
+    o.leader_epoch = v4
+    o.high_watermark = v5
+    o.current_voters = v6
+    o.observers = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_PartitionData_v1(out, o):
@@ -962,7 +1026,11 @@ def _d_DescribeQuorumResponse_TopicData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_TopicData(v0, v1, u), pos
+    o = _new(DescribeQuorumResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_TopicData_v1(out, o):
@@ -1080,7 +1148,13 @@ def _d_DescribeQuorumResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse(v0, '', v2, [], u), pos
+    o = _new(DescribeQuorumResponse)
+    o.error_code = v0
+    o.error_message = ''
+    o.topics = v2
+    o.nodes = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_v1(out, o):
@@ -1134,7 +1208,14 @@ def _d_DescribeQuorumResponse_ReplicaState_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_ReplicaState(v0, v1, v2, v3, v4, u), pos
+    o = _new(DescribeQuorumResponse_ReplicaState)
+    o.replica_id = v0
+    o.replica_directory_id = v1
+    o.log_end_offset = v2
+    o.last_fetch_timestamp = v3
+    o.last_caught_up_timestamp = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_ReplicaState_v2(out, o):
@@ -1222,7 +1303,17 @@ def _d_DescribeQuorumResponse_PartitionData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeQuorumResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.leader_id = v3
+    o.leader_epoch = v4
+    o.high_watermark = v5
+    o.current_voters = v6
+    o.observers = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_PartitionData_v2(out, o):
@@ -1325,7 +1416,11 @@ def _d_DescribeQuorumResponse_TopicData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_TopicData(v0, v1, u), pos
+    o = _new(DescribeQuorumResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_TopicData_v2(out, o):
@@ -1414,7 +1509,12 @@ def _d_DescribeQuorumResponse_Listener_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_Listener(v0, v1, v2, u), pos
+    o = _new(DescribeQuorumResponse_Listener)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_Listener_v2(out, o):
@@ -1492,7 +1592,11 @@ def _d_DescribeQuorumResponse_Node_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse_Node(v0, v1, u), pos
+    o = _new(DescribeQuorumResponse_Node)
+    o.node_id = v0
+    o.listeners = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_Node_v2(out, o):
@@ -1589,7 +1693,13 @@ def _d_DescribeQuorumResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeQuorumResponse(v0, v1, v2, v3, u), pos
+    o = _new(DescribeQuorumResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.topics = v2
+    o.nodes = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeQuorumResponse_v2(out, o):
@@ -1660,3 +1770,53 @@ DescribeQuorumResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DescribeQuorumResponse.LATEST_VERSION_UNSTABLE = False
 DescribeQuorumResponse._decoders = {0: _d_DescribeQuorumResponse_v0, 1: _d_DescribeQuorumResponse_v1, 2: _d_DescribeQuorumResponse_v2}
 DescribeQuorumResponse._encoders = {0: _e_DescribeQuorumResponse_v0, 1: _e_DescribeQuorumResponse_v1, 2: _e_DescribeQuorumResponse_v2}
+
+
+_CTYPES = (
+    'DescribeQuorumRequest_PartitionData',
+    'DescribeQuorumRequest_TopicData',
+    'DescribeQuorumRequest',
+    'DescribeQuorumResponse_ReplicaState',
+    'DescribeQuorumResponse_PartitionData',
+    'DescribeQuorumResponse_TopicData',
+    'DescribeQuorumResponse_Listener',
+    'DescribeQuorumResponse_Node',
+    'DescribeQuorumResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 0, 0, 3, 0, 0, 0, 4, 0, 4, 0, 1),
+    (0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 2, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, '', _ZERO_UUID, -1,)
+_CPROGS = (
+    (0, 1, 1, 3, 0, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 1, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+    (4, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 4, 5, 0, 0, 0, 14, 6, 1, 13, 3, 14, 7, 1, 13, 3, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 4, 0),
+    (6, 1, 0, 0),
+    (7, 1, 0, 0),
+    (8, 1, 2, 2, 0, 0, 0, 0, 14, 2, 1, 13, 5, 0),
+    (3, 1, 4, 3, 0, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 0),
+    (4, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 4, 5, 0, 0, 0, 14, 6, 1, 13, 9, 14, 7, 1, 13, 9, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 10, 0),
+    (8, 1, 2, 2, 0, 0, 0, 0, 14, 2, 1, 13, 11, 0),
+    (3, 1, 5, 3, 0, 0, 0, 0, 9, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 0),
+    (4, 1, 8, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 4, 5, 0, 0, 0, 14, 6, 1, 13, 13, 14, 7, 1, 13, 13, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 14, 0),
+    (6, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (7, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 16, 0),
+    (8, 1, 4, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 14, 2, 1, 13, 15, 14, 3, 1, 13, 17, 0),
+)
+_CENTRIES = {
+    'DescribeQuorumRequest': (0, (2, 2, 2)),
+    'DescribeQuorumResponse': (0, (8, 12, 18)),
+}

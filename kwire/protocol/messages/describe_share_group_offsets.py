@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic', 'DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup', 'DescribeShareGroupOffsetsResponse', 'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition', 'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic', 'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -226,7 +227,11 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_v0
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(v0, v1, u), pos
+    o = _new(DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_v0(out, o):
@@ -314,7 +319,11 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(v0, v1, u), pos
+    o = _new(DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(out, o):
@@ -387,7 +396,10 @@ def _d_DescribeShareGroupOffsetsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsRequest(v0, u), pos
+    o = _new(DescribeShareGroupOffsetsRequest)
+    o.groups = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsRequest_v0(out, o):
@@ -452,7 +464,15 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(v0, v1, v2, -1, v4, v5, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+    o.partition_index = v0
+    o.start_offset = v1
+    o.leader_epoch = v2
+    o.lag = -1
+    o.error_code = v4
+    o.error_message = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_v0(out, o):
@@ -533,7 +553,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(v0, v1, v2, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+    o.topic_name = v0
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_v0(out, o):
@@ -641,7 +666,13 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(v0, v1, v2, v3, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+    o.group_id = v0
+    o.topics = v1
+    o.error_code = v2
+    o.error_message = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(out, o):
@@ -731,7 +762,11 @@ def _d_DescribeShareGroupOffsetsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse(v0, v1, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_v0(out, o):
@@ -798,7 +833,15 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+    o.partition_index = v0
+    o.start_offset = v1
+    o.leader_epoch = v2
+    o.lag = v3
+    o.error_code = v4
+    o.error_message = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_v1(out, o):
@@ -879,7 +922,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(v0, v1, v2, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+    o.topic_name = v0
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_v1(out, o):
@@ -987,7 +1035,13 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(v0, v1, v2, v3, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+    o.group_id = v0
+    o.topics = v1
+    o.error_code = v2
+    o.error_message = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v1(out, o):
@@ -1077,7 +1131,11 @@ def _d_DescribeShareGroupOffsetsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeShareGroupOffsetsResponse(v0, v1, u), pos
+    o = _new(DescribeShareGroupOffsetsResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeShareGroupOffsetsResponse_v1(out, o):
@@ -1124,3 +1182,41 @@ DescribeShareGroupOffsetsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DescribeShareGroupOffsetsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeShareGroupOffsetsResponse._decoders = {0: _d_DescribeShareGroupOffsetsResponse_v0, 1: _d_DescribeShareGroupOffsetsResponse_v1}
 DescribeShareGroupOffsetsResponse._encoders = {0: _e_DescribeShareGroupOffsetsResponse_v0, 1: _e_DescribeShareGroupOffsetsResponse_v1}
+
+
+_CTYPES = (
+    'DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic',
+    'DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition',
+    'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic',
+    'DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup',
+    'DescribeShareGroupOffsetsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 2, 0, 3, 0, 2, 0, 1, 0, 1),
+    (0, 0, 0, 4, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 2, 0, 1, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0, -1, _ZERO_UUID,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 3, 13, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 1, 0),
+    (3, 1, 5, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 2, 4, 0, 0, 0, 10, 5, 3, 0, 0, 0),
+    (4, 1, 3, 10, 0, 1, 0, 0, 9, 1, 0, 0, 0, 14, 2, 1, 13, 3, 0),
+    (5, 1, 4, 10, 0, 1, 0, 0, 14, 1, 1, 13, 4, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (6, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 5, 0),
+    (3, 1, 6, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 4, 3, 0, 0, 0, 2, 4, 0, 0, 0, 10, 5, 3, 0, 0, 0),
+    (4, 1, 3, 10, 0, 1, 0, 0, 9, 1, 0, 0, 0, 14, 2, 1, 13, 7, 0),
+    (5, 1, 4, 10, 0, 1, 0, 0, 14, 1, 1, 13, 8, 2, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (6, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 9, 0),
+)
+_CENTRIES = {
+    'DescribeShareGroupOffsetsRequest': (0, (2, 2)),
+    'DescribeShareGroupOffsetsResponse': (0, (6, 10)),
+}

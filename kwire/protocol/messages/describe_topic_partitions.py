@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsRequest_TopicRequest', 'DescribeTopicPartitionsRequest_Cursor', 'DescribeTopicPartitionsResponse', 'DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition', 'DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic', 'DescribeTopicPartitionsResponse_Cursor']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -224,7 +225,10 @@ def _d_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTopicPartitionsRequest_TopicRequest(v0, u), pos
+    o = _new(DescribeTopicPartitionsRequest_TopicRequest)
+    o.name = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTopicPartitionsRequest_TopicRequest_v0(out, o):
@@ -287,7 +291,11 @@ def _d_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTopicPartitionsRequest_Cursor(v0, v1, u), pos
+    o = _new(DescribeTopicPartitionsRequest_Cursor)
+    o.topic_name = v0
+    o.partition_index = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTopicPartitionsRequest_Cursor_v0(out, o):
@@ -360,7 +368,12 @@ def _d_DescribeTopicPartitionsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTopicPartitionsRequest(v0, v1, v2, u), pos
+    o = _new(DescribeTopicPartitionsRequest)
+    o.topics = v0
+    o.response_partition_limit = v1
+    o.cursor = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTopicPartitionsRequest_v0(out, o):
@@ -487,7 +500,18 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         if e.field is None:
             e.field = f
         raise
-    return DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition)
+    o.error_code = v0
+    o.partition_index = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.replica_nodes = v4
+    o.isr_nodes = v5
+    o.eligible_leader_replicas = v6
+    o.last_known_elr = v7
+    o.offline_replicas = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(out, o):
@@ -619,7 +643,15 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(b
         if e.field is None:
             e.field = f
         raise
-    return DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = v2
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(out, o):
@@ -700,7 +732,11 @@ def _d_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTopicPartitionsResponse_Cursor(v0, v1, u), pos
+    o = _new(DescribeTopicPartitionsResponse_Cursor)
+    o.topic_name = v0
+    o.partition_index = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTopicPartitionsResponse_Cursor_v0(out, o):
@@ -773,7 +809,12 @@ def _d_DescribeTopicPartitionsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTopicPartitionsResponse(v0, v1, v2, u), pos
+    o = _new(DescribeTopicPartitionsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.next_cursor = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTopicPartitionsResponse_v0(out, o):
@@ -827,3 +868,37 @@ DescribeTopicPartitionsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DescribeTopicPartitionsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeTopicPartitionsResponse._decoders = {0: _d_DescribeTopicPartitionsResponse_v0}
 DescribeTopicPartitionsResponse._encoders = {0: _e_DescribeTopicPartitionsResponse_v0}
+
+
+_CTYPES = (
+    'DescribeTopicPartitionsRequest_TopicRequest',
+    'DescribeTopicPartitionsRequest_Cursor',
+    'DescribeTopicPartitionsRequest',
+    'DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition',
+    'DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic',
+    'DescribeTopicPartitionsResponse_Cursor',
+    'DescribeTopicPartitionsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 0, 0, 2, 0, 1),
+    (1, 0, 0, 3, 0, 1, 0, 1),
+    (0, 2, 0, 2, 0, 2, 0, 4, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0, 0, 1),
+    (0, 2, 0, 0, 0, 5, 0, 6, 1, 0, 0, 7, 0, 1),
+    (0, 0, 0, 2, 0, 1),
+    (0, 2, 1, 0, 0, 1, 0, 1),
+)
+_CCONSTS = ('', None, 0, 2000, -1, _ZERO_UUID, False, -2147483648,)
+_CPROGS = (
+    (0, 1, 1, 10, 0, 1, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 0),
+    (2, 1, 3, 14, 0, 1, 13, 0, 3, 1, 0, 0, 0, 13, 2, 2, 0, 1, 0),
+    (3, 1, 9, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 3, 0, 14, 5, 1, 3, 0, 14, 6, 3, 3, 0, 14, 7, 3, 3, 0, 14, 8, 1, 3, 0, 0),
+    (4, 1, 6, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 9, 2, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 1, 13, 3, 3, 5, 0, 0, 0, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 0),
+    (6, 1, 3, 3, 0, 0, 0, 0, 14, 1, 1, 13, 4, 13, 2, 2, 0, 5, 0),
+)
+_CENTRIES = {
+    'DescribeTopicPartitionsRequest': (0, (2,)),
+    'DescribeTopicPartitionsResponse': (0, (6,)),
+}

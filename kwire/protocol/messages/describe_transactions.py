@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeTransactionsRequest', 'DescribeTransactionsResponse', 'DescribeTransactionsResponse_TopicData', 'DescribeTransactionsResponse_TransactionState']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -159,7 +160,10 @@ def _d_DescribeTransactionsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTransactionsRequest(v0, u), pos
+    o = _new(DescribeTransactionsRequest)
+    o.transactional_ids = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTransactionsRequest_v0(out, o):
@@ -232,7 +236,11 @@ def _d_DescribeTransactionsResponse_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTransactionsResponse_TopicData(v0, v1, u), pos
+    o = _new(DescribeTransactionsResponse_TopicData)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTransactionsResponse_TopicData_v0(out, o):
@@ -338,7 +346,17 @@ def _d_DescribeTransactionsResponse_TransactionState_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTransactionsResponse_TransactionState(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(DescribeTransactionsResponse_TransactionState)
+    o.error_code = v0
+    o.transactional_id = v1
+    o.transaction_state = v2
+    o.transaction_timeout_ms = v3
+    o.transaction_start_time_ms = v4
+    o.producer_id = v5
+    o.producer_epoch = v6
+    o.topics = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTransactionsResponse_TransactionState_v0(out, o):
@@ -430,7 +448,11 @@ def _d_DescribeTransactionsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeTransactionsResponse(v0, v1, u), pos
+    o = _new(DescribeTransactionsResponse)
+    o.throttle_time_ms = v0
+    o.transaction_states = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeTransactionsResponse_v0(out, o):
@@ -477,3 +499,28 @@ DescribeTransactionsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DescribeTransactionsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeTransactionsResponse._decoders = {0: _d_DescribeTransactionsResponse_v0}
 DescribeTransactionsResponse._encoders = {0: _e_DescribeTransactionsResponse_v0}
+
+
+_CTYPES = (
+    'DescribeTransactionsRequest',
+    'DescribeTransactionsResponse_TopicData',
+    'DescribeTransactionsResponse_TransactionState',
+    'DescribeTransactionsResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0),
+    (0, 1, 1, 0, 0, 0),
+    (0, 2, 0, 1, 0, 1, 0, 2, 0, 2, 0, 2, 0, 2, 1, 0, 0, 0),
+    (0, 2, 1, 0, 0, 0),
+)
+_CCONSTS = (None, '', 0,)
+_CPROGS = (
+    (0, 1, 1, 14, 0, 1, 10, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (2, 1, 8, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 10, 2, 1, 0, 0, 3, 3, 0, 0, 0, 4, 4, 0, 0, 0, 4, 5, 0, 0, 0, 2, 6, 0, 0, 0, 14, 7, 1, 13, 1, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 2, 0),
+)
+_CENTRIES = {
+    'DescribeTransactionsRequest': (0, (0,)),
+    'DescribeTransactionsResponse': (0, (3,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsRequest_UserName', 'DescribeUserScramCredentialsResponse', 'DescribeUserScramCredentialsResponse_CredentialInfo', 'DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -169,7 +170,10 @@ def _d_DescribeUserScramCredentialsRequest_UserName_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeUserScramCredentialsRequest_UserName(v0, u), pos
+    o = _new(DescribeUserScramCredentialsRequest_UserName)
+    o.name = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeUserScramCredentialsRequest_UserName_v0(out, o):
@@ -232,7 +236,10 @@ def _d_DescribeUserScramCredentialsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeUserScramCredentialsRequest(v0, u), pos
+    o = _new(DescribeUserScramCredentialsRequest)
+    o.users = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeUserScramCredentialsRequest_v0(out, o):
@@ -281,7 +288,11 @@ def _d_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeUserScramCredentialsResponse_CredentialInfo(v0, v1, u), pos
+    o = _new(DescribeUserScramCredentialsResponse_CredentialInfo)
+    o.mechanism = v0
+    o.iterations = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeUserScramCredentialsResponse_CredentialInfo_v0(out, o):
@@ -365,7 +376,13 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v
         if e.field is None:
             e.field = f
         raise
-    return DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(v0, v1, v2, v3, u), pos
+    o = _new(DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult)
+    o.user = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.credential_infos = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(out, o):
@@ -471,7 +488,13 @@ def _d_DescribeUserScramCredentialsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return DescribeUserScramCredentialsResponse(v0, v1, v2, v3, u), pos
+    o = _new(DescribeUserScramCredentialsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.results = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_DescribeUserScramCredentialsResponse_v0(out, o):
@@ -530,3 +553,31 @@ DescribeUserScramCredentialsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 DescribeUserScramCredentialsResponse.LATEST_VERSION_UNSTABLE = False
 DescribeUserScramCredentialsResponse._decoders = {0: _d_DescribeUserScramCredentialsResponse_v0}
 DescribeUserScramCredentialsResponse._encoders = {0: _e_DescribeUserScramCredentialsResponse_v0}
+
+
+_CTYPES = (
+    'DescribeUserScramCredentialsRequest_UserName',
+    'DescribeUserScramCredentialsRequest',
+    'DescribeUserScramCredentialsResponse_CredentialInfo',
+    'DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult',
+    'DescribeUserScramCredentialsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1),
+    (0, 0, 0, 2, 0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0,)
+_CPROGS = (
+    (0, 1, 1, 10, 0, 1, 0, 0, 0),
+    (1, 1, 1, 14, 0, 3, 13, 0, 0),
+    (2, 1, 2, 1, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (3, 1, 4, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 2, 0),
+    (4, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 3, 0),
+)
+_CENTRIES = {
+    'DescribeUserScramCredentialsRequest': (0, (1,)),
+    'DescribeUserScramCredentialsResponse': (0, (4,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ElectLeadersRequest', 'ElectLeadersRequest_TopicPartitions', 'ElectLeadersResponse', 'ElectLeadersResponse_PartitionResult', 'ElectLeadersResponse_ReplicaElectionResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -172,7 +173,11 @@ def _d_ElectLeadersRequest_TopicPartitions_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersRequest_TopicPartitions(v0, v1, None), pos
+    o = _new(ElectLeadersRequest_TopicPartitions)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ElectLeadersRequest_TopicPartitions_v0(out, o):
@@ -229,7 +234,12 @@ def _d_ElectLeadersRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersRequest(0, v1, v2, None), pos
+    o = _new(ElectLeadersRequest)
+    o.election_type = 0
+    o.topic_partitions = v1
+    o.timeout_ms = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ElectLeadersRequest_v0(out, o):
@@ -314,7 +324,12 @@ def _d_ElectLeadersRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersRequest(v0, v1, v2, None), pos
+    o = _new(ElectLeadersRequest)
+    o.election_type = v0
+    o.topic_partitions = v1
+    o.timeout_ms = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ElectLeadersRequest_v1(out, o):
@@ -384,7 +399,11 @@ def _d_ElectLeadersRequest_TopicPartitions_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersRequest_TopicPartitions(v0, v1, u), pos
+    o = _new(ElectLeadersRequest_TopicPartitions)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ElectLeadersRequest_TopicPartitions_v2(out, o):
@@ -464,7 +483,12 @@ def _d_ElectLeadersRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersRequest(v0, v1, v2, u), pos
+    o = _new(ElectLeadersRequest)
+    o.election_type = v0
+    o.topic_partitions = v1
+    o.timeout_ms = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ElectLeadersRequest_v2(out, o):
@@ -524,7 +548,12 @@ def _d_ElectLeadersResponse_PartitionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersResponse_PartitionResult(v0, v1, v2, None), pos
+    o = _new(ElectLeadersResponse_PartitionResult)
+    o.partition_id = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ElectLeadersResponse_PartitionResult_v0(out, o):
@@ -582,7 +611,11 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersResponse_ReplicaElectionResult(v0, v1, None), pos
+    o = _new(ElectLeadersResponse_ReplicaElectionResult)
+    o.topic = v0
+    o.partition_result = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ElectLeadersResponse_ReplicaElectionResult_v0(out, o):
@@ -638,7 +671,12 @@ def _d_ElectLeadersResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersResponse(v0, 0, v2, None), pos
+    o = _new(ElectLeadersResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.replica_election_results = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ElectLeadersResponse_v0(out, o):
@@ -742,7 +780,12 @@ def _d_ElectLeadersResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersResponse(v0, v1, v2, None), pos
+    o = _new(ElectLeadersResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.replica_election_results = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ElectLeadersResponse_v1(out, o):
@@ -802,7 +845,12 @@ def _d_ElectLeadersResponse_PartitionResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersResponse_PartitionResult(v0, v1, v2, u), pos
+    o = _new(ElectLeadersResponse_PartitionResult)
+    o.partition_id = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ElectLeadersResponse_PartitionResult_v2(out, o):
@@ -879,7 +927,11 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersResponse_ReplicaElectionResult(v0, v1, u), pos
+    o = _new(ElectLeadersResponse_ReplicaElectionResult)
+    o.topic = v0
+    o.partition_result = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ElectLeadersResponse_ReplicaElectionResult_v2(out, o):
@@ -955,7 +1007,12 @@ def _d_ElectLeadersResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ElectLeadersResponse(v0, v1, v2, u), pos
+    o = _new(ElectLeadersResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.replica_election_results = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ElectLeadersResponse_v2(out, o):
@@ -1002,3 +1059,38 @@ ElectLeadersResponse.FLEXIBLE_VERSIONS = (2, 32767)
 ElectLeadersResponse.LATEST_VERSION_UNSTABLE = False
 ElectLeadersResponse._decoders = {0: _d_ElectLeadersResponse_v0, 1: _d_ElectLeadersResponse_v1, 2: _d_ElectLeadersResponse_v2}
 ElectLeadersResponse._encoders = {0: _e_ElectLeadersResponse_v0, 1: _e_ElectLeadersResponse_v1, 2: _e_ElectLeadersResponse_v2}
+
+
+_CTYPES = (
+    'ElectLeadersRequest_TopicPartitions',
+    'ElectLeadersRequest',
+    'ElectLeadersResponse_PartitionResult',
+    'ElectLeadersResponse_ReplicaElectionResult',
+    'ElectLeadersResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 3, 0, 1),
+    (0, 2, 0, 2, 0, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0, 60000,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 2, 14, 1, 2, 13, 0, 3, 2, 0, 0, 0, 0),
+    (1, 0, 3, 1, 0, 0, 0, 0, 14, 1, 2, 13, 0, 3, 2, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 3, 1, 0, 0, 0, 0, 14, 1, 3, 13, 3, 3, 2, 0, 0, 0, 0),
+    (2, 0, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 2, 0, 0, 0),
+    (3, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 5, 0),
+    (4, 0, 2, 3, 0, 0, 0, 0, 14, 2, 0, 13, 6, 0),
+    (4, 0, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 0, 13, 6, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 9, 0),
+    (4, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 10, 0),
+)
+_CENTRIES = {
+    'ElectLeadersRequest': (0, (1, 2, 4)),
+    'ElectLeadersResponse': (0, (7, 8, 11)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['EndQuorumEpochRequest', 'EndQuorumEpochRequest_ReplicaInfo', 'EndQuorumEpochRequest_PartitionData', 'EndQuorumEpochRequest_TopicData', 'EndQuorumEpochRequest_LeaderEndpoint', 'EndQuorumEpochResponse', 'EndQuorumEpochResponse_PartitionData', 'EndQuorumEpochResponse_TopicData', 'EndQuorumEpochResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -235,7 +236,11 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_ReplicaInfo(0, _ZERO_UUID, None), pos
+    o = _new(EndQuorumEpochRequest_ReplicaInfo)
+    o.candidate_id = 0
+    o.candidate_directory_id = _ZERO_UUID
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_ReplicaInfo_v0(out, o):
@@ -277,7 +282,14 @@ def _d_EndQuorumEpochRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_PartitionData(v0, v1, v2, v3, [], None), pos
+    o = _new(EndQuorumEpochRequest_PartitionData)
+    o.partition_index = v0
+    o.leader_id = v1
+    o.leader_epoch = v2
+    o.preferred_successors = v3
+    o.preferred_candidates = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_PartitionData_v0(out, o):
@@ -334,7 +346,11 @@ def _d_EndQuorumEpochRequest_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_TopicData(v0, v1, None), pos
+    o = _new(EndQuorumEpochRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_TopicData_v0(out, o):
@@ -376,7 +392,12 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_LeaderEndpoint('', '', 0, None), pos
+    o = _new(EndQuorumEpochRequest_LeaderEndpoint)
+    o.name = ''
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_LeaderEndpoint_v0(out, o):
@@ -432,7 +453,12 @@ def _d_EndQuorumEpochRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest(v0, v1, [], None), pos
+    o = _new(EndQuorumEpochRequest)
+    o.cluster_id = v0
+    o.topics = v1
+    o.leader_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_v0(out, o):
@@ -483,7 +509,11 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_ReplicaInfo(v0, v1, u), pos
+    o = _new(EndQuorumEpochRequest_ReplicaInfo)
+    o.candidate_id = v0
+    o.candidate_directory_id = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_ReplicaInfo_v1(out, o):
@@ -537,7 +567,14 @@ def _d_EndQuorumEpochRequest_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_PartitionData(v0, v1, v2, [], v4, u), pos
+    o = _new(EndQuorumEpochRequest_PartitionData)
+    o.partition_index = v0
+    o.leader_id = v1
+    o.leader_epoch = v2
+    o.preferred_successors = []
+    o.preferred_candidates = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_PartitionData_v1(out, o):
@@ -614,7 +651,11 @@ def _d_EndQuorumEpochRequest_TopicData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_TopicData(v0, v1, u), pos
+    o = _new(EndQuorumEpochRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_TopicData_v1(out, o):
@@ -703,7 +744,12 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest_LeaderEndpoint(v0, v1, v2, u), pos
+    o = _new(EndQuorumEpochRequest_LeaderEndpoint)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_LeaderEndpoint_v1(out, o):
@@ -809,7 +855,12 @@ def _d_EndQuorumEpochRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochRequest(v0, v1, v2, u), pos
+    o = _new(EndQuorumEpochRequest)
+    o.cluster_id = v0
+    o.topics = v1
+    o.leader_endpoints = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochRequest_v1(out, o):
@@ -876,7 +927,13 @@ def _d_EndQuorumEpochResponse_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse_PartitionData(v0, v1, v2, v3, None), pos
+    o = _new(EndQuorumEpochResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_PartitionData_v0(out, o):
@@ -926,7 +983,11 @@ def _d_EndQuorumEpochResponse_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse_TopicData(v0, v1, None), pos
+    o = _new(EndQuorumEpochResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_TopicData_v0(out, o):
@@ -968,7 +1029,12 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse_NodeEndpoint(0, '', 0, None), pos
+    o = _new(EndQuorumEpochResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_NodeEndpoint_v0(out, o):
@@ -1014,7 +1080,12 @@ def _d_EndQuorumEpochResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse(v0, v1, [], None), pos
+    o = _new(EndQuorumEpochResponse)
+    o.error_code = v0
+    o.topics = v1
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_v0(out, o):
@@ -1060,7 +1131,13 @@ def _d_EndQuorumEpochResponse_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse_PartitionData(v0, v1, v2, v3, u), pos
+    o = _new(EndQuorumEpochResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_PartitionData_v1(out, o):
@@ -1125,7 +1202,11 @@ def _d_EndQuorumEpochResponse_TopicData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse_TopicData(v0, v1, u), pos
+    o = _new(EndQuorumEpochResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_TopicData_v1(out, o):
@@ -1203,7 +1284,12 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse_NodeEndpoint(v0, v1, v2, u), pos
+    o = _new(EndQuorumEpochResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_NodeEndpoint_v1(out, o):
@@ -1309,7 +1395,12 @@ def _d_EndQuorumEpochResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndQuorumEpochResponse(v0, v1, v2, u), pos
+    o = _new(EndQuorumEpochResponse)
+    o.error_code = v0
+    o.topics = v1
+    o.node_endpoints = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndQuorumEpochResponse_v1(out, o):
@@ -1372,3 +1463,52 @@ EndQuorumEpochResponse.FLEXIBLE_VERSIONS = (1, 32767)
 EndQuorumEpochResponse.LATEST_VERSION_UNSTABLE = False
 EndQuorumEpochResponse._decoders = {0: _d_EndQuorumEpochResponse_v0, 1: _d_EndQuorumEpochResponse_v1}
 EndQuorumEpochResponse._encoders = {0: _e_EndQuorumEpochResponse_v0, 1: _e_EndQuorumEpochResponse_v1}
+
+
+_CTYPES = (
+    'EndQuorumEpochRequest_ReplicaInfo',
+    'EndQuorumEpochRequest_PartitionData',
+    'EndQuorumEpochRequest_TopicData',
+    'EndQuorumEpochRequest_LeaderEndpoint',
+    'EndQuorumEpochRequest',
+    'EndQuorumEpochResponse_PartitionData',
+    'EndQuorumEpochResponse_TopicData',
+    'EndQuorumEpochResponse_NodeEndpoint',
+    'EndQuorumEpochResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 3, 0, 3, 0, 0, 0, 2),
+    (0, 2, 1, 0, 1, 0, 0, 2),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 0, 3, 0, 0, 0, 2),
+    (0, 0, 1, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (0, _ZERO_UUID, None, '',)
+_CPROGS = (
+    (0, 0, 0, 0),
+    (1, 0, 4, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 0, 3, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 1, 0),
+    (3, 0, 0, 0),
+    (4, 0, 2, 10, 0, 2, 0, 0, 14, 1, 0, 13, 2, 0),
+    (0, 1, 2, 3, 0, 0, 0, 0, 9, 1, 0, 0, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 4, 1, 13, 5, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 6, 0),
+    (3, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (4, 1, 3, 10, 0, 3, 0, 0, 14, 1, 1, 13, 7, 14, 2, 1, 13, 8, 0),
+    (5, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 0),
+    (6, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 10, 0),
+    (7, 0, 0, 0),
+    (8, 0, 2, 2, 0, 0, 0, 0, 14, 1, 0, 13, 11, 0),
+    (5, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 0),
+    (6, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 14, 0),
+    (7, 1, 3, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (8, 1, 2, 2, 0, 0, 0, 0, 14, 1, 1, 13, 15, 1, 0, 14, 2, 1, 13, 16),
+)
+_CENTRIES = {
+    'EndQuorumEpochRequest': (0, (4, 9)),
+    'EndQuorumEpochResponse': (0, (13, 17)),
+}

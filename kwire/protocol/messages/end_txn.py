@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['EndTxnRequest', 'EndTxnResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -116,7 +117,13 @@ def _d_EndTxnRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndTxnRequest(v0, v1, v2, v3, None), pos
+    o = _new(EndTxnRequest)
+    o.transactional_id = v0
+    o.producer_id = v1
+    o.producer_epoch = v2
+    o.committed = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndTxnRequest_v0(out, o):
@@ -220,7 +227,13 @@ def _d_EndTxnRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndTxnRequest(v0, v1, v2, v3, u), pos
+    o = _new(EndTxnRequest)
+    o.transactional_id = v0
+    o.producer_id = v1
+    o.producer_epoch = v2
+    o.committed = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndTxnRequest_v3(out, o):
@@ -265,7 +278,13 @@ def _d_EndTxnResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndTxnResponse(v0, v1, -1, -1, None), pos
+    o = _new(EndTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.producer_id = -1
+    o.producer_epoch = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_EndTxnResponse_v0(out, o):
@@ -331,7 +350,13 @@ def _d_EndTxnResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndTxnResponse(v0, v1, -1, -1, u), pos
+    o = _new(EndTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.producer_id = -1
+    o.producer_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndTxnResponse_v3(out, o):
@@ -370,7 +395,13 @@ def _d_EndTxnResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EndTxnResponse(v0, v1, v2, v3, u), pos
+    o = _new(EndTxnResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EndTxnResponse_v5(out, o):
@@ -405,3 +436,25 @@ EndTxnResponse.FLEXIBLE_VERSIONS = (3, 32767)
 EndTxnResponse.LATEST_VERSION_UNSTABLE = False
 EndTxnResponse._decoders = {0: _d_EndTxnResponse_v0, 1: _d_EndTxnResponse_v0, 2: _d_EndTxnResponse_v0, 3: _d_EndTxnResponse_v3, 4: _d_EndTxnResponse_v3, 5: _d_EndTxnResponse_v5}
 EndTxnResponse._encoders = {0: _e_EndTxnResponse_v0, 1: _e_EndTxnResponse_v1, 2: _e_EndTxnResponse_v2, 3: _e_EndTxnResponse_v3, 4: _e_EndTxnResponse_v3, 5: _e_EndTxnResponse_v5}
+
+
+_CTYPES = (
+    'EndTxnRequest',
+    'EndTxnResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 1, 0, 2, 0, 3),
+    (0, 1, 0, 1, 0, 4, 0, 4, 0, 3),
+)
+_CCONSTS = ('', 0, False, None, -1,)
+_CPROGS = (
+    (0, 0, 4, 10, 0, 0, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (0, 1, 4, 10, 0, 1, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (1, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'EndTxnRequest': (0, (0, 0, 0, 1, 1, 1)),
+    'EndTxnResponse': (0, (2, 2, 2, 3, 3, 4)),
+}

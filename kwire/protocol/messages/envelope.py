@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['EnvelopeRequest', 'EnvelopeResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -144,7 +145,12 @@ def _d_EnvelopeRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EnvelopeRequest(v0, v1, v2, u), pos
+    o = _new(EnvelopeRequest)
+    o.request_data = v0
+    o.request_principal = v1
+    o.client_host_address = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EnvelopeRequest_v0(out, o):
@@ -230,7 +236,11 @@ def _d_EnvelopeResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return EnvelopeResponse(v0, v1, u), pos
+    o = _new(EnvelopeResponse)
+    o.response_data = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_EnvelopeResponse_v0(out, o):
@@ -276,3 +286,22 @@ EnvelopeResponse.FLEXIBLE_VERSIONS = (0, 32767)
 EnvelopeResponse.LATEST_VERSION_UNSTABLE = False
 EnvelopeResponse._decoders = {0: _d_EnvelopeResponse_v0}
 EnvelopeResponse._encoders = {0: _e_EnvelopeResponse_v0}
+
+
+_CTYPES = (
+    'EnvelopeRequest',
+    'EnvelopeResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 1, 0, 2, 0, 1),
+)
+_CCONSTS = (b'', None, 0,)
+_CPROGS = (
+    (0, 1, 3, 11, 0, 1, 0, 0, 11, 1, 3, 0, 0, 11, 2, 1, 0, 0, 0),
+    (1, 1, 2, 11, 0, 3, 0, 0, 2, 1, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'EnvelopeRequest': (0, (0,)),
+    'EnvelopeResponse': (0, (1,)),
+}

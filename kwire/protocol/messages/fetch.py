@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['FetchRequest', 'FetchRequest_ReplicaState', 'FetchRequest_FetchPartition', 'FetchRequest_FetchTopic', 'FetchRequest_ForgottenTopic', 'FetchResponse', 'FetchResponse_EpochEndOffset', 'FetchResponse_LeaderIdAndEpoch', 'FetchResponse_SnapshotId', 'FetchResponse_AbortedTransaction', 'FetchResponse_PartitionData', 'FetchResponse_FetchableTopicResponse', 'FetchResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -362,7 +363,11 @@ def _d_FetchRequest_ReplicaState_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_ReplicaState(-1, -1, None), pos
+    o = _new(FetchRequest_ReplicaState)
+    o.replica_id = -1
+    o.replica_epoch = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_ReplicaState_v4(out, o):
@@ -394,7 +399,17 @@ def _d_FetchRequest_FetchPartition_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchPartition(v0, -1, v2, -1, -1, v5, _ZERO_UUID, 9223372036854775807, None), pos
+    o = _new(FetchRequest_FetchPartition)
+    o.partition = v0
+    o.current_leader_epoch = -1
+    o.fetch_offset = v2
+    o.last_fetched_epoch = -1
+    o.log_start_offset = -1
+    o.partition_max_bytes = v5
+    o.replica_directory_id = _ZERO_UUID
+    o.high_watermark = 9223372036854775807
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_FetchPartition_v4(out, o):
@@ -446,7 +461,12 @@ def _d_FetchRequest_FetchTopic_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(FetchRequest_FetchTopic)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_FetchTopic_v4(out, o):
@@ -488,7 +508,12 @@ def _d_FetchRequest_ForgottenTopic_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_ForgottenTopic('', _ZERO_UUID, [], None), pos
+    o = _new(FetchRequest_ForgottenTopic)
+    o.topic = ''
+    o.topic_id = _ZERO_UUID
+    o.partitions = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_ForgottenTopic_v4(out, o):
@@ -530,7 +555,21 @@ def _d_FetchRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, 0, -1, v9, [], '', None), pos
+    o = _new(FetchRequest)
+    o.cluster_id = None
+    o.replica_id = v1
+    o.replica_state = _n_FetchRequest_ReplicaState()
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = 0
+    o.session_epoch = -1
+    o.topics = v9
+    o.forgotten_topics_data = []
+    o.rack_id = ''
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_v4(out, o):
@@ -589,7 +628,17 @@ def _d_FetchRequest_FetchPartition_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchPartition(v0, -1, v2, -1, v4, v5, _ZERO_UUID, 9223372036854775807, None), pos
+    o = _new(FetchRequest_FetchPartition)
+    o.partition = v0
+    o.current_leader_epoch = -1
+    o.fetch_offset = v2
+    o.last_fetched_epoch = -1
+    o.log_start_offset = v4
+    o.partition_max_bytes = v5
+    o.replica_directory_id = _ZERO_UUID
+    o.high_watermark = 9223372036854775807
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_FetchPartition_v5(out, o):
@@ -641,7 +690,12 @@ def _d_FetchRequest_FetchTopic_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(FetchRequest_FetchTopic)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_FetchTopic_v5(out, o):
@@ -712,7 +766,21 @@ def _d_FetchRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, 0, -1, v9, [], '', None), pos
+    o = _new(FetchRequest)
+    o.cluster_id = None
+    o.replica_id = v1
+    o.replica_state = _n_FetchRequest_ReplicaState()
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = 0
+    o.session_epoch = -1
+    o.topics = v9
+    o.forgotten_topics_data = []
+    o.rack_id = ''
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_v5(out, o):
@@ -940,7 +1008,12 @@ def _d_FetchRequest_ForgottenTopic_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_ForgottenTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(FetchRequest_ForgottenTopic)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_ForgottenTopic_v7(out, o):
@@ -1007,7 +1080,21 @@ def _d_FetchRequest_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, '', None), pos
+    o = _new(FetchRequest)
+    o.cluster_id = None
+    o.replica_id = v1
+    o.replica_state = _n_FetchRequest_ReplicaState()
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = ''
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_v7(out, o):
@@ -1196,7 +1283,17 @@ def _d_FetchRequest_FetchPartition_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchPartition(v0, v1, v2, -1, v4, v5, _ZERO_UUID, 9223372036854775807, None), pos
+    o = _new(FetchRequest_FetchPartition)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.fetch_offset = v2
+    o.last_fetched_epoch = -1
+    o.log_start_offset = v4
+    o.partition_max_bytes = v5
+    o.replica_directory_id = _ZERO_UUID
+    o.high_watermark = 9223372036854775807
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_FetchPartition_v9(out, o):
@@ -1248,7 +1345,12 @@ def _d_FetchRequest_FetchTopic_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(FetchRequest_FetchTopic)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_FetchTopic_v9(out, o):
@@ -1344,7 +1446,21 @@ def _d_FetchRequest_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, '', None), pos
+    o = _new(FetchRequest)
+    o.cluster_id = None
+    o.replica_id = v1
+    o.replica_state = _n_FetchRequest_ReplicaState()
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = ''
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_v9(out, o):
@@ -1642,7 +1758,21 @@ def _d_FetchRequest_v11(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(None, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, v11, None), pos
+    o = _new(FetchRequest)
+    o.cluster_id = None
+    o.replica_id = v1
+    o.replica_state = _n_FetchRequest_ReplicaState()
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = v11
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchRequest_v11(out, o):
@@ -1701,7 +1831,11 @@ def _d_FetchRequest_ReplicaState_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_ReplicaState(-1, -1, u), pos
+    o = _new(FetchRequest_ReplicaState)
+    o.replica_id = -1
+    o.replica_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_ReplicaState_v12(out, o):
@@ -1742,7 +1876,17 @@ def _d_FetchRequest_FetchPartition_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchPartition(v0, v1, v2, v3, v4, v5, _ZERO_UUID, 9223372036854775807, u), pos
+    o = _new(FetchRequest_FetchPartition)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.fetch_offset = v2
+    o.last_fetched_epoch = v3
+    o.log_start_offset = v4
+    o.partition_max_bytes = v5
+    o.replica_directory_id = _ZERO_UUID
+    o.high_watermark = 9223372036854775807
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_FetchPartition_v12(out, o):
@@ -1807,7 +1951,12 @@ def _d_FetchRequest_FetchTopic_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchTopic(v0, _ZERO_UUID, v2, u), pos
+    o = _new(FetchRequest_FetchTopic)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_FetchTopic_v12(out, o):
@@ -1892,7 +2041,12 @@ def _d_FetchRequest_ForgottenTopic_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_ForgottenTopic(v0, _ZERO_UUID, v2, u), pos
+    o = _new(FetchRequest_ForgottenTopic)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_ForgottenTopic_v12(out, o):
@@ -2035,7 +2189,21 @@ def _d_FetchRequest_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(v0, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
+    o = _new(FetchRequest)
+    o.cluster_id = v0
+    o.replica_id = v1
+    o.replica_state = _n_FetchRequest_ReplicaState()
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_v12(out, o):
@@ -2164,7 +2332,12 @@ def _d_FetchRequest_FetchTopic_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchTopic('', v1, v2, u), pos
+    o = _new(FetchRequest_FetchTopic)
+    o.topic = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_FetchTopic_v13(out, o):
@@ -2229,7 +2402,12 @@ def _d_FetchRequest_ForgottenTopic_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_ForgottenTopic('', v1, v2, u), pos
+    o = _new(FetchRequest_ForgottenTopic)
+    o.topic = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_ForgottenTopic_v13(out, o):
@@ -2362,7 +2540,21 @@ def _d_FetchRequest_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(v0, v1, FetchRequest_ReplicaState(), v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
+    o = _new(FetchRequest)
+    o.cluster_id = v0
+    o.replica_id = v1
+    o.replica_state = _n_FetchRequest_ReplicaState()
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_v13(out, o):
@@ -2547,7 +2739,11 @@ def _d_FetchRequest_ReplicaState_v15(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_ReplicaState(v0, v1, u), pos
+    o = _new(FetchRequest_ReplicaState)
+    o.replica_id = v0
+    o.replica_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_ReplicaState_v15(out, o):
@@ -2619,7 +2815,7 @@ def _d_FetchRequest_v15(buf, pos):
             v11 = str(buf[pos:end], 'utf-8')
             pos = end
         v0 = None
-        v2 = FetchRequest_ReplicaState()
+        v2 = _n_FetchRequest_ReplicaState()
         f = '_tagged_fields'
         u = None
         nt = buf[pos]
@@ -2675,7 +2871,21 @@ def _d_FetchRequest_v15(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(v0, -1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
+    o = _new(FetchRequest)
+    o.cluster_id = v0
+    o.replica_id = -1
+    o.replica_state = v2
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_v15(out, o):
@@ -2879,7 +3089,17 @@ def _d_FetchRequest_FetchPartition_v17(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchPartition(v0, v1, v2, v3, v4, v5, v6, 9223372036854775807, u), pos
+    o = _new(FetchRequest_FetchPartition)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.fetch_offset = v2
+    o.last_fetched_epoch = v3
+    o.log_start_offset = v4
+    o.partition_max_bytes = v5
+    o.replica_directory_id = v6
+    o.high_watermark = 9223372036854775807
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_FetchPartition_v17(out, o):
@@ -2941,7 +3161,12 @@ def _d_FetchRequest_FetchTopic_v17(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchTopic('', v1, v2, u), pos
+    o = _new(FetchRequest_FetchTopic)
+    o.topic = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_FetchTopic_v17(out, o):
@@ -3025,7 +3250,7 @@ def _d_FetchRequest_v17(buf, pos):
             v11 = str(buf[pos:end], 'utf-8')
             pos = end
         v0 = None
-        v2 = FetchRequest_ReplicaState()
+        v2 = _n_FetchRequest_ReplicaState()
         f = '_tagged_fields'
         u = None
         nt = buf[pos]
@@ -3081,7 +3306,21 @@ def _d_FetchRequest_v17(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(v0, -1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
+    o = _new(FetchRequest)
+    o.cluster_id = v0
+    o.replica_id = -1
+    o.replica_state = v2
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_v17(out, o):
@@ -3214,7 +3453,17 @@ def _d_FetchRequest_FetchPartition_v18(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchPartition(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(FetchRequest_FetchPartition)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.fetch_offset = v2
+    o.last_fetched_epoch = v3
+    o.log_start_offset = v4
+    o.partition_max_bytes = v5
+    o.replica_directory_id = v6
+    o.high_watermark = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_FetchPartition_v18(out, o):
@@ -3282,7 +3531,12 @@ def _d_FetchRequest_FetchTopic_v18(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest_FetchTopic('', v1, v2, u), pos
+    o = _new(FetchRequest_FetchTopic)
+    o.topic = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_FetchTopic_v18(out, o):
@@ -3366,7 +3620,7 @@ def _d_FetchRequest_v18(buf, pos):
             v11 = str(buf[pos:end], 'utf-8')
             pos = end
         v0 = None
-        v2 = FetchRequest_ReplicaState()
+        v2 = _n_FetchRequest_ReplicaState()
         f = '_tagged_fields'
         u = None
         nt = buf[pos]
@@ -3422,7 +3676,21 @@ def _d_FetchRequest_v18(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchRequest(v0, -1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
+    o = _new(FetchRequest)
+    o.cluster_id = v0
+    o.replica_id = -1
+    o.replica_state = v2
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.isolation_level = v6
+    o.session_id = v7
+    o.session_epoch = v8
+    o.topics = v9
+    o.forgotten_topics_data = v10
+    o.rack_id = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchRequest_v18(out, o):
@@ -3513,7 +3781,11 @@ def _d_FetchResponse_EpochEndOffset_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_EpochEndOffset(-1, -1, None), pos
+    o = _new(FetchResponse_EpochEndOffset)
+    o.epoch = -1
+    o.end_offset = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_EpochEndOffset_v4(out, o):
@@ -3543,7 +3815,11 @@ def _d_FetchResponse_LeaderIdAndEpoch_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_LeaderIdAndEpoch(-1, -1, None), pos
+    o = _new(FetchResponse_LeaderIdAndEpoch)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v4(out, o):
@@ -3575,7 +3851,11 @@ def _d_FetchResponse_SnapshotId_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_SnapshotId(v0, v1, None), pos
+    o = _new(FetchResponse_SnapshotId)
+    o.end_offset = v0
+    o.epoch = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_SnapshotId_v4(out, o):
@@ -3605,7 +3885,11 @@ def _d_FetchResponse_AbortedTransaction_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_AbortedTransaction(v0, v1, None), pos
+    o = _new(FetchResponse_AbortedTransaction)
+    o.producer_id = v0
+    o.first_offset = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_AbortedTransaction_v4(out, o):
@@ -3662,7 +3946,20 @@ def _d_FetchResponse_PartitionData_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_PartitionData(v0, v1, v2, v3, -1, FetchResponse_EpochEndOffset(), FetchResponse_LeaderIdAndEpoch(), FetchResponse_SnapshotId(), v8, -1, v10, None), pos
+    o = _new(FetchResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.high_watermark = v2
+    o.last_stable_offset = v3
+    o.log_start_offset = -1
+    o.diverging_epoch = _n_FetchResponse_EpochEndOffset()
+    o.current_leader = _n_FetchResponse_LeaderIdAndEpoch()
+    o.snapshot_id = _n_FetchResponse_SnapshotId()
+    o.aborted_transactions = v8
+    o.preferred_read_replica = -1
+    o.records = v10
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_PartitionData_v4(out, o):
@@ -3735,7 +4032,12 @@ def _d_FetchResponse_FetchableTopicResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, None), pos
+    o = _new(FetchResponse_FetchableTopicResponse)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_v4(out, o):
@@ -3777,7 +4079,13 @@ def _d_FetchResponse_NodeEndpoint_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_NodeEndpoint(0, '', 0, None, None), pos
+    o = _new(FetchResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.rack = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_NodeEndpoint_v4(out, o):
@@ -3825,7 +4133,14 @@ def _d_FetchResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse(v0, 0, 0, v3, [], None), pos
+    o = _new(FetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.session_id = 0
+    o.responses = v3
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_v4(out, o):
@@ -3958,7 +4273,20 @@ def _d_FetchResponse_PartitionData_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_PartitionData(v0, v1, v2, v3, v4, FetchResponse_EpochEndOffset(), FetchResponse_LeaderIdAndEpoch(), FetchResponse_SnapshotId(), v8, -1, v10, None), pos
+    o = _new(FetchResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.high_watermark = v2
+    o.last_stable_offset = v3
+    o.log_start_offset = v4
+    o.diverging_epoch = _n_FetchResponse_EpochEndOffset()
+    o.current_leader = _n_FetchResponse_LeaderIdAndEpoch()
+    o.snapshot_id = _n_FetchResponse_SnapshotId()
+    o.aborted_transactions = v8
+    o.preferred_read_replica = -1
+    o.records = v10
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_PartitionData_v5(out, o):
@@ -4031,7 +4359,12 @@ def _d_FetchResponse_FetchableTopicResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, None), pos
+    o = _new(FetchResponse_FetchableTopicResponse)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_v5(out, o):
@@ -4108,7 +4441,14 @@ def _d_FetchResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse(v0, 0, 0, v3, [], None), pos
+    o = _new(FetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.session_id = 0
+    o.responses = v3
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_v5(out, o):
@@ -4493,7 +4833,14 @@ def _d_FetchResponse_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse(v0, v1, v2, v3, [], None), pos
+    o = _new(FetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.session_id = v2
+    o.responses = v3
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_v7(out, o):
@@ -5158,7 +5505,20 @@ def _d_FetchResponse_PartitionData_v11(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_PartitionData(v0, v1, v2, v3, v4, FetchResponse_EpochEndOffset(), FetchResponse_LeaderIdAndEpoch(), FetchResponse_SnapshotId(), v8, v9, v10, None), pos
+    o = _new(FetchResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.high_watermark = v2
+    o.last_stable_offset = v3
+    o.log_start_offset = v4
+    o.diverging_epoch = _n_FetchResponse_EpochEndOffset()
+    o.current_leader = _n_FetchResponse_LeaderIdAndEpoch()
+    o.snapshot_id = _n_FetchResponse_SnapshotId()
+    o.aborted_transactions = v8
+    o.preferred_read_replica = v9
+    o.records = v10
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_PartitionData_v11(out, o):
@@ -5231,7 +5591,12 @@ def _d_FetchResponse_FetchableTopicResponse_v11(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, None), pos
+    o = _new(FetchResponse_FetchableTopicResponse)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_v11(out, o):
@@ -5308,7 +5673,14 @@ def _d_FetchResponse_v11(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse(v0, v1, v2, v3, [], None), pos
+    o = _new(FetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.session_id = v2
+    o.responses = v3
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FetchResponse_v11(out, o):
@@ -5354,7 +5726,11 @@ def _d_FetchResponse_EpochEndOffset_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_EpochEndOffset(v0, v1, u), pos
+    o = _new(FetchResponse_EpochEndOffset)
+    o.epoch = v0
+    o.end_offset = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_EpochEndOffset_v12(out, o):
@@ -5393,7 +5769,11 @@ def _d_FetchResponse_LeaderIdAndEpoch_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_LeaderIdAndEpoch(v0, v1, u), pos
+    o = _new(FetchResponse_LeaderIdAndEpoch)
+    o.leader_id = v0
+    o.leader_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v12(out, o):
@@ -5432,7 +5812,11 @@ def _d_FetchResponse_SnapshotId_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_SnapshotId(v0, v1, u), pos
+    o = _new(FetchResponse_SnapshotId)
+    o.end_offset = v0
+    o.epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_SnapshotId_v12(out, o):
@@ -5471,7 +5855,11 @@ def _d_FetchResponse_AbortedTransaction_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_AbortedTransaction(v0, v1, u), pos
+    o = _new(FetchResponse_AbortedTransaction)
+    o.producer_id = v0
+    o.first_offset = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_AbortedTransaction_v12(out, o):
@@ -5534,9 +5922,9 @@ def _d_FetchResponse_PartitionData_v12(buf, pos):
                 raise _short_err(n, pos)
             v10 = buf[pos:end]
             pos = end
-        v5 = FetchResponse_EpochEndOffset()
-        v6 = FetchResponse_LeaderIdAndEpoch()
-        v7 = FetchResponse_SnapshotId()
+        v5 = _n_FetchResponse_EpochEndOffset()
+        v6 = _n_FetchResponse_LeaderIdAndEpoch()
+        v7 = _n_FetchResponse_SnapshotId()
         f = '_tagged_fields'
         u = None
         nt = buf[pos]
@@ -5583,7 +5971,20 @@ def _d_FetchResponse_PartitionData_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, u), pos
+    o = _new(FetchResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.high_watermark = v2
+    o.last_stable_offset = v3
+    o.log_start_offset = v4
+    o.diverging_epoch = v5
+    o.current_leader = v6
+    o.snapshot_id = v7
+    o.aborted_transactions = v8
+    o.preferred_read_replica = v9
+    o.records = v10
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_PartitionData_v12(out, o):
@@ -5692,7 +6093,12 @@ def _d_FetchResponse_FetchableTopicResponse_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_FetchableTopicResponse(v0, _ZERO_UUID, v2, u), pos
+    o = _new(FetchResponse_FetchableTopicResponse)
+    o.topic = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_v12(out, o):
@@ -5750,7 +6156,13 @@ def _d_FetchResponse_NodeEndpoint_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_NodeEndpoint(0, '', 0, None, u), pos
+    o = _new(FetchResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.rack = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_NodeEndpoint_v12(out, o):
@@ -5810,7 +6222,14 @@ def _d_FetchResponse_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse(v0, v1, v2, v3, [], u), pos
+    o = _new(FetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.session_id = v2
+    o.responses = v3
+    o.node_endpoints = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_v12(out, o):
@@ -5879,7 +6298,12 @@ def _d_FetchResponse_FetchableTopicResponse_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_FetchableTopicResponse('', v1, v2, u), pos
+    o = _new(FetchResponse_FetchableTopicResponse)
+    o.topic = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_FetchableTopicResponse_v13(out, o):
@@ -5969,7 +6393,14 @@ def _d_FetchResponse_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse(v0, v1, v2, v3, [], u), pos
+    o = _new(FetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.session_id = v2
+    o.responses = v3
+    o.node_endpoints = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_v13(out, o):
@@ -6167,7 +6598,13 @@ def _d_FetchResponse_NodeEndpoint_v16(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
+    o = _new(FetchResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_NodeEndpoint_v16(out, o):
@@ -6285,7 +6722,14 @@ def _d_FetchResponse_v16(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchResponse(v0, v1, v2, v3, v4, u), pos
+    o = _new(FetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.session_id = v2
+    o.responses = v3
+    o.node_endpoints = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchResponse_v16(out, o):
@@ -6334,6 +6778,38 @@ def _e_FetchResponse_v16(out, o):
         raise
 
 
+def _n_FetchRequest_ReplicaState():
+    o = _new(FetchRequest_ReplicaState)
+    o.replica_id = -1
+    o.replica_epoch = -1
+    o.unknown_tagged_fields = None
+    return o
+
+
+def _n_FetchResponse_EpochEndOffset():
+    o = _new(FetchResponse_EpochEndOffset)
+    o.epoch = -1
+    o.end_offset = -1
+    o.unknown_tagged_fields = None
+    return o
+
+
+def _n_FetchResponse_LeaderIdAndEpoch():
+    o = _new(FetchResponse_LeaderIdAndEpoch)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = None
+    return o
+
+
+def _n_FetchResponse_SnapshotId():
+    o = _new(FetchResponse_SnapshotId)
+    o.end_offset = -1
+    o.epoch = -1
+    o.unknown_tagged_fields = None
+    return o
+
+
 FetchRequest.API_KEY = 1
 FetchRequest.MESSAGE_TYPE = 'request'
 FetchRequest.VALID_VERSIONS = (4, 18)
@@ -6348,3 +6824,99 @@ FetchResponse.FLEXIBLE_VERSIONS = (12, 32767)
 FetchResponse.LATEST_VERSION_UNSTABLE = False
 FetchResponse._decoders = {4: _d_FetchResponse_v4, 5: _d_FetchResponse_v5, 6: _d_FetchResponse_v5, 7: _d_FetchResponse_v7, 8: _d_FetchResponse_v7, 9: _d_FetchResponse_v7, 10: _d_FetchResponse_v7, 11: _d_FetchResponse_v11, 12: _d_FetchResponse_v12, 13: _d_FetchResponse_v13, 14: _d_FetchResponse_v13, 15: _d_FetchResponse_v13, 16: _d_FetchResponse_v16, 17: _d_FetchResponse_v16, 18: _d_FetchResponse_v16}
 FetchResponse._encoders = {4: _e_FetchResponse_v4, 5: _e_FetchResponse_v5, 6: _e_FetchResponse_v6, 7: _e_FetchResponse_v7, 8: _e_FetchResponse_v8, 9: _e_FetchResponse_v9, 10: _e_FetchResponse_v10, 11: _e_FetchResponse_v11, 12: _e_FetchResponse_v12, 13: _e_FetchResponse_v13, 14: _e_FetchResponse_v14, 15: _e_FetchResponse_v15, 16: _e_FetchResponse_v16, 17: _e_FetchResponse_v16, 18: _e_FetchResponse_v16}
+
+
+_CTYPES = (
+    'FetchRequest_ReplicaState',
+    'FetchRequest_FetchPartition',
+    'FetchRequest_FetchTopic',
+    'FetchRequest_ForgottenTopic',
+    'FetchRequest',
+    'FetchResponse_EpochEndOffset',
+    'FetchResponse_LeaderIdAndEpoch',
+    'FetchResponse_SnapshotId',
+    'FetchResponse_AbortedTransaction',
+    'FetchResponse_PartitionData',
+    'FetchResponse_FetchableTopicResponse',
+    'FetchResponse_NodeEndpoint',
+    'FetchResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 2, 0, 3, 0, 4, 0, 1),
+    (0, 5, 0, 3, 1, 0, 0, 1),
+    (0, 5, 0, 3, 1, 0, 0, 1),
+    (0, 1, 0, 0, 2, 0, 0, 2, 0, 2, 0, 6, 0, 2, 0, 2, 0, 0, 1, 0, 1, 0, 0, 5, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1),
+    (0, 2, 0, 2, 0, 2, 0, 0, 0, 0, 2, 5, 2, 6, 2, 7, 1, 0, 0, 0, 0, 1, 0, 1),
+    (0, 5, 0, 3, 1, 0, 0, 1),
+    (0, 2, 0, 5, 0, 2, 0, 1, 0, 1),
+    (0, 2, 0, 2, 0, 2, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (-1, None, 0, _ZERO_UUID, 9223372036854775807, '', 2147483647,)
+_CPROGS = (
+    (0, 0, 0, 0),
+    (1, 0, 3, 3, 0, 0, 0, 0, 4, 2, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 1, 0),
+    (3, 0, 0, 0),
+    (4, 0, 6, 3, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 14, 9, 0, 13, 2, 0),
+    (1, 0, 4, 3, 0, 0, 0, 0, 4, 2, 0, 0, 0, 4, 4, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 5, 0),
+    (4, 0, 6, 3, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 14, 9, 0, 13, 6, 0),
+    (3, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 3, 0, 0),
+    (4, 0, 9, 3, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 0, 13, 6, 14, 10, 0, 13, 8, 0),
+    (1, 0, 5, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 4, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 10, 0),
+    (4, 0, 9, 3, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 0, 13, 11, 14, 10, 0, 13, 8, 0),
+    (4, 0, 10, 3, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 0, 13, 11, 14, 10, 0, 13, 8, 10, 11, 0, 0, 0, 0),
+    (0, 1, 0, 0),
+    (1, 1, 6, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 3, 3, 0, 0, 0, 4, 4, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 15, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 3, 0, 0),
+    (4, 1, 10, 3, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 1, 13, 16, 14, 10, 1, 13, 17, 10, 11, 1, 0, 0, 1, 0, 10, 0, 3, 0, 0),
+    (2, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 15, 0),
+    (3, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 3, 0, 0),
+    (4, 1, 10, 3, 1, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 1, 13, 19, 14, 10, 1, 13, 20, 10, 11, 1, 0, 0, 1, 0, 10, 0, 3, 0, 0),
+    (0, 1, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (4, 1, 9, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 1, 13, 19, 14, 10, 1, 13, 20, 10, 11, 1, 0, 0, 2, 0, 10, 0, 3, 0, 0, 1, 13, 2, 0, 0, 22),
+    (1, 1, 6, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 3, 3, 0, 0, 0, 4, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 0, 9, 6, 0, 0, 0),
+    (2, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 24, 0),
+    (4, 1, 9, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 1, 13, 25, 14, 10, 1, 13, 20, 10, 11, 1, 0, 0, 2, 0, 10, 0, 3, 0, 0, 1, 13, 2, 0, 0, 22),
+    (1, 1, 6, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 3, 3, 0, 0, 0, 4, 4, 0, 0, 0, 3, 5, 0, 0, 0, 2, 0, 9, 6, 0, 0, 0, 1, 4, 7, 0, 0, 0),
+    (2, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 27, 0),
+    (4, 1, 9, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 1, 6, 0, 0, 0, 3, 7, 0, 0, 0, 3, 8, 0, 0, 0, 14, 9, 1, 13, 28, 14, 10, 1, 13, 20, 10, 11, 1, 0, 0, 2, 0, 10, 0, 3, 0, 0, 1, 13, 2, 0, 0, 22),
+    (5, 0, 0, 0),
+    (6, 0, 0, 0),
+    (7, 0, 2, 4, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (8, 0, 2, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (9, 0, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 14, 8, 2, 13, 33, 12, 10, 2, 0, 0, 0),
+    (10, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 34, 0),
+    (11, 0, 0, 0),
+    (12, 0, 2, 3, 0, 0, 0, 0, 14, 3, 0, 13, 35, 0),
+    (9, 0, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 14, 8, 2, 13, 33, 12, 10, 2, 0, 0, 0),
+    (10, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 38, 0),
+    (12, 0, 2, 3, 0, 0, 0, 0, 14, 3, 0, 13, 39, 0),
+    (12, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 0, 13, 39, 0),
+    (9, 0, 8, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 14, 8, 2, 13, 33, 3, 9, 0, 0, 0, 12, 10, 2, 0, 0, 0),
+    (10, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 42, 0),
+    (12, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 0, 13, 43, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (6, 1, 2, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (7, 1, 2, 4, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (8, 1, 2, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (9, 1, 8, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 14, 8, 3, 13, 48, 3, 9, 0, 0, 0, 12, 10, 3, 0, 0, 3, 0, 13, 5, 0, 0, 45, 1, 13, 6, 0, 0, 46, 2, 13, 7, 0, 0, 47),
+    (10, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 49, 0),
+    (11, 1, 0, 0),
+    (12, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 50, 0),
+    (10, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 49, 0),
+    (12, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 53, 0),
+    (11, 1, 4, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (12, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 53, 1, 0, 14, 4, 1, 13, 55),
+)
+_CENTRIES = {
+    'FetchRequest': (4, (4, 7, 7, 9, 9, 12, 12, 13, 18, 21, 21, 23, 23, 26, 29)),
+    'FetchResponse': (4, (37, 40, 40, 41, 41, 41, 41, 44, 52, 54, 54, 54, 56, 56, 56)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['FetchSnapshotRequest', 'FetchSnapshotRequest_SnapshotId', 'FetchSnapshotRequest_PartitionSnapshot', 'FetchSnapshotRequest_TopicSnapshot', 'FetchSnapshotResponse', 'FetchSnapshotResponse_SnapshotId', 'FetchSnapshotResponse_LeaderIdAndEpoch', 'FetchSnapshotResponse_PartitionSnapshot', 'FetchSnapshotResponse_TopicSnapshot', 'FetchSnapshotResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -270,7 +271,11 @@ def _d_FetchSnapshotRequest_SnapshotId_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotRequest_SnapshotId(v0, v1, u), pos
+    o = _new(FetchSnapshotRequest_SnapshotId)
+    o.end_offset = v0
+    o.epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotRequest_SnapshotId_v0(out, o):
@@ -314,7 +319,14 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotRequest_PartitionSnapshot(v0, v1, v2, v3, _ZERO_UUID, u), pos
+    o = _new(FetchSnapshotRequest_PartitionSnapshot)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.snapshot_id = v2
+    o.position = v3
+    o.replica_directory_id = _ZERO_UUID
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotRequest_PartitionSnapshot_v0(out, o):
@@ -384,7 +396,11 @@ def _d_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotRequest_TopicSnapshot(v0, v1, u), pos
+    o = _new(FetchSnapshotRequest_TopicSnapshot)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotRequest_TopicSnapshot_v0(out, o):
@@ -499,7 +515,13 @@ def _d_FetchSnapshotRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotRequest(v0, v1, v2, v3, u), pos
+    o = _new(FetchSnapshotRequest)
+    o.cluster_id = v0
+    o.replica_id = v1
+    o.max_bytes = v2
+    o.topics = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotRequest_v0(out, o):
@@ -598,7 +620,14 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotRequest_PartitionSnapshot(v0, v1, v2, v3, v4, u), pos
+    o = _new(FetchSnapshotRequest_PartitionSnapshot)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.snapshot_id = v2
+    o.position = v3
+    o.replica_directory_id = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotRequest_PartitionSnapshot_v1(out, o):
@@ -675,7 +704,11 @@ def _d_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotRequest_TopicSnapshot(v0, v1, u), pos
+    o = _new(FetchSnapshotRequest_TopicSnapshot)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotRequest_TopicSnapshot_v1(out, o):
@@ -790,7 +823,13 @@ def _d_FetchSnapshotRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotRequest(v0, v1, v2, v3, u), pos
+    o = _new(FetchSnapshotRequest)
+    o.cluster_id = v0
+    o.replica_id = v1
+    o.max_bytes = v2
+    o.topics = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotRequest_v1(out, o):
@@ -857,7 +896,11 @@ def _d_FetchSnapshotResponse_SnapshotId_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse_SnapshotId(v0, v1, u), pos
+    o = _new(FetchSnapshotResponse_SnapshotId)
+    o.end_offset = v0
+    o.epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_SnapshotId_v0(out, o):
@@ -896,7 +939,11 @@ def _d_FetchSnapshotResponse_LeaderIdAndEpoch_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse_LeaderIdAndEpoch(v0, v1, u), pos
+    o = _new(FetchSnapshotResponse_LeaderIdAndEpoch)
+    o.leader_id = v0
+    o.leader_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_LeaderIdAndEpoch_v0(out, o):
@@ -942,7 +989,7 @@ def _d_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos):
                 raise _short_err(n, pos)
             v6 = buf[pos:end]
             pos = end
-        v3 = FetchSnapshotResponse_LeaderIdAndEpoch()
+        v3 = _n_FetchSnapshotResponse_LeaderIdAndEpoch()
         f = '_tagged_fields'
         u = None
         nt = buf[pos]
@@ -979,7 +1026,16 @@ def _d_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse_PartitionSnapshot(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(FetchSnapshotResponse_PartitionSnapshot)
+    o.index = v0
+    o.error_code = v1
+    o.snapshot_id = v2
+    o.current_leader = v3
+    o.size = v4
+    o.position = v5
+    o.unaligned_records = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_PartitionSnapshot_v0(out, o):
@@ -1067,7 +1123,11 @@ def _d_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse_TopicSnapshot(v0, v1, u), pos
+    o = _new(FetchSnapshotResponse_TopicSnapshot)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_TopicSnapshot_v0(out, o):
@@ -1125,7 +1185,12 @@ def _d_FetchSnapshotResponse_NodeEndpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse_NodeEndpoint(0, '', 0, u), pos
+    o = _new(FetchSnapshotResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_NodeEndpoint_v0(out, o):
@@ -1183,7 +1248,13 @@ def _d_FetchSnapshotResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse(v0, v1, v2, [], u), pos
+    o = _new(FetchSnapshotResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.topics = v2
+    o.node_endpoints = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_v0(out, o):
@@ -1253,7 +1324,12 @@ def _d_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse_NodeEndpoint(v0, v1, v2, u), pos
+    o = _new(FetchSnapshotResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_NodeEndpoint_v1(out, o):
@@ -1359,7 +1435,13 @@ def _d_FetchSnapshotResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FetchSnapshotResponse(v0, v1, v2, v3, u), pos
+    o = _new(FetchSnapshotResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.topics = v2
+    o.node_endpoints = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FetchSnapshotResponse_v1(out, o):
@@ -1408,6 +1490,14 @@ def _e_FetchSnapshotResponse_v1(out, o):
         raise
 
 
+def _n_FetchSnapshotResponse_LeaderIdAndEpoch():
+    o = _new(FetchSnapshotResponse_LeaderIdAndEpoch)
+    o.leader_id = 0
+    o.leader_epoch = 0
+    o.unknown_tagged_fields = None
+    return o
+
+
 FetchSnapshotRequest.API_KEY = 59
 FetchSnapshotRequest.MESSAGE_TYPE = 'request'
 FetchSnapshotRequest.VALID_VERSIONS = (0, 1)
@@ -1422,3 +1512,51 @@ FetchSnapshotResponse.FLEXIBLE_VERSIONS = (0, 32767)
 FetchSnapshotResponse.LATEST_VERSION_UNSTABLE = False
 FetchSnapshotResponse._decoders = {0: _d_FetchSnapshotResponse_v0, 1: _d_FetchSnapshotResponse_v1}
 FetchSnapshotResponse._encoders = {0: _e_FetchSnapshotResponse_v0, 1: _e_FetchSnapshotResponse_v1}
+
+
+_CTYPES = (
+    'FetchSnapshotRequest_SnapshotId',
+    'FetchSnapshotRequest_PartitionSnapshot',
+    'FetchSnapshotRequest_TopicSnapshot',
+    'FetchSnapshotRequest',
+    'FetchSnapshotResponse_SnapshotId',
+    'FetchSnapshotResponse_LeaderIdAndEpoch',
+    'FetchSnapshotResponse_PartitionSnapshot',
+    'FetchSnapshotResponse_TopicSnapshot',
+    'FetchSnapshotResponse_NodeEndpoint',
+    'FetchSnapshotResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (0, 1, 0, 4, 0, 5, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 2, 4, 2, 5, 0, 0, 0, 0, 0, 6, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 3, 0, 0, 0, 1),
+    (0, 0, 0, 0, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '', -1, 2147483647, b'',)
+_CPROGS = (
+    (0, 1, 2, 4, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 13, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 3, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 2, 1, 0, 10, 0, 3, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 13, 2, 0, 0, 0, 4, 3, 0, 0, 0, 1, 0, 9, 4, 0, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 4, 0),
+    (3, 1, 3, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 5, 1, 0, 10, 0, 3, 0, 0),
+    (4, 1, 2, 4, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (6, 1, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 13, 2, 0, 0, 7, 4, 4, 0, 0, 0, 4, 5, 0, 0, 0, 12, 6, 1, 0, 0, 1, 0, 13, 3, 0, 0, 8),
+    (7, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 9, 0),
+    (8, 1, 0, 0),
+    (9, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 10, 0),
+    (8, 1, 3, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (9, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 10, 1, 0, 14, 3, 1, 13, 13),
+)
+_CENTRIES = {
+    'FetchSnapshotRequest': (0, (3, 6)),
+    'FetchSnapshotResponse': (0, (12, 14)),
+}

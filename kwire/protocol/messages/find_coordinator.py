@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse', 'FindCoordinatorResponse_Coordinator']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -143,7 +144,12 @@ def _d_FindCoordinatorRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorRequest(v0, 0, [], None), pos
+    o = _new(FindCoordinatorRequest)
+    o.key = v0
+    o.key_type = 0
+    o.coordinator_keys = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FindCoordinatorRequest_v0(out, o):
@@ -194,7 +200,12 @@ def _d_FindCoordinatorRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorRequest(v0, v1, [], None), pos
+    o = _new(FindCoordinatorRequest)
+    o.key = v0
+    o.key_type = v1
+    o.coordinator_keys = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FindCoordinatorRequest_v1(out, o):
@@ -279,7 +290,12 @@ def _d_FindCoordinatorRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorRequest(v0, v1, [], u), pos
+    o = _new(FindCoordinatorRequest)
+    o.key = v0
+    o.key_type = v1
+    o.coordinator_keys = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FindCoordinatorRequest_v3(out, o):
@@ -347,7 +363,12 @@ def _d_FindCoordinatorRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorRequest('', v1, v2, u), pos
+    o = _new(FindCoordinatorRequest)
+    o.key = ''
+    o.key_type = v1
+    o.coordinator_keys = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FindCoordinatorRequest_v4(out, o):
@@ -456,7 +477,15 @@ def _d_FindCoordinatorResponse_Coordinator_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorResponse_Coordinator('', 0, '', 0, 0, '', None), pos
+    o = _new(FindCoordinatorResponse_Coordinator)
+    o.key = ''
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.error_code = 0
+    o.error_message = ''
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FindCoordinatorResponse_Coordinator_v0(out, o):
@@ -508,7 +537,16 @@ def _d_FindCoordinatorResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorResponse(0, v1, '', v3, v4, v5, [], None), pos
+    o = _new(FindCoordinatorResponse)
+    o.throttle_time_ms = 0
+    o.error_code = v1
+    o.error_message = ''
+    o.node_id = v3
+    o.host = v4
+    o.port = v5
+    o.coordinators = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FindCoordinatorResponse_v0(out, o):
@@ -603,7 +641,16 @@ def _d_FindCoordinatorResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorResponse(v0, v1, v2, v3, v4, v5, [], None), pos
+    o = _new(FindCoordinatorResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.node_id = v3
+    o.host = v4
+    o.port = v5
+    o.coordinators = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_FindCoordinatorResponse_v1(out, o):
@@ -718,7 +765,15 @@ def _d_FindCoordinatorResponse_Coordinator_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorResponse_Coordinator('', 0, '', 0, 0, '', u), pos
+    o = _new(FindCoordinatorResponse_Coordinator)
+    o.key = ''
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.error_code = 0
+    o.error_message = ''
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FindCoordinatorResponse_Coordinator_v3(out, o):
@@ -801,7 +856,16 @@ def _d_FindCoordinatorResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorResponse(v0, v1, v2, v3, v4, v5, [], u), pos
+    o = _new(FindCoordinatorResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.node_id = v3
+    o.host = v4
+    o.port = v5
+    o.coordinators = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FindCoordinatorResponse_v3(out, o):
@@ -917,7 +981,15 @@ def _d_FindCoordinatorResponse_Coordinator_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorResponse_Coordinator(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(FindCoordinatorResponse_Coordinator)
+    o.key = v0
+    o.node_id = v1
+    o.host = v2
+    o.port = v3
+    o.error_code = v4
+    o.error_message = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FindCoordinatorResponse_Coordinator_v4(out, o):
@@ -1009,7 +1081,16 @@ def _d_FindCoordinatorResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return FindCoordinatorResponse(v0, 0, '', 0, '', 0, v6, u), pos
+    o = _new(FindCoordinatorResponse)
+    o.throttle_time_ms = v0
+    o.error_code = 0
+    o.error_message = ''
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.coordinators = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_FindCoordinatorResponse_v4(out, o):
@@ -1140,3 +1221,33 @@ FindCoordinatorResponse.FLEXIBLE_VERSIONS = (3, 32767)
 FindCoordinatorResponse.LATEST_VERSION_UNSTABLE = False
 FindCoordinatorResponse._decoders = {0: _d_FindCoordinatorResponse_v0, 1: _d_FindCoordinatorResponse_v1, 2: _d_FindCoordinatorResponse_v1, 3: _d_FindCoordinatorResponse_v3, 4: _d_FindCoordinatorResponse_v4, 5: _d_FindCoordinatorResponse_v4, 6: _d_FindCoordinatorResponse_v4}
 FindCoordinatorResponse._encoders = {0: _e_FindCoordinatorResponse_v0, 1: _e_FindCoordinatorResponse_v1, 2: _e_FindCoordinatorResponse_v2, 3: _e_FindCoordinatorResponse_v3, 4: _e_FindCoordinatorResponse_v4, 5: _e_FindCoordinatorResponse_v5, 6: _e_FindCoordinatorResponse_v6}
+
+
+_CTYPES = (
+    'FindCoordinatorRequest',
+    'FindCoordinatorResponse_Coordinator',
+    'FindCoordinatorResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 1, 0, 0, 2),
+    (0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 2),
+    (0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None,)
+_CPROGS = (
+    (0, 0, 1, 10, 0, 0, 0, 0, 0),
+    (0, 0, 2, 10, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0),
+    (0, 1, 2, 1, 1, 0, 0, 0, 14, 2, 1, 10, 0, 0),
+    (1, 0, 0, 0),
+    (2, 0, 4, 2, 1, 0, 0, 0, 3, 3, 0, 0, 0, 10, 4, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (2, 0, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 2, 0, 0, 3, 3, 0, 0, 0, 10, 4, 0, 0, 0, 3, 5, 0, 0, 0, 0),
+    (1, 1, 0, 0),
+    (2, 1, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 10, 4, 1, 0, 0, 3, 5, 0, 0, 0, 0),
+    (1, 1, 6, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 3, 3, 0, 0, 0, 2, 4, 0, 0, 0, 10, 5, 3, 0, 0, 0),
+    (2, 1, 2, 3, 0, 0, 0, 0, 14, 6, 1, 13, 9, 0),
+)
+_CENTRIES = {
+    'FindCoordinatorRequest': (0, (0, 1, 1, 2, 3, 3, 3)),
+    'FindCoordinatorResponse': (0, (5, 6, 6, 8, 10, 10, 10)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -116,7 +117,10 @@ def _d_GetTelemetrySubscriptionsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GetTelemetrySubscriptionsRequest(v0, u), pos
+    o = _new(GetTelemetrySubscriptionsRequest)
+    o.client_instance_id = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_GetTelemetrySubscriptionsRequest_v0(out, o):
@@ -187,7 +191,18 @@ def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return GetTelemetrySubscriptionsResponse(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(GetTelemetrySubscriptionsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.client_instance_id = v2
+    o.subscription_id = v3
+    o.accepted_compression_types = v4
+    o.push_interval_ms = v5
+    o.telemetry_max_bytes = v6
+    o.delta_temporality = v7
+    o.requested_metrics = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_GetTelemetrySubscriptionsResponse_v0(out, o):
@@ -247,3 +262,22 @@ GetTelemetrySubscriptionsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 GetTelemetrySubscriptionsResponse.LATEST_VERSION_UNSTABLE = False
 GetTelemetrySubscriptionsResponse._decoders = {0: _d_GetTelemetrySubscriptionsResponse_v0}
 GetTelemetrySubscriptionsResponse._encoders = {0: _e_GetTelemetrySubscriptionsResponse_v0}
+
+
+_CTYPES = (
+    'GetTelemetrySubscriptionsRequest',
+    'GetTelemetrySubscriptionsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 2, 0, 2, 0, 0, 0, 2, 1, 0, 0, 2, 0, 2, 0, 3, 1, 0, 0, 1),
+)
+_CCONSTS = (_ZERO_UUID, None, 0, False,)
+_CPROGS = (
+    (0, 1, 1, 9, 0, 0, 0, 0, 0),
+    (1, 1, 9, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 9, 2, 0, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 1, 0, 3, 5, 0, 0, 0, 3, 6, 0, 0, 0, 8, 7, 0, 0, 0, 14, 8, 1, 10, 0, 0),
+)
+_CENTRIES = {
+    'GetTelemetrySubscriptionsRequest': (0, (0,)),
+    'GetTelemetrySubscriptionsResponse': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['HeartbeatRequest', 'HeartbeatResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -123,7 +124,13 @@ def _d_HeartbeatRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return HeartbeatRequest(v0, v1, v2, None, None), pos
+    o = _new(HeartbeatRequest)
+    o.group_id = v0
+    o.generation_id = v1
+    o.member_id = v2
+    o.group_instance_id = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_HeartbeatRequest_v0(out, o):
@@ -272,7 +279,13 @@ def _d_HeartbeatRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return HeartbeatRequest(v0, v1, v2, v3, None), pos
+    o = _new(HeartbeatRequest)
+    o.group_id = v0
+    o.generation_id = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_HeartbeatRequest_v3(out, o):
@@ -376,7 +389,13 @@ def _d_HeartbeatRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return HeartbeatRequest(v0, v1, v2, v3, u), pos
+    o = _new(HeartbeatRequest)
+    o.group_id = v0
+    o.generation_id = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_HeartbeatRequest_v4(out, o):
@@ -445,7 +464,11 @@ def _d_HeartbeatResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return HeartbeatResponse(0, v1, None), pos
+    o = _new(HeartbeatResponse)
+    o.throttle_time_ms = 0
+    o.error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_HeartbeatResponse_v0(out, o):
@@ -475,7 +498,11 @@ def _d_HeartbeatResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return HeartbeatResponse(v0, v1, None), pos
+    o = _new(HeartbeatResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_HeartbeatResponse_v1(out, o):
@@ -541,7 +568,11 @@ def _d_HeartbeatResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return HeartbeatResponse(v0, v1, u), pos
+    o = _new(HeartbeatResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_HeartbeatResponse_v4(out, o):
@@ -576,3 +607,26 @@ HeartbeatResponse.FLEXIBLE_VERSIONS = (4, 32767)
 HeartbeatResponse.LATEST_VERSION_UNSTABLE = False
 HeartbeatResponse._decoders = {0: _d_HeartbeatResponse_v0, 1: _d_HeartbeatResponse_v1, 2: _d_HeartbeatResponse_v1, 3: _d_HeartbeatResponse_v1, 4: _d_HeartbeatResponse_v4}
 HeartbeatResponse._encoders = {0: _e_HeartbeatResponse_v0, 1: _e_HeartbeatResponse_v1, 2: _e_HeartbeatResponse_v2, 3: _e_HeartbeatResponse_v3, 4: _e_HeartbeatResponse_v4}
+
+
+_CTYPES = (
+    'HeartbeatRequest',
+    'HeartbeatResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2, 0, 2),
+    (0, 1, 0, 1, 0, 2),
+)
+_CCONSTS = ('', 0, None,)
+_CPROGS = (
+    (0, 0, 3, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 0),
+    (0, 0, 4, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (0, 1, 4, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 10, 3, 3, 0, 0, 0),
+    (1, 0, 1, 2, 1, 0, 0, 0, 0),
+    (1, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'HeartbeatRequest': (0, (0, 0, 0, 1, 2)),
+    'HeartbeatResponse': (0, (3, 4, 4, 4, 5)),
+}

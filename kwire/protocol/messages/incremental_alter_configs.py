@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsRequest_AlterableConfig', 'IncrementalAlterConfigsRequest_AlterConfigsResource', 'IncrementalAlterConfigsResponse', 'IncrementalAlterConfigsResponse_AlterConfigsResourceResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -181,7 +182,12 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsRequest_AlterableConfig(v0, v1, v2, None), pos
+    o = _new(IncrementalAlterConfigsRequest_AlterableConfig)
+    o.name = v0
+    o.config_operation = v1
+    o.value = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsRequest_AlterableConfig_v0(out, o):
@@ -250,7 +256,12 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsRequest_AlterConfigsResource(v0, v1, v2, None), pos
+    o = _new(IncrementalAlterConfigsRequest_AlterConfigsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.configs = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(out, o):
@@ -308,7 +319,11 @@ def _d_IncrementalAlterConfigsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsRequest(v0, v1, None), pos
+    o = _new(IncrementalAlterConfigsRequest)
+    o.resources = v0
+    o.validate_only = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsRequest_v0(out, o):
@@ -382,7 +397,12 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsRequest_AlterableConfig(v0, v1, v2, u), pos
+    o = _new(IncrementalAlterConfigsRequest_AlterableConfig)
+    o.name = v0
+    o.config_operation = v1
+    o.value = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsRequest_AlterableConfig_v1(out, o):
@@ -474,7 +494,12 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsRequest_AlterConfigsResource(v0, v1, v2, u), pos
+    o = _new(IncrementalAlterConfigsRequest_AlterConfigsResource)
+    o.resource_type = v0
+    o.resource_name = v1
+    o.configs = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(out, o):
@@ -552,7 +577,11 @@ def _d_IncrementalAlterConfigsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsRequest(v0, v1, u), pos
+    o = _new(IncrementalAlterConfigsRequest)
+    o.resources = v0
+    o.validate_only = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsRequest_v1(out, o):
@@ -624,7 +653,13 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos)
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, None), pos
+    o = _new(IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(out, o):
@@ -684,7 +719,11 @@ def _d_IncrementalAlterConfigsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsResponse(v0, v1, None), pos
+    o = _new(IncrementalAlterConfigsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsResponse_v0(out, o):
@@ -761,7 +800,13 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, pos)
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(v0, v1, v2, v3, u), pos
+    o = _new(IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.resource_type = v2
+    o.resource_name = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(out, o):
@@ -841,7 +886,11 @@ def _d_IncrementalAlterConfigsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return IncrementalAlterConfigsResponse(v0, v1, u), pos
+    o = _new(IncrementalAlterConfigsResponse)
+    o.throttle_time_ms = v0
+    o.responses = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_IncrementalAlterConfigsResponse_v1(out, o):
@@ -888,3 +937,36 @@ IncrementalAlterConfigsResponse.FLEXIBLE_VERSIONS = (1, 32767)
 IncrementalAlterConfigsResponse.LATEST_VERSION_UNSTABLE = False
 IncrementalAlterConfigsResponse._decoders = {0: _d_IncrementalAlterConfigsResponse_v0, 1: _d_IncrementalAlterConfigsResponse_v1}
 IncrementalAlterConfigsResponse._encoders = {0: _e_IncrementalAlterConfigsResponse_v0, 1: _e_IncrementalAlterConfigsResponse_v1}
+
+
+_CTYPES = (
+    'IncrementalAlterConfigsRequest_AlterableConfig',
+    'IncrementalAlterConfigsRequest_AlterConfigsResource',
+    'IncrementalAlterConfigsRequest',
+    'IncrementalAlterConfigsResponse_AlterConfigsResourceResponse',
+    'IncrementalAlterConfigsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2),
+    (0, 1, 0, 0, 1, 0, 0, 2),
+    (1, 0, 0, 3, 0, 2),
+    (0, 1, 0, 0, 0, 1, 0, 0, 0, 2),
+    (0, 1, 1, 0, 0, 2),
+)
+_CCONSTS = ('', 0, None, False,)
+_CPROGS = (
+    (0, 0, 3, 10, 0, 0, 0, 0, 1, 1, 0, 0, 0, 10, 2, 2, 0, 0, 0),
+    (1, 0, 3, 1, 0, 0, 0, 0, 10, 1, 0, 0, 0, 14, 2, 0, 13, 0, 0),
+    (2, 0, 2, 14, 0, 0, 13, 1, 8, 1, 0, 0, 0, 0),
+    (0, 1, 3, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (1, 1, 3, 1, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 13, 3, 0),
+    (2, 1, 2, 14, 0, 1, 13, 4, 8, 1, 0, 0, 0, 0),
+    (3, 0, 4, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 1, 2, 0, 0, 0, 10, 3, 0, 0, 0, 0),
+    (4, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 6, 0),
+    (3, 1, 4, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 1, 2, 0, 0, 0, 10, 3, 1, 0, 0, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 8, 0),
+)
+_CENTRIES = {
+    'IncrementalAlterConfigsRequest': (0, (2, 5)),
+    'IncrementalAlterConfigsResponse': (0, (7, 9)),
+}

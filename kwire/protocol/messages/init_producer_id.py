@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['InitProducerIdRequest', 'InitProducerIdResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -128,7 +129,15 @@ def _d_InitProducerIdRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitProducerIdRequest(v0, v1, -1, -1, False, False, None), pos
+    o = _new(InitProducerIdRequest)
+    o.transactional_id = v0
+    o.transaction_timeout_ms = v1
+    o.producer_id = -1
+    o.producer_epoch = -1
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_InitProducerIdRequest_v0(out, o):
@@ -227,7 +236,15 @@ def _d_InitProducerIdRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitProducerIdRequest(v0, v1, -1, -1, False, False, u), pos
+    o = _new(InitProducerIdRequest)
+    o.transactional_id = v0
+    o.transaction_timeout_ms = v1
+    o.producer_id = -1
+    o.producer_epoch = -1
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitProducerIdRequest_v2(out, o):
@@ -302,7 +319,15 @@ def _d_InitProducerIdRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitProducerIdRequest(v0, v1, v2, v3, False, False, u), pos
+    o = _new(InitProducerIdRequest)
+    o.transactional_id = v0
+    o.transaction_timeout_ms = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitProducerIdRequest_v3(out, o):
@@ -441,7 +466,15 @@ def _d_InitProducerIdRequest_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitProducerIdRequest(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(InitProducerIdRequest)
+    o.transactional_id = v0
+    o.transaction_timeout_ms = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.enable2_pc = v4
+    o.keep_prepared_txn = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitProducerIdRequest_v6(out, o):
@@ -486,7 +519,15 @@ def _d_InitProducerIdResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitProducerIdResponse(v0, v1, v2, v3, -1, -1, None), pos
+    o = _new(InitProducerIdResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.ongoing_txn_producer_id = -1
+    o.ongoing_txn_producer_epoch = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_InitProducerIdResponse_v0(out, o):
@@ -545,7 +586,15 @@ def _d_InitProducerIdResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitProducerIdResponse(v0, v1, v2, v3, -1, -1, u), pos
+    o = _new(InitProducerIdResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.ongoing_txn_producer_id = -1
+    o.ongoing_txn_producer_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitProducerIdResponse_v2(out, o):
@@ -654,7 +703,15 @@ def _d_InitProducerIdResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitProducerIdResponse(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(InitProducerIdResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.ongoing_txn_producer_id = v4
+    o.ongoing_txn_producer_epoch = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitProducerIdResponse_v6(out, o):
@@ -689,3 +746,27 @@ InitProducerIdResponse.FLEXIBLE_VERSIONS = (2, 32767)
 InitProducerIdResponse.LATEST_VERSION_UNSTABLE = False
 InitProducerIdResponse._decoders = {0: _d_InitProducerIdResponse_v0, 1: _d_InitProducerIdResponse_v0, 2: _d_InitProducerIdResponse_v2, 3: _d_InitProducerIdResponse_v2, 4: _d_InitProducerIdResponse_v2, 5: _d_InitProducerIdResponse_v2, 6: _d_InitProducerIdResponse_v6}
 InitProducerIdResponse._encoders = {0: _e_InitProducerIdResponse_v0, 1: _e_InitProducerIdResponse_v1, 2: _e_InitProducerIdResponse_v2, 3: _e_InitProducerIdResponse_v3, 4: _e_InitProducerIdResponse_v4, 5: _e_InitProducerIdResponse_v5, 6: _e_InitProducerIdResponse_v6}
+
+
+_CTYPES = (
+    'InitProducerIdRequest',
+    'InitProducerIdResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 2, 0, 3, 0, 3, 0, 4),
+    (0, 1, 0, 1, 0, 2, 0, 1, 0, 2, 0, 2, 0, 4),
+)
+_CCONSTS = ('', 0, -1, False, None,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 2, 0, 0, 3, 1, 0, 0, 0, 0),
+    (0, 1, 2, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 0),
+    (0, 1, 4, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (0, 1, 6, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 8, 4, 0, 0, 0, 8, 5, 0, 0, 0, 0),
+    (1, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (1, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (1, 1, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 4, 4, 0, 0, 0, 2, 5, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'InitProducerIdRequest': (0, (0, 0, 1, 2, 2, 2, 3)),
+    'InitProducerIdResponse': (0, (4, 4, 5, 5, 5, 5, 6)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['InitializeShareGroupStateRequest', 'InitializeShareGroupStateRequest_PartitionData', 'InitializeShareGroupStateRequest_InitializeStateData', 'InitializeShareGroupStateResponse', 'InitializeShareGroupStateResponse_PartitionResult', 'InitializeShareGroupStateResponse_InitializeStateResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -173,7 +174,12 @@ def _d_InitializeShareGroupStateRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitializeShareGroupStateRequest_PartitionData(v0, v1, v2, u), pos
+    o = _new(InitializeShareGroupStateRequest_PartitionData)
+    o.partition = v0
+    o.state_epoch = v1
+    o.start_offset = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitializeShareGroupStateRequest_PartitionData_v0(out, o):
@@ -228,7 +234,11 @@ def _d_InitializeShareGroupStateRequest_InitializeStateData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitializeShareGroupStateRequest_InitializeStateData(v0, v1, u), pos
+    o = _new(InitializeShareGroupStateRequest_InitializeStateData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitializeShareGroupStateRequest_InitializeStateData_v0(out, o):
@@ -305,7 +315,11 @@ def _d_InitializeShareGroupStateRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitializeShareGroupStateRequest(v0, v1, u), pos
+    o = _new(InitializeShareGroupStateRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitializeShareGroupStateRequest_v0(out, o):
@@ -382,7 +396,12 @@ def _d_InitializeShareGroupStateResponse_PartitionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitializeShareGroupStateResponse_PartitionResult(v0, v1, v2, u), pos
+    o = _new(InitializeShareGroupStateResponse_PartitionResult)
+    o.partition = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitializeShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -449,7 +468,11 @@ def _d_InitializeShareGroupStateResponse_InitializeStateResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitializeShareGroupStateResponse_InitializeStateResult(v0, v1, u), pos
+    o = _new(InitializeShareGroupStateResponse_InitializeStateResult)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitializeShareGroupStateResponse_InitializeStateResult_v0(out, o):
@@ -512,7 +535,10 @@ def _d_InitializeShareGroupStateResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return InitializeShareGroupStateResponse(v0, u), pos
+    o = _new(InitializeShareGroupStateResponse)
+    o.results = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_InitializeShareGroupStateResponse_v0(out, o):
@@ -557,3 +583,34 @@ InitializeShareGroupStateResponse.FLEXIBLE_VERSIONS = (0, 32767)
 InitializeShareGroupStateResponse.LATEST_VERSION_UNSTABLE = False
 InitializeShareGroupStateResponse._decoders = {0: _d_InitializeShareGroupStateResponse_v0}
 InitializeShareGroupStateResponse._encoders = {0: _e_InitializeShareGroupStateResponse_v0}
+
+
+_CTYPES = (
+    'InitializeShareGroupStateRequest_PartitionData',
+    'InitializeShareGroupStateRequest_InitializeStateData',
+    'InitializeShareGroupStateRequest',
+    'InitializeShareGroupStateResponse_PartitionResult',
+    'InitializeShareGroupStateResponse_InitializeStateResult',
+    'InitializeShareGroupStateResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '',)
+_CPROGS = (
+    (0, 1, 3, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+    (1, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (4, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 3, 0),
+    (5, 1, 1, 14, 0, 1, 13, 4, 0),
+)
+_CENTRIES = {
+    'InitializeShareGroupStateRequest': (0, (2,)),
+    'InitializeShareGroupStateResponse': (0, (5,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['JoinGroupRequest', 'JoinGroupRequest_JoinGroupRequestProtocol', 'JoinGroupResponse', 'JoinGroupResponse_JoinGroupResponseMember']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -180,7 +181,11 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupRequest_JoinGroupRequestProtocol(v0, v1, None), pos
+    o = _new(JoinGroupRequest_JoinGroupRequestProtocol)
+    o.name = v0
+    o.metadata = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v0(out, o):
@@ -268,7 +273,17 @@ def _d_JoinGroupRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupRequest(v0, v1, -1, v3, None, v5, v6, None, None), pos
+    o = _new(JoinGroupRequest)
+    o.group_id = v0
+    o.session_timeout_ms = v1
+    o.rebalance_timeout_ms = -1
+    o.member_id = v3
+    o.group_instance_id = None
+    o.protocol_type = v5
+    o.protocols = v6
+    o.reason = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupRequest_v0(out, o):
@@ -405,7 +420,17 @@ def _d_JoinGroupRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupRequest(v0, v1, v2, v3, None, v5, v6, None, None), pos
+    o = _new(JoinGroupRequest)
+    o.group_id = v0
+    o.session_timeout_ms = v1
+    o.rebalance_timeout_ms = v2
+    o.member_id = v3
+    o.group_instance_id = None
+    o.protocol_type = v5
+    o.protocols = v6
+    o.reason = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupRequest_v1(out, o):
@@ -786,7 +811,17 @@ def _d_JoinGroupRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupRequest(v0, v1, v2, v3, v4, v5, v6, None, None), pos
+    o = _new(JoinGroupRequest)
+    o.group_id = v0
+    o.session_timeout_ms = v1
+    o.rebalance_timeout_ms = v2
+    o.member_id = v3
+    o.group_instance_id = v4
+    o.protocol_type = v5
+    o.protocols = v6
+    o.reason = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupRequest_v5(out, o):
@@ -887,7 +922,11 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupRequest_JoinGroupRequestProtocol(v0, v1, u), pos
+    o = _new(JoinGroupRequest_JoinGroupRequestProtocol)
+    o.name = v0
+    o.metadata = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v6(out, o):
@@ -1020,7 +1059,17 @@ def _d_JoinGroupRequest_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupRequest(v0, v1, v2, v3, v4, v5, v6, None, u), pos
+    o = _new(JoinGroupRequest)
+    o.group_id = v0
+    o.session_timeout_ms = v1
+    o.rebalance_timeout_ms = v2
+    o.member_id = v3
+    o.group_instance_id = v4
+    o.protocol_type = v5
+    o.protocols = v6
+    o.reason = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_JoinGroupRequest_v6(out, o):
@@ -1208,7 +1257,17 @@ def _d_JoinGroupRequest_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupRequest(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(JoinGroupRequest)
+    o.group_id = v0
+    o.session_timeout_ms = v1
+    o.rebalance_timeout_ms = v2
+    o.member_id = v3
+    o.group_instance_id = v4
+    o.protocol_type = v5
+    o.protocols = v6
+    o.reason = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_JoinGroupRequest_v8(out, o):
@@ -1332,7 +1391,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse_JoinGroupResponseMember(v0, None, v2, None), pos
+    o = _new(JoinGroupResponse_JoinGroupResponseMember)
+    o.member_id = v0
+    o.group_instance_id = None
+    o.metadata = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v0(out, o):
@@ -1420,7 +1484,18 @@ def _d_JoinGroupResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse(0, v1, v2, None, v4, v5, False, v7, v8, None), pos
+    o = _new(JoinGroupResponse)
+    o.throttle_time_ms = 0
+    o.error_code = v1
+    o.generation_id = v2
+    o.protocol_type = None
+    o.protocol_name = v4
+    o.leader = v5
+    o.skip_assignment = False
+    o.member_id = v7
+    o.members = v8
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupResponse_v0(out, o):
@@ -1634,7 +1709,18 @@ def _d_JoinGroupResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse(v0, v1, v2, None, v4, v5, False, v7, v8, None), pos
+    o = _new(JoinGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.generation_id = v2
+    o.protocol_type = None
+    o.protocol_name = v4
+    o.leader = v5
+    o.skip_assignment = False
+    o.member_id = v7
+    o.members = v8
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupResponse_v2(out, o):
@@ -1884,7 +1970,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse_JoinGroupResponseMember(v0, v1, v2, None), pos
+    o = _new(JoinGroupResponse_JoinGroupResponseMember)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.metadata = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v5(out, o):
@@ -1980,7 +2071,18 @@ def _d_JoinGroupResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse(v0, v1, v2, None, v4, v5, False, v7, v8, None), pos
+    o = _new(JoinGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.generation_id = v2
+    o.protocol_type = None
+    o.protocol_name = v4
+    o.leader = v5
+    o.skip_assignment = False
+    o.member_id = v7
+    o.members = v8
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_JoinGroupResponse_v5(out, o):
@@ -2091,7 +2193,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse_JoinGroupResponseMember(v0, v1, v2, u), pos
+    o = _new(JoinGroupResponse_JoinGroupResponseMember)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.metadata = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v6(out, o):
@@ -2220,7 +2327,18 @@ def _d_JoinGroupResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse(v0, v1, v2, None, v4, v5, False, v7, v8, u), pos
+    o = _new(JoinGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.generation_id = v2
+    o.protocol_type = None
+    o.protocol_name = v4
+    o.leader = v5
+    o.skip_assignment = False
+    o.member_id = v7
+    o.members = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_JoinGroupResponse_v6(out, o):
@@ -2384,7 +2502,18 @@ def _d_JoinGroupResponse_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse(v0, v1, v2, v3, v4, v5, False, v7, v8, u), pos
+    o = _new(JoinGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.generation_id = v2
+    o.protocol_type = v3
+    o.protocol_name = v4
+    o.leader = v5
+    o.skip_assignment = False
+    o.member_id = v7
+    o.members = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_JoinGroupResponse_v7(out, o):
@@ -2643,7 +2772,18 @@ def _d_JoinGroupResponse_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return JoinGroupResponse(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(JoinGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.generation_id = v2
+    o.protocol_type = v3
+    o.protocol_name = v4
+    o.leader = v5
+    o.skip_assignment = v6
+    o.member_id = v7
+    o.members = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_JoinGroupResponse_v9(out, o):
@@ -2740,3 +2880,40 @@ JoinGroupResponse.FLEXIBLE_VERSIONS = (6, 32767)
 JoinGroupResponse.LATEST_VERSION_UNSTABLE = False
 JoinGroupResponse._decoders = {0: _d_JoinGroupResponse_v0, 1: _d_JoinGroupResponse_v0, 2: _d_JoinGroupResponse_v2, 3: _d_JoinGroupResponse_v2, 4: _d_JoinGroupResponse_v2, 5: _d_JoinGroupResponse_v5, 6: _d_JoinGroupResponse_v6, 7: _d_JoinGroupResponse_v7, 8: _d_JoinGroupResponse_v7, 9: _d_JoinGroupResponse_v9}
 JoinGroupResponse._encoders = {0: _e_JoinGroupResponse_v0, 1: _e_JoinGroupResponse_v1, 2: _e_JoinGroupResponse_v2, 3: _e_JoinGroupResponse_v3, 4: _e_JoinGroupResponse_v4, 5: _e_JoinGroupResponse_v5, 6: _e_JoinGroupResponse_v6, 7: _e_JoinGroupResponse_v7, 8: _e_JoinGroupResponse_v8, 9: _e_JoinGroupResponse_v9}
+
+
+_CTYPES = (
+    'JoinGroupRequest_JoinGroupRequestProtocol',
+    'JoinGroupRequest',
+    'JoinGroupResponse_JoinGroupResponseMember',
+    'JoinGroupResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 3, 0, 4, 0, 0, 0, 2, 0, 0, 1, 0, 0, 2, 0, 2),
+    (0, 0, 0, 2, 0, 1, 0, 2),
+    (0, 3, 0, 3, 0, 4, 0, 2, 0, 0, 0, 0, 0, 5, 0, 0, 1, 0, 0, 2),
+)
+_CCONSTS = ('', b'', None, 0, -1, False,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 11, 1, 0, 0, 0, 0),
+    (1, 0, 5, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 3, 0, 0, 0, 10, 5, 0, 0, 0, 14, 6, 0, 13, 0, 0),
+    (1, 0, 6, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 0, 0, 0, 10, 5, 0, 0, 0, 14, 6, 0, 13, 0, 0),
+    (1, 0, 7, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 0, 0, 0, 10, 4, 2, 0, 0, 10, 5, 0, 0, 0, 14, 6, 0, 13, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 11, 1, 1, 0, 0, 0),
+    (1, 1, 7, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 1, 0, 0, 10, 4, 3, 0, 0, 10, 5, 1, 0, 0, 14, 6, 1, 13, 4, 0),
+    (1, 1, 8, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 1, 0, 0, 10, 4, 3, 0, 0, 10, 5, 1, 0, 0, 14, 6, 1, 13, 4, 10, 7, 3, 0, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 11, 2, 0, 0, 0, 0),
+    (3, 0, 6, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 4, 0, 0, 0, 10, 5, 0, 0, 0, 10, 7, 0, 0, 0, 14, 8, 0, 13, 7, 0),
+    (3, 0, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 4, 0, 0, 0, 10, 5, 0, 0, 0, 10, 7, 0, 0, 0, 14, 8, 0, 13, 7, 0),
+    (2, 0, 3, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 11, 2, 0, 0, 0, 0),
+    (3, 0, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 4, 0, 0, 0, 10, 5, 0, 0, 0, 10, 7, 0, 0, 0, 14, 8, 0, 13, 10, 0),
+    (2, 1, 3, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 11, 2, 1, 0, 0, 0),
+    (3, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 4, 1, 0, 0, 10, 5, 1, 0, 0, 10, 7, 1, 0, 0, 14, 8, 1, 13, 12, 0),
+    (3, 1, 8, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 10, 4, 3, 0, 0, 10, 5, 1, 0, 0, 10, 7, 1, 0, 0, 14, 8, 1, 13, 12, 0),
+    (3, 1, 9, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 10, 4, 3, 0, 0, 10, 5, 1, 0, 0, 8, 6, 0, 0, 0, 10, 7, 1, 0, 0, 14, 8, 1, 13, 12, 0),
+)
+_CENTRIES = {
+    'JoinGroupRequest': (0, (1, 2, 2, 2, 2, 3, 5, 5, 6, 6)),
+    'JoinGroupResponse': (0, (8, 8, 9, 9, 9, 11, 13, 14, 14, 15)),
+}

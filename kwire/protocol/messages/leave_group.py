@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['LeaveGroupRequest', 'LeaveGroupRequest_MemberIdentity', 'LeaveGroupResponse', 'LeaveGroupResponse_MemberResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -136,7 +137,12 @@ def _d_LeaveGroupRequest_MemberIdentity_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest_MemberIdentity('', None, None, None), pos
+    o = _new(LeaveGroupRequest_MemberIdentity)
+    o.member_id = ''
+    o.group_instance_id = None
+    o.reason = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupRequest_MemberIdentity_v0(out, o):
@@ -187,7 +193,12 @@ def _d_LeaveGroupRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest(v0, v1, [], None), pos
+    o = _new(LeaveGroupRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.members = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupRequest_v0(out, o):
@@ -350,7 +361,12 @@ def _d_LeaveGroupRequest_MemberIdentity_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest_MemberIdentity(v0, v1, None, None), pos
+    o = _new(LeaveGroupRequest_MemberIdentity)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.reason = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupRequest_MemberIdentity_v3(out, o):
@@ -414,7 +430,12 @@ def _d_LeaveGroupRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest(v0, '', v2, None), pos
+    o = _new(LeaveGroupRequest)
+    o.group_id = v0
+    o.member_id = ''
+    o.members = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupRequest_v3(out, o):
@@ -493,7 +514,12 @@ def _d_LeaveGroupRequest_MemberIdentity_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest_MemberIdentity(v0, v1, None, u), pos
+    o = _new(LeaveGroupRequest_MemberIdentity)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.reason = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaveGroupRequest_MemberIdentity_v4(out, o):
@@ -580,7 +606,12 @@ def _d_LeaveGroupRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest(v0, '', v2, u), pos
+    o = _new(LeaveGroupRequest)
+    o.group_id = v0
+    o.member_id = ''
+    o.members = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaveGroupRequest_v4(out, o):
@@ -686,7 +717,12 @@ def _d_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest_MemberIdentity(v0, v1, v2, u), pos
+    o = _new(LeaveGroupRequest_MemberIdentity)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.reason = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaveGroupRequest_MemberIdentity_v5(out, o):
@@ -785,7 +821,12 @@ def _d_LeaveGroupRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupRequest(v0, '', v2, u), pos
+    o = _new(LeaveGroupRequest)
+    o.group_id = v0
+    o.member_id = ''
+    o.members = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaveGroupRequest_v5(out, o):
@@ -840,7 +881,12 @@ def _d_LeaveGroupResponse_MemberResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupResponse_MemberResponse('', '', 0, None), pos
+    o = _new(LeaveGroupResponse_MemberResponse)
+    o.member_id = ''
+    o.group_instance_id = ''
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupResponse_MemberResponse_v0(out, o):
@@ -874,7 +920,12 @@ def _d_LeaveGroupResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupResponse(0, v1, [], None), pos
+    o = _new(LeaveGroupResponse)
+    o.throttle_time_ms = 0
+    o.error_code = v1
+    o.members = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupResponse_v0(out, o):
@@ -925,7 +976,12 @@ def _d_LeaveGroupResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupResponse(v0, v1, [], None), pos
+    o = _new(LeaveGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.members = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupResponse_v1(out, o):
@@ -1017,7 +1073,12 @@ def _d_LeaveGroupResponse_MemberResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupResponse_MemberResponse(v0, v1, v2, None), pos
+    o = _new(LeaveGroupResponse_MemberResponse)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.error_code = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupResponse_MemberResponse_v3(out, o):
@@ -1075,7 +1136,12 @@ def _d_LeaveGroupResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupResponse(v0, v1, v2, None), pos
+    o = _new(LeaveGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.members = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_LeaveGroupResponse_v3(out, o):
@@ -1149,7 +1215,12 @@ def _d_LeaveGroupResponse_MemberResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupResponse_MemberResponse(v0, v1, v2, u), pos
+    o = _new(LeaveGroupResponse_MemberResponse)
+    o.member_id = v0
+    o.group_instance_id = v1
+    o.error_code = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaveGroupResponse_MemberResponse_v4(out, o):
@@ -1227,7 +1298,12 @@ def _d_LeaveGroupResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return LeaveGroupResponse(v0, v1, v2, u), pos
+    o = _new(LeaveGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.members = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_LeaveGroupResponse_v4(out, o):
@@ -1274,3 +1350,39 @@ LeaveGroupResponse.FLEXIBLE_VERSIONS = (4, 32767)
 LeaveGroupResponse.LATEST_VERSION_UNSTABLE = False
 LeaveGroupResponse._decoders = {0: _d_LeaveGroupResponse_v0, 1: _d_LeaveGroupResponse_v1, 2: _d_LeaveGroupResponse_v1, 3: _d_LeaveGroupResponse_v3, 4: _d_LeaveGroupResponse_v4, 5: _d_LeaveGroupResponse_v4}
 LeaveGroupResponse._encoders = {0: _e_LeaveGroupResponse_v0, 1: _e_LeaveGroupResponse_v1, 2: _e_LeaveGroupResponse_v2, 3: _e_LeaveGroupResponse_v3, 4: _e_LeaveGroupResponse_v4, 5: _e_LeaveGroupResponse_v4}
+
+
+_CTYPES = (
+    'LeaveGroupRequest_MemberIdentity',
+    'LeaveGroupRequest',
+    'LeaveGroupResponse_MemberResponse',
+    'LeaveGroupResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 1, 0, 1),
+    (0, 0, 0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 2, 0, 1),
+    (0, 2, 0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0,)
+_CPROGS = (
+    (0, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0),
+    (0, 0, 2, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 2, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 4, 0),
+    (0, 1, 3, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 10, 2, 3, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 6, 0),
+    (2, 0, 0, 0),
+    (3, 0, 1, 2, 1, 0, 0, 0, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (2, 0, 3, 10, 0, 0, 0, 0, 10, 1, 2, 0, 0, 2, 2, 0, 0, 0, 0),
+    (3, 0, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 0, 13, 11, 0),
+    (2, 1, 3, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 2, 2, 0, 0, 0, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 13, 0),
+)
+_CENTRIES = {
+    'LeaveGroupRequest': (0, (1, 1, 1, 3, 5, 7)),
+    'LeaveGroupResponse': (0, (9, 10, 10, 12, 14, 14)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ListConfigResourcesRequest', 'ListConfigResourcesResponse', 'ListConfigResourcesResponse_ConfigResource']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -116,7 +117,10 @@ def _d_ListConfigResourcesRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListConfigResourcesRequest([], u), pos
+    o = _new(ListConfigResourcesRequest)
+    o.resource_types = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListConfigResourcesRequest_v0(out, o):
@@ -165,7 +169,10 @@ def _d_ListConfigResourcesRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListConfigResourcesRequest(v0, u), pos
+    o = _new(ListConfigResourcesRequest)
+    o.resource_types = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListConfigResourcesRequest_v1(out, o):
@@ -224,7 +231,11 @@ def _d_ListConfigResourcesResponse_ConfigResource_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListConfigResourcesResponse_ConfigResource(v0, 16, u), pos
+    o = _new(ListConfigResourcesResponse_ConfigResource)
+    o.resource_name = v0
+    o.resource_type = 16
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListConfigResourcesResponse_ConfigResource_v0(out, o):
@@ -288,7 +299,12 @@ def _d_ListConfigResourcesResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListConfigResourcesResponse(v0, v1, v2, u), pos
+    o = _new(ListConfigResourcesResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.config_resources = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListConfigResourcesResponse_v0(out, o):
@@ -353,7 +369,11 @@ def _d_ListConfigResourcesResponse_ConfigResource_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListConfigResourcesResponse_ConfigResource(v0, v1, u), pos
+    o = _new(ListConfigResourcesResponse_ConfigResource)
+    o.resource_name = v0
+    o.resource_type = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListConfigResourcesResponse_ConfigResource_v1(out, o):
@@ -419,7 +439,12 @@ def _d_ListConfigResourcesResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListConfigResourcesResponse(v0, v1, v2, u), pos
+    o = _new(ListConfigResourcesResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.config_resources = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListConfigResourcesResponse_v1(out, o):
@@ -466,3 +491,28 @@ ListConfigResourcesResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ListConfigResourcesResponse.LATEST_VERSION_UNSTABLE = False
 ListConfigResourcesResponse._decoders = {0: _d_ListConfigResourcesResponse_v0, 1: _d_ListConfigResourcesResponse_v1}
 ListConfigResourcesResponse._encoders = {0: _e_ListConfigResourcesResponse_v0, 1: _e_ListConfigResourcesResponse_v1}
+
+
+_CTYPES = (
+    'ListConfigResourcesRequest',
+    'ListConfigResourcesResponse_ConfigResource',
+    'ListConfigResourcesResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0),
+    (0, 1, 0, 2, 0, 0),
+    (0, 3, 0, 3, 1, 0, 0, 0),
+)
+_CCONSTS = (None, '', 16, 0,)
+_CPROGS = (
+    (0, 1, 0, 0),
+    (0, 1, 1, 14, 0, 1, 1, 0, 0),
+    (1, 1, 1, 10, 0, 1, 0, 0, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 2, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 4, 0),
+)
+_CENTRIES = {
+    'ListConfigResourcesRequest': (0, (0, 1)),
+    'ListConfigResourcesResponse': (0, (3, 5)),
+}

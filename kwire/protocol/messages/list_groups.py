@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ListGroupsRequest', 'ListGroupsResponse', 'ListGroupsResponse_ListedGroup']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -117,7 +118,11 @@ def _d_ListGroupsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsRequest([], [], None), pos
+    o = _new(ListGroupsRequest)
+    o.states_filter = []
+    o.types_filter = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListGroupsRequest_v0(out, o):
@@ -186,7 +191,11 @@ def _d_ListGroupsRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsRequest([], [], u), pos
+    o = _new(ListGroupsRequest)
+    o.states_filter = []
+    o.types_filter = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsRequest_v3(out, o):
@@ -239,7 +248,11 @@ def _d_ListGroupsRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsRequest(v0, [], u), pos
+    o = _new(ListGroupsRequest)
+    o.states_filter = v0
+    o.types_filter = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsRequest_v4(out, o):
@@ -317,7 +330,11 @@ def _d_ListGroupsRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsRequest(v0, v1, u), pos
+    o = _new(ListGroupsRequest)
+    o.states_filter = v0
+    o.types_filter = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsRequest_v5(out, o):
@@ -391,7 +408,13 @@ def _d_ListGroupsResponse_ListedGroup_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse_ListedGroup(v0, v1, '', '', None), pos
+    o = _new(ListGroupsResponse_ListedGroup)
+    o.group_id = v0
+    o.protocol_type = v1
+    o.group_state = ''
+    o.group_type = ''
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListGroupsResponse_ListedGroup_v0(out, o):
@@ -447,7 +470,12 @@ def _d_ListGroupsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse(0, v1, v2, None), pos
+    o = _new(ListGroupsResponse)
+    o.throttle_time_ms = 0
+    o.error_code = v1
+    o.groups = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListGroupsResponse_v0(out, o):
@@ -526,7 +554,12 @@ def _d_ListGroupsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse(v0, v1, v2, None), pos
+    o = _new(ListGroupsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.groups = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListGroupsResponse_v1(out, o):
@@ -647,7 +680,13 @@ def _d_ListGroupsResponse_ListedGroup_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse_ListedGroup(v0, v1, '', '', u), pos
+    o = _new(ListGroupsResponse_ListedGroup)
+    o.group_id = v0
+    o.protocol_type = v1
+    o.group_state = ''
+    o.group_type = ''
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsResponse_ListedGroup_v3(out, o):
@@ -723,7 +762,12 @@ def _d_ListGroupsResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse(v0, v1, v2, u), pos
+    o = _new(ListGroupsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.groups = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsResponse_v3(out, o):
@@ -813,7 +857,13 @@ def _d_ListGroupsResponse_ListedGroup_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse_ListedGroup(v0, v1, v2, '', u), pos
+    o = _new(ListGroupsResponse_ListedGroup)
+    o.group_id = v0
+    o.protocol_type = v1
+    o.group_state = v2
+    o.group_type = ''
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsResponse_ListedGroup_v4(out, o):
@@ -901,7 +951,12 @@ def _d_ListGroupsResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse(v0, v1, v2, u), pos
+    o = _new(ListGroupsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.groups = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsResponse_v4(out, o):
@@ -1005,7 +1060,13 @@ def _d_ListGroupsResponse_ListedGroup_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse_ListedGroup(v0, v1, v2, v3, u), pos
+    o = _new(ListGroupsResponse_ListedGroup)
+    o.group_id = v0
+    o.protocol_type = v1
+    o.group_state = v2
+    o.group_type = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsResponse_ListedGroup_v5(out, o):
@@ -1105,7 +1166,12 @@ def _d_ListGroupsResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListGroupsResponse(v0, v1, v2, u), pos
+    o = _new(ListGroupsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.groups = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListGroupsResponse_v5(out, o):
@@ -1152,3 +1218,35 @@ ListGroupsResponse.FLEXIBLE_VERSIONS = (3, 32767)
 ListGroupsResponse.LATEST_VERSION_UNSTABLE = False
 ListGroupsResponse._decoders = {0: _d_ListGroupsResponse_v0, 1: _d_ListGroupsResponse_v1, 2: _d_ListGroupsResponse_v1, 3: _d_ListGroupsResponse_v3, 4: _d_ListGroupsResponse_v4, 5: _d_ListGroupsResponse_v5}
 ListGroupsResponse._encoders = {0: _e_ListGroupsResponse_v0, 1: _e_ListGroupsResponse_v1, 2: _e_ListGroupsResponse_v2, 3: _e_ListGroupsResponse_v3, 4: _e_ListGroupsResponse_v4, 5: _e_ListGroupsResponse_v5}
+
+
+_CTYPES = (
+    'ListGroupsRequest',
+    'ListGroupsResponse_ListedGroup',
+    'ListGroupsResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 1, 0, 0, 0),
+    (0, 1, 0, 1, 0, 1, 0, 1, 0, 0),
+    (0, 2, 0, 2, 1, 0, 0, 0),
+)
+_CCONSTS = (None, '', 0,)
+_CPROGS = (
+    (0, 0, 0, 0),
+    (0, 1, 0, 0),
+    (0, 1, 1, 14, 0, 1, 10, 0, 0),
+    (0, 1, 2, 14, 0, 1, 10, 0, 14, 1, 1, 10, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0),
+    (2, 0, 2, 2, 1, 0, 0, 0, 14, 2, 0, 13, 4, 0),
+    (2, 0, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 0, 13, 4, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 7, 0),
+    (1, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 10, 2, 1, 0, 0, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 9, 0),
+    (1, 1, 4, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 13, 11, 0),
+)
+_CENTRIES = {
+    'ListGroupsRequest': (0, (0, 0, 0, 1, 2, 3)),
+    'ListGroupsResponse': (0, (5, 6, 6, 8, 10, 12)),
+}

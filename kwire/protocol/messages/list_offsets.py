@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ListOffsetsRequest', 'ListOffsetsRequest_ListOffsetsPartition', 'ListOffsetsRequest_ListOffsetsTopic', 'ListOffsetsResponse', 'ListOffsetsResponse_ListOffsetsPartitionResponse', 'ListOffsetsResponse_ListOffsetsTopicResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -180,7 +181,12 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest_ListOffsetsPartition(v0, -1, v2, None), pos
+    o = _new(ListOffsetsRequest_ListOffsetsPartition)
+    o.partition_index = v0
+    o.current_leader_epoch = -1
+    o.timestamp = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v1(out, o):
@@ -230,7 +236,11 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest_ListOffsetsTopic(v0, v1, None), pos
+    o = _new(ListOffsetsRequest_ListOffsetsTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_v1(out, o):
@@ -286,7 +296,13 @@ def _d_ListOffsetsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest(v0, 0, v2, 0, None), pos
+    o = _new(ListOffsetsRequest)
+    o.replica_id = v0
+    o.isolation_level = 0
+    o.topics = v2
+    o.timeout_ms = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsRequest_v1(out, o):
@@ -382,7 +398,13 @@ def _d_ListOffsetsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest(v0, v1, v2, 0, None), pos
+    o = _new(ListOffsetsRequest)
+    o.replica_id = v0
+    o.isolation_level = v1
+    o.topics = v2
+    o.timeout_ms = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsRequest_v2(out, o):
@@ -487,7 +509,12 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest_ListOffsetsPartition(v0, v1, v2, None), pos
+    o = _new(ListOffsetsRequest_ListOffsetsPartition)
+    o.partition_index = v0
+    o.current_leader_epoch = v1
+    o.timestamp = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v4(out, o):
@@ -537,7 +564,11 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest_ListOffsetsTopic(v0, v1, None), pos
+    o = _new(ListOffsetsRequest_ListOffsetsTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_v4(out, o):
@@ -593,7 +624,13 @@ def _d_ListOffsetsRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest(v0, v1, v2, 0, None), pos
+    o = _new(ListOffsetsRequest)
+    o.replica_id = v0
+    o.isolation_level = v1
+    o.topics = v2
+    o.timeout_ms = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsRequest_v4(out, o):
@@ -704,7 +741,12 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest_ListOffsetsPartition(v0, v1, v2, u), pos
+    o = _new(ListOffsetsRequest_ListOffsetsPartition)
+    o.partition_index = v0
+    o.current_leader_epoch = v1
+    o.timestamp = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v6(out, o):
@@ -769,7 +811,11 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest_ListOffsetsTopic(v0, v1, u), pos
+    o = _new(ListOffsetsRequest_ListOffsetsTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_v6(out, o):
@@ -845,7 +891,13 @@ def _d_ListOffsetsRequest_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest(v0, v1, v2, 0, u), pos
+    o = _new(ListOffsetsRequest)
+    o.replica_id = v0
+    o.isolation_level = v1
+    o.topics = v2
+    o.timeout_ms = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListOffsetsRequest_v6(out, o):
@@ -914,7 +966,13 @@ def _d_ListOffsetsRequest_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsRequest(v0, v1, v2, v3, u), pos
+    o = _new(ListOffsetsRequest)
+    o.replica_id = v0
+    o.isolation_level = v1
+    o.topics = v2
+    o.timeout_ms = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListOffsetsRequest_v10(out, o):
@@ -961,7 +1019,14 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse_ListOffsetsPartitionResponse(v0, v1, v2, v3, -1, None), pos
+    o = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
+    o.partition_index = v0
+    o.error_code = v1
+    o.timestamp = v2
+    o.offset = v3
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(out, o):
@@ -1013,7 +1078,11 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse_ListOffsetsTopicResponse(v0, v1, None), pos
+    o = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v1(out, o):
@@ -1066,7 +1135,11 @@ def _d_ListOffsetsResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse(0, v1, None), pos
+    o = _new(ListOffsetsResponse)
+    o.throttle_time_ms = 0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsResponse_v1(out, o):
@@ -1160,7 +1233,11 @@ def _d_ListOffsetsResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse(v0, v1, None), pos
+    o = _new(ListOffsetsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsResponse_v2(out, o):
@@ -1267,7 +1344,14 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse_ListOffsetsPartitionResponse(v0, v1, v2, v3, v4, None), pos
+    o = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
+    o.partition_index = v0
+    o.error_code = v1
+    o.timestamp = v2
+    o.offset = v3
+    o.leader_epoch = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(out, o):
@@ -1317,7 +1401,11 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse_ListOffsetsTopicResponse(v0, v1, None), pos
+    o = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v4(out, o):
@@ -1373,7 +1461,11 @@ def _d_ListOffsetsResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse(v0, v1, None), pos
+    o = _new(ListOffsetsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ListOffsetsResponse_v4(out, o):
@@ -1484,7 +1576,14 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse_ListOffsetsPartitionResponse(v0, v1, v2, v3, v4, u), pos
+    o = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
+    o.partition_index = v0
+    o.error_code = v1
+    o.timestamp = v2
+    o.offset = v3
+    o.leader_epoch = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(out, o):
@@ -1549,7 +1648,11 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse_ListOffsetsTopicResponse(v0, v1, u), pos
+    o = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v6(out, o):
@@ -1625,7 +1728,11 @@ def _d_ListOffsetsResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListOffsetsResponse(v0, v1, u), pos
+    o = _new(ListOffsetsResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListOffsetsResponse_v6(out, o):
@@ -1672,3 +1779,49 @@ ListOffsetsResponse.FLEXIBLE_VERSIONS = (6, 32767)
 ListOffsetsResponse.LATEST_VERSION_UNSTABLE = False
 ListOffsetsResponse._decoders = {1: _d_ListOffsetsResponse_v1, 2: _d_ListOffsetsResponse_v2, 3: _d_ListOffsetsResponse_v2, 4: _d_ListOffsetsResponse_v4, 5: _d_ListOffsetsResponse_v4, 6: _d_ListOffsetsResponse_v6, 7: _d_ListOffsetsResponse_v6, 8: _d_ListOffsetsResponse_v6, 9: _d_ListOffsetsResponse_v6, 10: _d_ListOffsetsResponse_v6, 11: _d_ListOffsetsResponse_v6}
 ListOffsetsResponse._encoders = {1: _e_ListOffsetsResponse_v1, 2: _e_ListOffsetsResponse_v2, 3: _e_ListOffsetsResponse_v3, 4: _e_ListOffsetsResponse_v4, 5: _e_ListOffsetsResponse_v5, 6: _e_ListOffsetsResponse_v6, 7: _e_ListOffsetsResponse_v6, 8: _e_ListOffsetsResponse_v6, 9: _e_ListOffsetsResponse_v6, 10: _e_ListOffsetsResponse_v6, 11: _e_ListOffsetsResponse_v6}
+
+
+_CTYPES = (
+    'ListOffsetsRequest_ListOffsetsPartition',
+    'ListOffsetsRequest_ListOffsetsTopic',
+    'ListOffsetsRequest',
+    'ListOffsetsResponse_ListOffsetsPartitionResponse',
+    'ListOffsetsResponse_ListOffsetsTopicResponse',
+    'ListOffsetsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 0, 0, 1, 0, 0, 0, 0, 2),
+    (0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (0, -1, None, '',)
+_CPROGS = (
+    (0, 0, 2, 3, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 0, 0),
+    (2, 0, 2, 3, 0, 0, 0, 0, 14, 2, 0, 13, 1, 0),
+    (2, 0, 3, 3, 0, 0, 0, 0, 1, 1, 0, 0, 0, 14, 2, 0, 13, 1, 0),
+    (0, 0, 3, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 4, 0),
+    (2, 0, 3, 3, 0, 0, 0, 0, 1, 1, 0, 0, 0, 14, 2, 0, 13, 5, 0),
+    (0, 1, 3, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 7, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 1, 1, 0, 0, 0, 14, 2, 1, 13, 8, 0),
+    (2, 1, 4, 3, 0, 0, 0, 0, 1, 1, 0, 0, 0, 14, 2, 1, 13, 8, 3, 3, 0, 0, 0, 0),
+    (3, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 11, 0),
+    (5, 0, 1, 14, 1, 0, 13, 12, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 12, 0),
+    (3, 0, 5, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 3, 4, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 15, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 16, 0),
+    (3, 1, 5, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 3, 4, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 18, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 19, 0),
+)
+_CENTRIES = {
+    'ListOffsetsRequest': (1, (2, 3, 3, 6, 6, 9, 9, 9, 9, 10, 10)),
+    'ListOffsetsResponse': (1, (13, 14, 14, 17, 17, 20, 20, 20, 20, 20, 20)),
+}

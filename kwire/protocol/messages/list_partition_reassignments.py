@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics', 'ListPartitionReassignmentsResponse', 'ListPartitionReassignmentsResponse_OngoingPartitionReassignment', 'ListPartitionReassignmentsResponse_OngoingTopicReassignment']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -185,7 +186,11 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf
         if e.field is None:
             e.field = f
         raise
-    return ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(v0, v1, u), pos
+    o = _new(ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics)
+    o.name = v0
+    o.partition_indexes = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(out, o):
@@ -262,7 +267,11 @@ def _d_ListPartitionReassignmentsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListPartitionReassignmentsRequest(v0, v1, u), pos
+    o = _new(ListPartitionReassignmentsRequest)
+    o.timeout_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListPartitionReassignmentsRequest_v0(out, o):
@@ -352,7 +361,13 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, p
         if e.field is None:
             e.field = f
         raise
-    return ListPartitionReassignmentsResponse_OngoingPartitionReassignment(v0, v1, v2, v3, u), pos
+    o = _new(ListPartitionReassignmentsResponse_OngoingPartitionReassignment)
+    o.partition_index = v0
+    o.replicas = v1
+    o.adding_replicas = v2
+    o.removing_replicas = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, o):
@@ -450,7 +465,11 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListPartitionReassignmentsResponse_OngoingTopicReassignment(v0, v1, u), pos
+    o = _new(ListPartitionReassignmentsResponse_OngoingTopicReassignment)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(out, o):
@@ -542,7 +561,13 @@ def _d_ListPartitionReassignmentsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListPartitionReassignmentsResponse(v0, v1, v2, v3, u), pos
+    o = _new(ListPartitionReassignmentsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.topics = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListPartitionReassignmentsResponse_v0(out, o):
@@ -601,3 +626,31 @@ ListPartitionReassignmentsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ListPartitionReassignmentsResponse.LATEST_VERSION_UNSTABLE = False
 ListPartitionReassignmentsResponse._decoders = {0: _d_ListPartitionReassignmentsResponse_v0}
 ListPartitionReassignmentsResponse._encoders = {0: _e_ListPartitionReassignmentsResponse_v0}
+
+
+_CTYPES = (
+    'ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics',
+    'ListPartitionReassignmentsRequest',
+    'ListPartitionReassignmentsResponse_OngoingPartitionReassignment',
+    'ListPartitionReassignmentsResponse_OngoingTopicReassignment',
+    'ListPartitionReassignmentsResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 1, 0, 1),
+    (0, 3, 1, 0, 1, 0, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 3, 0, 3, 0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 60000, 0,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 14, 1, 3, 13, 0, 0),
+    (2, 1, 4, 3, 0, 0, 0, 0, 14, 1, 1, 3, 0, 14, 2, 1, 3, 0, 14, 3, 1, 3, 0, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 2, 0),
+    (4, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 3, 0),
+)
+_CENTRIES = {
+    'ListPartitionReassignmentsRequest': (0, (1,)),
+    'ListPartitionReassignmentsResponse': (0, (4,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ListTransactionsRequest', 'ListTransactionsResponse', 'ListTransactionsResponse_TransactionState']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -154,7 +155,13 @@ def _d_ListTransactionsRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListTransactionsRequest(v0, v1, -1, None, u), pos
+    o = _new(ListTransactionsRequest)
+    o.state_filters = v0
+    o.producer_id_filters = v1
+    o.duration_filter = -1
+    o.transactional_id_pattern = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListTransactionsRequest_v0(out, o):
@@ -246,7 +253,13 @@ def _d_ListTransactionsRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListTransactionsRequest(v0, v1, v2, None, u), pos
+    o = _new(ListTransactionsRequest)
+    o.state_filters = v0
+    o.producer_id_filters = v1
+    o.duration_filter = v2
+    o.transactional_id_pattern = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListTransactionsRequest_v1(out, o):
@@ -354,7 +367,13 @@ def _d_ListTransactionsRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListTransactionsRequest(v0, v1, v2, v3, u), pos
+    o = _new(ListTransactionsRequest)
+    o.state_filters = v0
+    o.producer_id_filters = v1
+    o.duration_filter = v2
+    o.transactional_id_pattern = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListTransactionsRequest_v2(out, o):
@@ -456,7 +475,12 @@ def _d_ListTransactionsResponse_TransactionState_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListTransactionsResponse_TransactionState(v0, v1, v2, u), pos
+    o = _new(ListTransactionsResponse_TransactionState)
+    o.transactional_id = v0
+    o.producer_id = v1
+    o.transaction_state = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListTransactionsResponse_TransactionState_v0(out, o):
@@ -549,7 +573,13 @@ def _d_ListTransactionsResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ListTransactionsResponse(v0, v1, v2, v3, u), pos
+    o = _new(ListTransactionsResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.unknown_state_filters = v2
+    o.transaction_states = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ListTransactionsResponse_v0(out, o):
@@ -608,3 +638,27 @@ ListTransactionsResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ListTransactionsResponse.LATEST_VERSION_UNSTABLE = False
 ListTransactionsResponse._decoders = {0: _d_ListTransactionsResponse_v0, 1: _d_ListTransactionsResponse_v0, 2: _d_ListTransactionsResponse_v0}
 ListTransactionsResponse._encoders = {0: _e_ListTransactionsResponse_v0, 1: _e_ListTransactionsResponse_v0, 2: _e_ListTransactionsResponse_v0}
+
+
+_CTYPES = (
+    'ListTransactionsRequest',
+    'ListTransactionsResponse_TransactionState',
+    'ListTransactionsResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 1, 0, 0, 0, 0, 1, 0, 1),
+    (0, 2, 0, 3, 0, 2, 0, 1),
+    (0, 3, 0, 3, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (-1, None, '', 0,)
+_CPROGS = (
+    (0, 1, 2, 14, 0, 1, 10, 0, 14, 1, 1, 4, 0, 0),
+    (0, 1, 3, 14, 0, 1, 10, 0, 14, 1, 1, 4, 0, 4, 2, 0, 0, 0, 0),
+    (0, 1, 4, 14, 0, 1, 10, 0, 14, 1, 1, 4, 0, 4, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (1, 1, 3, 10, 0, 1, 0, 0, 4, 1, 0, 0, 0, 10, 2, 1, 0, 0, 0),
+    (2, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 14, 2, 1, 10, 0, 14, 3, 1, 13, 3, 0),
+)
+_CENTRIES = {
+    'ListTransactionsRequest': (0, (0, 1, 2)),
+    'ListTransactionsResponse': (0, (4, 4, 4)),
+}

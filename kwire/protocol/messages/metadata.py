@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['MetadataRequest', 'MetadataRequest_MetadataRequestTopic', 'MetadataResponse', 'MetadataResponse_MetadataResponseBroker', 'MetadataResponse_MetadataResponsePartition', 'MetadataResponse_MetadataResponseTopic']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -215,7 +216,11 @@ def _d_MetadataRequest_MetadataRequestTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest_MetadataRequestTopic(_ZERO_UUID, v1, None), pos
+    o = _new(MetadataRequest_MetadataRequestTopic)
+    o.topic_id = _ZERO_UUID
+    o.name = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v0(out, o):
@@ -260,7 +265,13 @@ def _d_MetadataRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest(v0, True, False, False, None), pos
+    o = _new(MetadataRequest)
+    o.topics = v0
+    o.allow_auto_topic_creation = True
+    o.include_cluster_authorized_operations = False
+    o.include_topic_authorized_operations = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataRequest_v0(out, o):
@@ -334,7 +345,13 @@ def _d_MetadataRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest(v0, True, False, False, None), pos
+    o = _new(MetadataRequest)
+    o.topics = v0
+    o.allow_auto_topic_creation = True
+    o.include_cluster_authorized_operations = False
+    o.include_topic_authorized_operations = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataRequest_v1(out, o):
@@ -507,7 +524,13 @@ def _d_MetadataRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest(v0, v1, False, False, None), pos
+    o = _new(MetadataRequest)
+    o.topics = v0
+    o.allow_auto_topic_creation = v1
+    o.include_cluster_authorized_operations = False
+    o.include_topic_authorized_operations = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataRequest_v4(out, o):
@@ -728,7 +751,13 @@ def _d_MetadataRequest_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest(v0, v1, v2, v3, None), pos
+    o = _new(MetadataRequest)
+    o.topics = v0
+    o.allow_auto_topic_creation = v1
+    o.include_cluster_authorized_operations = v2
+    o.include_topic_authorized_operations = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataRequest_v8(out, o):
@@ -783,7 +812,11 @@ def _d_MetadataRequest_MetadataRequestTopic_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest_MetadataRequestTopic(_ZERO_UUID, v1, u), pos
+    o = _new(MetadataRequest_MetadataRequestTopic)
+    o.topic_id = _ZERO_UUID
+    o.name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v9(out, o):
@@ -849,7 +882,13 @@ def _d_MetadataRequest_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest(v0, v1, v2, v3, u), pos
+    o = _new(MetadataRequest)
+    o.topics = v0
+    o.allow_auto_topic_creation = v1
+    o.include_cluster_authorized_operations = v2
+    o.include_topic_authorized_operations = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataRequest_v9(out, o):
@@ -917,7 +956,11 @@ def _d_MetadataRequest_MetadataRequestTopic_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest_MetadataRequestTopic(v0, v1, u), pos
+    o = _new(MetadataRequest_MetadataRequestTopic)
+    o.topic_id = v0
+    o.name = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v10(out, o):
@@ -985,7 +1028,13 @@ def _d_MetadataRequest_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest(v0, v1, v2, v3, u), pos
+    o = _new(MetadataRequest)
+    o.topics = v0
+    o.allow_auto_topic_creation = v1
+    o.include_cluster_authorized_operations = v2
+    o.include_topic_authorized_operations = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataRequest_v10(out, o):
@@ -1053,7 +1102,13 @@ def _d_MetadataRequest_v11(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataRequest(v0, v1, False, v3, u), pos
+    o = _new(MetadataRequest)
+    o.topics = v0
+    o.allow_auto_topic_creation = v1
+    o.include_cluster_authorized_operations = False
+    o.include_topic_authorized_operations = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataRequest_v11(out, o):
@@ -1178,7 +1233,13 @@ def _d_MetadataResponse_MetadataResponseBroker_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseBroker(v0, v1, v2, None, None), pos
+    o = _new(MetadataResponse_MetadataResponseBroker)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v0(out, o):
@@ -1238,7 +1299,16 @@ def _d_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponsePartition(v0, v1, v2, -1, v4, v5, [], None), pos
+    o = _new(MetadataResponse_MetadataResponsePartition)
+    o.error_code = v0
+    o.partition_index = v1
+    o.leader_id = v2
+    o.leader_epoch = -1
+    o.replica_nodes = v4
+    o.isr_nodes = v5
+    o.offline_replicas = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v0(out, o):
@@ -1305,7 +1375,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, False, v4, -2147483648, None), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = _ZERO_UUID
+    o.is_internal = False
+    o.partitions = v4
+    o.topic_authorized_operations = -2147483648
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v0(out, o):
@@ -1374,7 +1452,16 @@ def _d_MetadataResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(0, v1, None, -1, v4, -2147483648, 0, None), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = 0
+    o.brokers = v1
+    o.cluster_id = None
+    o.controller_id = -1
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_v0(out, o):
@@ -1447,7 +1534,13 @@ def _d_MetadataResponse_MetadataResponseBroker_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseBroker(v0, v1, v2, v3, None), pos
+    o = _new(MetadataResponse_MetadataResponseBroker)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v1(out, o):
@@ -1550,7 +1643,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, -2147483648, None), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = _ZERO_UUID
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = -2147483648
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v1(out, o):
@@ -1624,7 +1725,16 @@ def _d_MetadataResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(0, v1, None, v3, v4, -2147483648, 0, None), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = 0
+    o.brokers = v1
+    o.cluster_id = None
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_v1(out, o):
@@ -1806,7 +1916,16 @@ def _d_MetadataResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(0, v1, v2, v3, v4, -2147483648, 0, None), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = 0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_v2(out, o):
@@ -1999,7 +2118,16 @@ def _d_MetadataResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, None), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_v3(out, o):
@@ -2260,7 +2388,16 @@ def _d_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponsePartition(v0, v1, v2, -1, v4, v5, v6, None), pos
+    o = _new(MetadataResponse_MetadataResponsePartition)
+    o.error_code = v0
+    o.partition_index = v1
+    o.leader_id = v2
+    o.leader_epoch = -1
+    o.replica_nodes = v4
+    o.isr_nodes = v5
+    o.offline_replicas = v6
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v5(out, o):
@@ -2337,7 +2474,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, -2147483648, None), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = _ZERO_UUID
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = -2147483648
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v5(out, o):
@@ -2427,7 +2572,16 @@ def _d_MetadataResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, None), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_v5(out, o):
@@ -2695,7 +2849,16 @@ def _d_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponsePartition(v0, v1, v2, v3, v4, v5, v6, None), pos
+    o = _new(MetadataResponse_MetadataResponsePartition)
+    o.error_code = v0
+    o.partition_index = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.replica_nodes = v4
+    o.isr_nodes = v5
+    o.offline_replicas = v6
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v7(out, o):
@@ -2772,7 +2935,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, -2147483648, None), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = _ZERO_UUID
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = -2147483648
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v7(out, o):
@@ -2862,7 +3033,16 @@ def _d_MetadataResponse_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, None), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_v7(out, o):
@@ -3018,7 +3198,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, v5, None), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = _ZERO_UUID
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v8(out, o):
@@ -3111,7 +3299,16 @@ def _d_MetadataResponse_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, v5, 0, None), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = v5
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_MetadataResponse_v8(out, o):
@@ -3208,7 +3405,13 @@ def _d_MetadataResponse_MetadataResponseBroker_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseBroker(v0, v1, v2, v3, u), pos
+    o = _new(MetadataResponse_MetadataResponseBroker)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v9(out, o):
@@ -3312,7 +3515,16 @@ def _d_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponsePartition(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(MetadataResponse_MetadataResponsePartition)
+    o.error_code = v0
+    o.partition_index = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.replica_nodes = v4
+    o.isr_nodes = v5
+    o.offline_replicas = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v9(out, o):
@@ -3419,7 +3631,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, _ZERO_UUID, v3, v4, v5, u), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = _ZERO_UUID
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v9(out, o):
@@ -3538,7 +3758,16 @@ def _d_MetadataResponse_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, v5, 0, u), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = v5
+    o.error_code = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_v9(out, o):
@@ -3653,7 +3882,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = v2
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v10(out, o):
@@ -3772,7 +4009,16 @@ def _d_MetadataResponse_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, v5, 0, u), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = v5
+    o.error_code = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_v10(out, o):
@@ -3900,7 +4146,16 @@ def _d_MetadataResponse_v11(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, u), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_v11(out, o):
@@ -4017,7 +4272,15 @@ def _d_MetadataResponse_MetadataResponseTopic_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse_MetadataResponseTopic(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(MetadataResponse_MetadataResponseTopic)
+    o.error_code = v0
+    o.name = v1
+    o.topic_id = v2
+    o.is_internal = v3
+    o.partitions = v4
+    o.topic_authorized_operations = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_MetadataResponseTopic_v12(out, o):
@@ -4133,7 +4396,16 @@ def _d_MetadataResponse_v12(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, 0, u), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_v12(out, o):
@@ -4264,7 +4536,16 @@ def _d_MetadataResponse_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return MetadataResponse(v0, v1, v2, v3, v4, -2147483648, v6, u), pos
+    o = _new(MetadataResponse)
+    o.throttle_time_ms = v0
+    o.brokers = v1
+    o.cluster_id = v2
+    o.controller_id = v3
+    o.topics = v4
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_MetadataResponse_v13(out, o):
@@ -4341,3 +4622,65 @@ MetadataResponse.FLEXIBLE_VERSIONS = (9, 32767)
 MetadataResponse.LATEST_VERSION_UNSTABLE = False
 MetadataResponse._decoders = {0: _d_MetadataResponse_v0, 1: _d_MetadataResponse_v1, 2: _d_MetadataResponse_v2, 3: _d_MetadataResponse_v3, 4: _d_MetadataResponse_v3, 5: _d_MetadataResponse_v5, 6: _d_MetadataResponse_v5, 7: _d_MetadataResponse_v7, 8: _d_MetadataResponse_v8, 9: _d_MetadataResponse_v9, 10: _d_MetadataResponse_v10, 11: _d_MetadataResponse_v11, 12: _d_MetadataResponse_v12, 13: _d_MetadataResponse_v13}
 MetadataResponse._encoders = {0: _e_MetadataResponse_v0, 1: _e_MetadataResponse_v1, 2: _e_MetadataResponse_v2, 3: _e_MetadataResponse_v3, 4: _e_MetadataResponse_v4, 5: _e_MetadataResponse_v5, 6: _e_MetadataResponse_v6, 7: _e_MetadataResponse_v7, 8: _e_MetadataResponse_v8, 9: _e_MetadataResponse_v9, 10: _e_MetadataResponse_v10, 11: _e_MetadataResponse_v11, 12: _e_MetadataResponse_v12, 13: _e_MetadataResponse_v13}
+
+
+_CTYPES = (
+    'MetadataRequest_MetadataRequestTopic',
+    'MetadataRequest',
+    'MetadataResponse_MetadataResponseBroker',
+    'MetadataResponse_MetadataResponsePartition',
+    'MetadataResponse_MetadataResponseTopic',
+    'MetadataResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (1, 0, 0, 3, 0, 4, 0, 4, 0, 2),
+    (0, 5, 0, 1, 0, 5, 0, 2, 0, 2),
+    (0, 5, 0, 5, 0, 5, 0, 6, 1, 0, 1, 0, 1, 0, 0, 2),
+    (0, 5, 0, 1, 0, 0, 0, 4, 1, 0, 0, 7, 0, 2),
+    (0, 5, 1, 0, 0, 2, 0, 6, 1, 0, 0, 7, 0, 5, 0, 2),
+)
+_CCONSTS = (_ZERO_UUID, '', None, True, False, 0, -1, -2147483648,)
+_CPROGS = (
+    (0, 0, 1, 10, 1, 0, 0, 0, 0),
+    (1, 0, 1, 14, 0, 0, 13, 0, 0),
+    (1, 0, 1, 14, 0, 2, 13, 0, 0),
+    (1, 0, 2, 14, 0, 2, 13, 0, 8, 1, 0, 0, 0, 0),
+    (1, 0, 4, 14, 0, 2, 13, 0, 8, 1, 0, 0, 0, 8, 2, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (0, 1, 1, 10, 1, 1, 0, 0, 0),
+    (1, 1, 4, 14, 0, 3, 13, 5, 8, 1, 0, 0, 0, 8, 2, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (0, 1, 2, 9, 0, 0, 0, 0, 10, 1, 3, 0, 0, 0),
+    (1, 1, 4, 14, 0, 3, 13, 7, 8, 1, 0, 0, 0, 8, 2, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (1, 1, 3, 14, 0, 3, 13, 7, 8, 1, 0, 0, 0, 8, 3, 0, 0, 0, 0),
+    (2, 0, 3, 3, 0, 0, 0, 0, 10, 1, 0, 0, 0, 3, 2, 0, 0, 0, 0),
+    (3, 0, 5, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 4, 0, 3, 0, 14, 5, 0, 3, 0, 0),
+    (4, 0, 3, 2, 0, 0, 0, 0, 10, 1, 0, 0, 0, 14, 4, 0, 13, 11, 0),
+    (5, 0, 2, 14, 1, 0, 13, 10, 14, 4, 0, 13, 12, 0),
+    (2, 0, 4, 3, 0, 0, 0, 0, 10, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (4, 0, 4, 2, 0, 0, 0, 0, 10, 1, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 0, 13, 11, 0),
+    (5, 0, 3, 14, 1, 0, 13, 14, 3, 3, 0, 0, 0, 14, 4, 0, 13, 15, 0),
+    (5, 0, 4, 14, 1, 0, 13, 14, 10, 2, 2, 0, 0, 3, 3, 0, 0, 0, 14, 4, 0, 13, 15, 0),
+    (5, 0, 5, 3, 0, 0, 0, 0, 14, 1, 0, 13, 14, 10, 2, 2, 0, 0, 3, 3, 0, 0, 0, 14, 4, 0, 13, 15, 0),
+    (3, 0, 6, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 4, 0, 3, 0, 14, 5, 0, 3, 0, 14, 6, 0, 3, 0, 0),
+    (4, 0, 4, 2, 0, 0, 0, 0, 10, 1, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 0, 13, 19, 0),
+    (5, 0, 5, 3, 0, 0, 0, 0, 14, 1, 0, 13, 14, 10, 2, 2, 0, 0, 3, 3, 0, 0, 0, 14, 4, 0, 13, 20, 0),
+    (3, 0, 7, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 14, 4, 0, 3, 0, 14, 5, 0, 3, 0, 14, 6, 0, 3, 0, 0),
+    (4, 0, 4, 2, 0, 0, 0, 0, 10, 1, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 0, 13, 22, 0),
+    (5, 0, 5, 3, 0, 0, 0, 0, 14, 1, 0, 13, 14, 10, 2, 2, 0, 0, 3, 3, 0, 0, 0, 14, 4, 0, 13, 23, 0),
+    (4, 0, 5, 2, 0, 0, 0, 0, 10, 1, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 0, 13, 22, 3, 5, 0, 0, 0, 0),
+    (5, 0, 6, 3, 0, 0, 0, 0, 14, 1, 0, 13, 14, 10, 2, 2, 0, 0, 3, 3, 0, 0, 0, 14, 4, 0, 13, 25, 3, 5, 0, 0, 0, 0),
+    (2, 1, 4, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (3, 1, 7, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 3, 0, 14, 5, 1, 3, 0, 14, 6, 1, 3, 0, 0),
+    (4, 1, 5, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 8, 3, 0, 0, 0, 14, 4, 1, 13, 28, 3, 5, 0, 0, 0, 0),
+    (5, 1, 6, 3, 0, 0, 0, 0, 14, 1, 1, 13, 27, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 13, 29, 3, 5, 0, 0, 0, 0),
+    (4, 1, 6, 2, 0, 0, 0, 0, 10, 1, 1, 0, 0, 9, 2, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 1, 13, 28, 3, 5, 0, 0, 0, 0),
+    (5, 1, 6, 3, 0, 0, 0, 0, 14, 1, 1, 13, 27, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 13, 31, 3, 5, 0, 0, 0, 0),
+    (5, 1, 5, 3, 0, 0, 0, 0, 14, 1, 1, 13, 27, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 13, 31, 0),
+    (4, 1, 6, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 9, 2, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 1, 13, 28, 3, 5, 0, 0, 0, 0),
+    (5, 1, 5, 3, 0, 0, 0, 0, 14, 1, 1, 13, 27, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 13, 34, 0),
+    (5, 1, 6, 3, 0, 0, 0, 0, 14, 1, 1, 13, 27, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 13, 34, 2, 6, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'MetadataRequest': (0, (1, 2, 2, 2, 3, 3, 3, 3, 4, 6, 8, 9, 9, 9)),
+    'MetadataResponse': (0, (13, 16, 17, 18, 18, 21, 21, 24, 26, 30, 32, 33, 35, 36)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['OffsetCommitRequest', 'OffsetCommitRequest_OffsetCommitRequestPartition', 'OffsetCommitRequest_OffsetCommitRequestTopic', 'OffsetCommitResponse', 'OffsetCommitResponse_OffsetCommitResponsePartition', 'OffsetCommitResponse_OffsetCommitResponseTopic']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -197,7 +198,13 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest_OffsetCommitRequestPartition(v0, v1, -1, v3, None), pos
+    o = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = -1
+    o.committed_metadata = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v2(out, o):
@@ -255,7 +262,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest_OffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v2(out, o):
@@ -336,7 +348,15 @@ def _d_OffsetCommitRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest(v0, v1, v2, None, v4, v5, None), pos
+    o = _new(OffsetCommitRequest)
+    o.group_id = v0
+    o.generation_id_or_member_epoch = v1
+    o.member_id = v2
+    o.group_instance_id = None
+    o.retention_time_ms = v4
+    o.topics = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_v2(out, o):
@@ -670,7 +690,15 @@ def _d_OffsetCommitRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest(v0, v1, v2, None, -1, v5, None), pos
+    o = _new(OffsetCommitRequest)
+    o.group_id = v0
+    o.generation_id_or_member_epoch = v1
+    o.member_id = v2
+    o.group_instance_id = None
+    o.retention_time_ms = -1
+    o.topics = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_v5(out, o):
@@ -739,7 +767,13 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest_OffsetCommitRequestPartition(v0, v1, v2, v3, None), pos
+    o = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = v2
+    o.committed_metadata = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v6(out, o):
@@ -797,7 +831,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest_OffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v6(out, o):
@@ -875,7 +914,15 @@ def _d_OffsetCommitRequest_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest(v0, v1, v2, None, -1, v5, None), pos
+    o = _new(OffsetCommitRequest)
+    o.group_id = v0
+    o.generation_id_or_member_epoch = v1
+    o.member_id = v2
+    o.group_instance_id = None
+    o.retention_time_ms = -1
+    o.topics = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_v6(out, o):
@@ -1030,7 +1077,15 @@ def _d_OffsetCommitRequest_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest(v0, v1, v2, v3, -1, v5, None), pos
+    o = _new(OffsetCommitRequest)
+    o.group_id = v0
+    o.generation_id_or_member_epoch = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.retention_time_ms = -1
+    o.topics = v5
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitRequest_v7(out, o):
@@ -1114,7 +1169,13 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest_OffsetCommitRequestPartition(v0, v1, v2, v3, u), pos
+    o = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = v2
+    o.committed_metadata = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v8(out, o):
@@ -1191,7 +1252,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest_OffsetCommitRequestTopic(v0, _ZERO_UUID, v2, u), pos
+    o = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v8(out, o):
@@ -1311,7 +1377,15 @@ def _d_OffsetCommitRequest_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest(v0, v1, v2, v3, -1, v5, u), pos
+    o = _new(OffsetCommitRequest)
+    o.group_id = v0
+    o.generation_id_or_member_epoch = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.retention_time_ms = -1
+    o.topics = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitRequest_v8(out, o):
@@ -1414,7 +1488,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest_OffsetCommitRequestTopic('', v1, v2, u), pos
+    o = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+    o.name = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v10(out, o):
@@ -1524,7 +1603,15 @@ def _d_OffsetCommitRequest_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitRequest(v0, v1, v2, v3, -1, v5, u), pos
+    o = _new(OffsetCommitRequest)
+    o.group_id = v0
+    o.generation_id_or_member_epoch = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.retention_time_ms = -1
+    o.topics = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitRequest_v10(out, o):
@@ -1605,7 +1692,11 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse_OffsetCommitResponsePartition(v0, v1, None), pos
+    o = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v2(out, o):
@@ -1655,7 +1746,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse_OffsetCommitResponseTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(OffsetCommitResponse_OffsetCommitResponseTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v2(out, o):
@@ -1708,7 +1804,11 @@ def _d_OffsetCommitResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse(0, v1, None), pos
+    o = _new(OffsetCommitResponse)
+    o.throttle_time_ms = 0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitResponse_v2(out, o):
@@ -1800,7 +1900,11 @@ def _d_OffsetCommitResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse(v0, v1, None), pos
+    o = _new(OffsetCommitResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetCommitResponse_v3(out, o):
@@ -2112,7 +2216,11 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse_OffsetCommitResponsePartition(v0, v1, u), pos
+    o = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, o):
@@ -2177,7 +2285,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse_OffsetCommitResponseTopic(v0, _ZERO_UUID, v2, u), pos
+    o = _new(OffsetCommitResponse_OffsetCommitResponseTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v8(out, o):
@@ -2253,7 +2366,11 @@ def _d_OffsetCommitResponse_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse(v0, v1, u), pos
+    o = _new(OffsetCommitResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitResponse_v8(out, o):
@@ -2320,7 +2437,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse_OffsetCommitResponseTopic('', v1, v2, u), pos
+    o = _new(OffsetCommitResponse_OffsetCommitResponseTopic)
+    o.name = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v10(out, o):
@@ -2386,7 +2508,11 @@ def _d_OffsetCommitResponse_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetCommitResponse(v0, v1, u), pos
+    o = _new(OffsetCommitResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetCommitResponse_v10(out, o):
@@ -2433,3 +2559,50 @@ OffsetCommitResponse.FLEXIBLE_VERSIONS = (8, 32767)
 OffsetCommitResponse.LATEST_VERSION_UNSTABLE = False
 OffsetCommitResponse._decoders = {2: _d_OffsetCommitResponse_v2, 3: _d_OffsetCommitResponse_v3, 4: _d_OffsetCommitResponse_v3, 5: _d_OffsetCommitResponse_v3, 6: _d_OffsetCommitResponse_v3, 7: _d_OffsetCommitResponse_v3, 8: _d_OffsetCommitResponse_v8, 9: _d_OffsetCommitResponse_v8, 10: _d_OffsetCommitResponse_v10}
 OffsetCommitResponse._encoders = {2: _e_OffsetCommitResponse_v2, 3: _e_OffsetCommitResponse_v3, 4: _e_OffsetCommitResponse_v4, 5: _e_OffsetCommitResponse_v5, 6: _e_OffsetCommitResponse_v6, 7: _e_OffsetCommitResponse_v7, 8: _e_OffsetCommitResponse_v8, 9: _e_OffsetCommitResponse_v8, 10: _e_OffsetCommitResponse_v10}
+
+
+_CTYPES = (
+    'OffsetCommitRequest_OffsetCommitRequestPartition',
+    'OffsetCommitRequest_OffsetCommitRequestTopic',
+    'OffsetCommitRequest',
+    'OffsetCommitResponse_OffsetCommitResponsePartition',
+    'OffsetCommitResponse_OffsetCommitResponseTopic',
+    'OffsetCommitResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2, 0, 3),
+    (0, 2, 0, 4, 1, 0, 0, 3),
+    (0, 2, 0, 1, 0, 2, 0, 3, 0, 1, 1, 0, 0, 3),
+    (0, 0, 0, 0, 0, 3),
+    (0, 2, 0, 4, 1, 0, 0, 3),
+    (0, 0, 1, 0, 0, 3),
+)
+_CCONSTS = (0, -1, '', None, _ZERO_UUID,)
+_CPROGS = (
+    (0, 0, 3, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 0, 0),
+    (2, 0, 5, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 4, 4, 0, 0, 0, 14, 5, 0, 13, 1, 0),
+    (2, 0, 4, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 14, 5, 0, 13, 1, 0),
+    (0, 0, 4, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 4, 0),
+    (2, 0, 4, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 14, 5, 0, 13, 5, 0),
+    (2, 0, 5, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 2, 0, 0, 14, 5, 0, 13, 5, 0),
+    (0, 1, 4, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 8, 0),
+    (2, 1, 5, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 10, 3, 3, 0, 0, 14, 5, 1, 13, 9, 0),
+    (1, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 8, 0),
+    (2, 1, 5, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 10, 3, 3, 0, 0, 14, 5, 1, 13, 11, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 13, 0),
+    (5, 0, 1, 14, 1, 0, 13, 14, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 14, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 17, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 18, 0),
+    (4, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 17, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 20, 0),
+)
+_CENTRIES = {
+    'OffsetCommitRequest': (2, (2, 2, 2, 3, 6, 7, 10, 10, 12)),
+    'OffsetCommitResponse': (2, (15, 16, 16, 16, 16, 16, 19, 19, 21)),
+}

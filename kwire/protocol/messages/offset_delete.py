@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['OffsetDeleteRequest', 'OffsetDeleteRequest_OffsetDeleteRequestPartition', 'OffsetDeleteRequest_OffsetDeleteRequestTopic', 'OffsetDeleteResponse', 'OffsetDeleteResponse_OffsetDeleteResponsePartition', 'OffsetDeleteResponse_OffsetDeleteResponseTopic']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -165,7 +166,10 @@ def _d_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetDeleteRequest_OffsetDeleteRequestPartition(v0, None), pos
+    o = _new(OffsetDeleteRequest_OffsetDeleteRequestPartition)
+    o.partition_index = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(out, o):
@@ -215,7 +219,11 @@ def _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetDeleteRequest_OffsetDeleteRequestTopic(v0, v1, None), pos
+    o = _new(OffsetDeleteRequest_OffsetDeleteRequestTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(out, o):
@@ -279,7 +287,11 @@ def _d_OffsetDeleteRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetDeleteRequest(v0, v1, None), pos
+    o = _new(OffsetDeleteRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetDeleteRequest_v0(out, o):
@@ -323,7 +335,11 @@ def _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetDeleteResponse_OffsetDeleteResponsePartition(v0, v1, None), pos
+    o = _new(OffsetDeleteResponse_OffsetDeleteResponsePartition)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(out, o):
@@ -373,7 +389,11 @@ def _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetDeleteResponse_OffsetDeleteResponseTopic(v0, v1, None), pos
+    o = _new(OffsetDeleteResponse_OffsetDeleteResponseTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(out, o):
@@ -429,7 +449,12 @@ def _d_OffsetDeleteResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetDeleteResponse(v0, v1, v2, None), pos
+    o = _new(OffsetDeleteResponse)
+    o.error_code = v0
+    o.throttle_time_ms = v1
+    o.topics = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetDeleteResponse_v0(out, o):
@@ -469,3 +494,34 @@ OffsetDeleteResponse.FLEXIBLE_VERSIONS = None
 OffsetDeleteResponse.LATEST_VERSION_UNSTABLE = False
 OffsetDeleteResponse._decoders = {0: _d_OffsetDeleteResponse_v0}
 OffsetDeleteResponse._encoders = {0: _e_OffsetDeleteResponse_v0}
+
+
+_CTYPES = (
+    'OffsetDeleteRequest_OffsetDeleteRequestPartition',
+    'OffsetDeleteRequest_OffsetDeleteRequestTopic',
+    'OffsetDeleteRequest',
+    'OffsetDeleteResponse_OffsetDeleteResponsePartition',
+    'OffsetDeleteResponse_OffsetDeleteResponseTopic',
+    'OffsetDeleteResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, '',)
+_CPROGS = (
+    (0, 0, 1, 3, 0, 0, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 0, 0),
+    (2, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 1, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 3, 0),
+    (5, 0, 3, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 14, 2, 0, 13, 4, 0),
+)
+_CENTRIES = {
+    'OffsetDeleteRequest': (0, (2,)),
+    'OffsetDeleteResponse': (0, (5,)),
+}

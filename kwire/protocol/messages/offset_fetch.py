@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['OffsetFetchRequest', 'OffsetFetchRequest_OffsetFetchRequestTopic', 'OffsetFetchRequest_OffsetFetchRequestTopics', 'OffsetFetchRequest_OffsetFetchRequestGroup', 'OffsetFetchResponse', 'OffsetFetchResponse_OffsetFetchResponsePartition', 'OffsetFetchResponse_OffsetFetchResponseTopic', 'OffsetFetchResponse_OffsetFetchResponsePartitions', 'OffsetFetchResponse_OffsetFetchResponseTopics', 'OffsetFetchResponse_OffsetFetchResponseGroup']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -284,7 +285,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestTopic(v0, v1, None), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestTopic)
+    o.name = v0
+    o.partition_indexes = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v1(out, o):
@@ -325,7 +330,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestTopics('', _ZERO_UUID, [], None), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestTopics)
+    o.name = ''
+    o.topic_id = _ZERO_UUID
+    o.partition_indexes = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v1(out, o):
@@ -353,7 +363,13 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestGroup('', None, -1, [], None), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+    o.group_id = ''
+    o.member_id = None
+    o.member_epoch = -1
+    o.topics = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v1(out, o):
@@ -405,7 +421,13 @@ def _d_OffsetFetchRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest(v0, v1, [], False, None), pos
+    o = _new(OffsetFetchRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.groups = []
+    o.require_stable = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchRequest_v1(out, o):
@@ -535,7 +557,13 @@ def _d_OffsetFetchRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest(v0, v1, [], False, None), pos
+    o = _new(OffsetFetchRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.groups = []
+    o.require_stable = False
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchRequest_v2(out, o):
@@ -892,7 +920,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestTopic(v0, v1, u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestTopic)
+    o.name = v0
+    o.partition_indexes = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6(out, o):
@@ -949,7 +981,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestTopics('', _ZERO_UUID, [], u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestTopics)
+    o.name = ''
+    o.topic_id = _ZERO_UUID
+    o.partition_indexes = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6(out, o):
@@ -985,7 +1022,13 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestGroup('', None, -1, [], u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+    o.group_id = ''
+    o.member_id = None
+    o.member_epoch = -1
+    o.topics = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v6(out, o):
@@ -1054,7 +1097,13 @@ def _d_OffsetFetchRequest_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest(v0, v1, [], False, u), pos
+    o = _new(OffsetFetchRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.groups = []
+    o.require_stable = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_v6(out, o):
@@ -1188,7 +1237,13 @@ def _d_OffsetFetchRequest_v7(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest(v0, v1, [], v3, u), pos
+    o = _new(OffsetFetchRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.groups = []
+    o.require_stable = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_v7(out, o):
@@ -1250,7 +1305,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestTopic('', [], u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestTopic)
+    o.name = ''
+    o.partition_indexes = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v8(out, o):
@@ -1315,7 +1374,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestTopics(v0, _ZERO_UUID, v2, u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestTopics)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_indexes = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v8(out, o):
@@ -1403,7 +1467,13 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestGroup(v0, None, -1, v3, u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+    o.group_id = v0
+    o.member_id = None
+    o.member_epoch = -1
+    o.topics = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v8(out, o):
@@ -1479,7 +1549,13 @@ def _d_OffsetFetchRequest_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest('', [], v2, v3, u), pos
+    o = _new(OffsetFetchRequest)
+    o.group_id = ''
+    o.topics = []
+    o.groups = v2
+    o.require_stable = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_v8(out, o):
@@ -1601,7 +1677,13 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestGroup(v0, v1, v2, v3, u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+    o.group_id = v0
+    o.member_id = v1
+    o.member_epoch = v2
+    o.topics = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v9(out, o):
@@ -1691,7 +1773,13 @@ def _d_OffsetFetchRequest_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest('', [], v2, v3, u), pos
+    o = _new(OffsetFetchRequest)
+    o.group_id = ''
+    o.topics = []
+    o.groups = v2
+    o.require_stable = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_v9(out, o):
@@ -1780,7 +1868,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestTopics('', v1, v2, u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestTopics)
+    o.name = ''
+    o.topic_id = v1
+    o.partition_indexes = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v10(out, o):
@@ -1877,7 +1970,13 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest_OffsetFetchRequestGroup(v0, v1, v2, v3, u), pos
+    o = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+    o.group_id = v0
+    o.member_id = v1
+    o.member_epoch = v2
+    o.topics = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v10(out, o):
@@ -1967,7 +2066,13 @@ def _d_OffsetFetchRequest_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchRequest('', [], v2, v3, u), pos
+    o = _new(OffsetFetchRequest)
+    o.group_id = ''
+    o.topics = []
+    o.groups = v2
+    o.require_stable = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchRequest_v10(out, o):
@@ -2032,7 +2137,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponsePartition(v0, v1, -1, v3, v4, None), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = -1
+    o.metadata = v3
+    o.error_code = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v1(out, o):
@@ -2092,7 +2204,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopic(v0, v1, None), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v1(out, o):
@@ -2134,7 +2250,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponsePartitions(0, 0, -1, '', 0, None), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponsePartitions)
+    o.partition_index = 0
+    o.committed_offset = 0
+    o.committed_leader_epoch = -1
+    o.metadata = ''
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v1(out, o):
@@ -2168,7 +2291,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopics('', _ZERO_UUID, [], None), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopics)
+    o.name = ''
+    o.topic_id = _ZERO_UUID
+    o.partitions = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v1(out, o):
@@ -2196,7 +2324,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseGroup('', [], 0, None), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseGroup)
+    o.group_id = ''
+    o.topics = []
+    o.error_code = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v1(out, o):
@@ -2239,7 +2372,13 @@ def _d_OffsetFetchResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse(0, v1, 0, [], None), pos
+    o = _new(OffsetFetchResponse)
+    o.throttle_time_ms = 0
+    o.topics = v1
+    o.error_code = 0
+    o.groups = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_v1(out, o):
@@ -2398,7 +2537,13 @@ def _d_OffsetFetchResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse(0, v1, v2, [], None), pos
+    o = _new(OffsetFetchResponse)
+    o.throttle_time_ms = 0
+    o.topics = v1
+    o.error_code = v2
+    o.groups = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_v2(out, o):
@@ -2562,7 +2707,13 @@ def _d_OffsetFetchResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse(v0, v1, v2, [], None), pos
+    o = _new(OffsetFetchResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.error_code = v2
+    o.groups = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_v3(out, o):
@@ -2756,7 +2907,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponsePartition(v0, v1, v2, v3, v4, None), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = v2
+    o.metadata = v3
+    o.error_code = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v5(out, o):
@@ -2816,7 +2974,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopic(v0, v1, None), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v5(out, o):
@@ -2930,7 +3092,13 @@ def _d_OffsetFetchResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse(v0, v1, v2, [], None), pos
+    o = _new(OffsetFetchResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.error_code = v2
+    o.groups = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetFetchResponse_v5(out, o):
@@ -2997,7 +3165,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponsePartition(v0, v1, v2, v3, v4, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = v2
+    o.metadata = v3
+    o.error_code = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v6(out, o):
@@ -3076,7 +3251,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopic(v0, v1, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v6(out, o):
@@ -3134,7 +3313,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponsePartitions(0, 0, -1, '', 0, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponsePartitions)
+    o.partition_index = 0
+    o.committed_offset = 0
+    o.committed_leader_epoch = -1
+    o.metadata = ''
+    o.error_code = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(out, o):
@@ -3176,7 +3362,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopics('', _ZERO_UUID, [], u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopics)
+    o.name = ''
+    o.topic_id = _ZERO_UUID
+    o.partitions = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v6(out, o):
@@ -3212,7 +3403,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseGroup('', [], 0, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseGroup)
+    o.group_id = ''
+    o.topics = []
+    o.error_code = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v6(out, o):
@@ -3273,7 +3469,13 @@ def _d_OffsetFetchResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse(v0, v1, v2, [], u), pos
+    o = _new(OffsetFetchResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.error_code = v2
+    o.groups = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_v6(out, o):
@@ -3423,7 +3625,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponsePartition(0, 0, -1, '', 0, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+    o.partition_index = 0
+    o.committed_offset = 0
+    o.committed_leader_epoch = -1
+    o.metadata = ''
+    o.error_code = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v8(out, o):
@@ -3465,7 +3674,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopic('', [], u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+    o.name = ''
+    o.partitions = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v8(out, o):
@@ -3525,7 +3738,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponsePartitions(v0, v1, v2, v3, v4, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponsePartitions)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = v2
+    o.metadata = v3
+    o.error_code = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(out, o):
@@ -3604,7 +3824,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopics(v0, _ZERO_UUID, v2, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopics)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v8(out, o):
@@ -3694,7 +3919,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseGroup(v0, v1, v2, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseGroup)
+    o.group_id = v0
+    o.topics = v1
+    o.error_code = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v8(out, o):
@@ -3772,7 +4002,13 @@ def _d_OffsetFetchResponse_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse(v0, [], 0, v3, u), pos
+    o = _new(OffsetFetchResponse)
+    o.throttle_time_ms = v0
+    o.topics = []
+    o.error_code = 0
+    o.groups = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_v8(out, o):
@@ -3961,7 +4197,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseTopics('', v1, v2, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseTopics)
+    o.name = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v10(out, o):
@@ -4041,7 +4282,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse_OffsetFetchResponseGroup(v0, v1, v2, u), pos
+    o = _new(OffsetFetchResponse_OffsetFetchResponseGroup)
+    o.group_id = v0
+    o.topics = v1
+    o.error_code = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v10(out, o):
@@ -4119,7 +4365,13 @@ def _d_OffsetFetchResponse_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetFetchResponse(v0, [], 0, v3, u), pos
+    o = _new(OffsetFetchResponse)
+    o.throttle_time_ms = v0
+    o.topics = []
+    o.error_code = 0
+    o.groups = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetFetchResponse_v10(out, o):
@@ -4168,3 +4420,81 @@ OffsetFetchResponse.FLEXIBLE_VERSIONS = (6, 32767)
 OffsetFetchResponse.LATEST_VERSION_UNSTABLE = False
 OffsetFetchResponse._decoders = {1: _d_OffsetFetchResponse_v1, 2: _d_OffsetFetchResponse_v2, 3: _d_OffsetFetchResponse_v3, 4: _d_OffsetFetchResponse_v3, 5: _d_OffsetFetchResponse_v5, 6: _d_OffsetFetchResponse_v6, 7: _d_OffsetFetchResponse_v6, 8: _d_OffsetFetchResponse_v8, 9: _d_OffsetFetchResponse_v8, 10: _d_OffsetFetchResponse_v10}
 OffsetFetchResponse._encoders = {1: _e_OffsetFetchResponse_v1, 2: _e_OffsetFetchResponse_v2, 3: _e_OffsetFetchResponse_v3, 4: _e_OffsetFetchResponse_v4, 5: _e_OffsetFetchResponse_v5, 6: _e_OffsetFetchResponse_v6, 7: _e_OffsetFetchResponse_v7, 8: _e_OffsetFetchResponse_v8, 9: _e_OffsetFetchResponse_v9, 10: _e_OffsetFetchResponse_v10}
+
+
+_CTYPES = (
+    'OffsetFetchRequest_OffsetFetchRequestTopic',
+    'OffsetFetchRequest_OffsetFetchRequestTopics',
+    'OffsetFetchRequest_OffsetFetchRequestGroup',
+    'OffsetFetchRequest',
+    'OffsetFetchResponse_OffsetFetchResponsePartition',
+    'OffsetFetchResponse_OffsetFetchResponseTopic',
+    'OffsetFetchResponse_OffsetFetchResponsePartitions',
+    'OffsetFetchResponse_OffsetFetchResponseTopics',
+    'OffsetFetchResponse_OffsetFetchResponseGroup',
+    'OffsetFetchResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 1, 0, 3, 1, 0, 0, 1),
+    (0, 0, 1, 0, 1, 0, 0, 4, 0, 1),
+    (0, 5, 0, 5, 0, 3, 0, 0, 0, 5, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 5, 0, 5, 0, 3, 0, 0, 0, 5, 0, 1),
+    (0, 0, 0, 2, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 5, 0, 1),
+    (0, 5, 1, 0, 0, 5, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, _ZERO_UUID, -1, False, 0,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 3, 0, 0),
+    (1, 0, 0, 0),
+    (2, 0, 0, 0),
+    (3, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 0, 0),
+    (3, 0, 2, 10, 0, 0, 0, 0, 14, 1, 2, 13, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 0, 0),
+    (2, 1, 0, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 14, 1, 3, 13, 5, 0),
+    (3, 1, 3, 10, 0, 1, 0, 0, 14, 1, 3, 13, 5, 8, 3, 0, 0, 0, 0),
+    (0, 1, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 3, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 3, 3, 13, 11, 0),
+    (3, 1, 2, 14, 2, 1, 13, 12, 8, 3, 0, 0, 0, 0),
+    (2, 1, 4, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 3, 2, 0, 0, 0, 14, 3, 3, 13, 11, 0),
+    (3, 1, 2, 14, 2, 1, 13, 14, 8, 3, 0, 0, 0, 0),
+    (1, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 3, 0, 0),
+    (2, 1, 4, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 3, 2, 0, 0, 0, 14, 3, 3, 13, 16, 0),
+    (3, 1, 2, 14, 2, 1, 13, 17, 8, 3, 0, 0, 0, 0),
+    (4, 0, 4, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 10, 3, 2, 0, 0, 2, 4, 0, 0, 0, 0),
+    (5, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 19, 0),
+    (6, 0, 0, 0),
+    (7, 0, 0, 0),
+    (8, 0, 0, 0),
+    (9, 0, 1, 14, 1, 0, 13, 20, 0),
+    (9, 0, 2, 14, 1, 0, 13, 20, 2, 2, 0, 0, 0, 0),
+    (9, 0, 3, 3, 0, 0, 0, 0, 14, 1, 0, 13, 20, 2, 2, 0, 0, 0, 0),
+    (4, 0, 5, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 2, 0, 0, 2, 4, 0, 0, 0, 0),
+    (5, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 27, 0),
+    (9, 0, 3, 3, 0, 0, 0, 0, 14, 1, 0, 13, 28, 2, 2, 0, 0, 0, 0),
+    (4, 1, 5, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 2, 4, 0, 0, 0, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 30, 0),
+    (6, 1, 0, 0),
+    (7, 1, 0, 0),
+    (8, 1, 0, 0),
+    (9, 1, 3, 3, 0, 0, 0, 0, 14, 1, 1, 13, 31, 2, 2, 0, 0, 0, 0),
+    (4, 1, 0, 0),
+    (5, 1, 0, 0),
+    (6, 1, 5, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 2, 4, 0, 0, 0, 0),
+    (7, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 38, 0),
+    (8, 1, 3, 10, 0, 1, 0, 0, 14, 1, 1, 13, 39, 2, 2, 0, 0, 0, 0),
+    (9, 1, 2, 3, 0, 0, 0, 0, 14, 3, 1, 13, 40, 0),
+    (7, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 38, 0),
+    (8, 1, 3, 10, 0, 1, 0, 0, 14, 1, 1, 13, 42, 2, 2, 0, 0, 0, 0),
+    (9, 1, 2, 3, 0, 0, 0, 0, 14, 3, 1, 13, 43, 0),
+)
+_CENTRIES = {
+    'OffsetFetchRequest': (1, (3, 4, 4, 4, 4, 8, 9, 13, 15, 18)),
+    'OffsetFetchResponse': (1, (24, 25, 26, 26, 29, 35, 35, 41, 41, 44)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochRequest_OffsetForLeaderPartition', 'OffsetForLeaderEpochRequest_OffsetForLeaderTopic', 'OffsetForLeaderEpochResponse', 'OffsetForLeaderEpochResponse_EpochEndOffset', 'OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -171,7 +172,12 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochRequest_OffsetForLeaderPartition(v0, v1, v2, None), pos
+    o = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.leader_epoch = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(out, o):
@@ -221,7 +227,11 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochRequest_OffsetForLeaderTopic(v0, v1, None), pos
+    o = _new(OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(out, o):
@@ -274,7 +284,11 @@ def _d_OffsetForLeaderEpochRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochRequest(-2, v1, None), pos
+    o = _new(OffsetForLeaderEpochRequest)
+    o.replica_id = -2
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochRequest_v2(out, o):
@@ -366,7 +380,11 @@ def _d_OffsetForLeaderEpochRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochRequest(v0, v1, None), pos
+    o = _new(OffsetForLeaderEpochRequest)
+    o.replica_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochRequest_v3(out, o):
@@ -410,7 +428,12 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochRequest_OffsetForLeaderPartition(v0, v1, v2, u), pos
+    o = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+    o.partition = v0
+    o.current_leader_epoch = v1
+    o.leader_epoch = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(out, o):
@@ -475,7 +498,11 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochRequest_OffsetForLeaderTopic(v0, v1, u), pos
+    o = _new(OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(out, o):
@@ -551,7 +578,11 @@ def _d_OffsetForLeaderEpochRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochRequest(v0, v1, u), pos
+    o = _new(OffsetForLeaderEpochRequest)
+    o.replica_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochRequest_v4(out, o):
@@ -596,7 +627,13 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochResponse_EpochEndOffset(v0, v1, v2, v3, None), pos
+    o = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
+    o.error_code = v0
+    o.partition = v1
+    o.leader_epoch = v2
+    o.end_offset = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v2(out, o):
@@ -646,7 +683,11 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(v0, v1, None), pos
+    o = _new(OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(out, o):
@@ -702,7 +743,11 @@ def _d_OffsetForLeaderEpochResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochResponse(v0, v1, None), pos
+    o = _new(OffsetForLeaderEpochResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochResponse_v2(out, o):
@@ -813,7 +858,13 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochResponse_EpochEndOffset(v0, v1, v2, v3, u), pos
+    o = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
+    o.error_code = v0
+    o.partition = v1
+    o.leader_epoch = v2
+    o.end_offset = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(out, o):
@@ -878,7 +929,11 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(v0, v1, u), pos
+    o = _new(OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(out, o):
@@ -954,7 +1009,11 @@ def _d_OffsetForLeaderEpochResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return OffsetForLeaderEpochResponse(v0, v1, u), pos
+    o = _new(OffsetForLeaderEpochResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_OffsetForLeaderEpochResponse_v4(out, o):
@@ -1001,3 +1060,41 @@ OffsetForLeaderEpochResponse.FLEXIBLE_VERSIONS = (4, 32767)
 OffsetForLeaderEpochResponse.LATEST_VERSION_UNSTABLE = False
 OffsetForLeaderEpochResponse._decoders = {2: _d_OffsetForLeaderEpochResponse_v2, 3: _d_OffsetForLeaderEpochResponse_v2, 4: _d_OffsetForLeaderEpochResponse_v4}
 OffsetForLeaderEpochResponse._encoders = {2: _e_OffsetForLeaderEpochResponse_v2, 3: _e_OffsetForLeaderEpochResponse_v3, 4: _e_OffsetForLeaderEpochResponse_v4}
+
+
+_CTYPES = (
+    'OffsetForLeaderEpochRequest_OffsetForLeaderPartition',
+    'OffsetForLeaderEpochRequest_OffsetForLeaderTopic',
+    'OffsetForLeaderEpochRequest',
+    'OffsetForLeaderEpochResponse_EpochEndOffset',
+    'OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult',
+    'OffsetForLeaderEpochResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 0, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 4, 1, 0, 0, 2),
+    (0, 0, 0, 0, 0, 1, 0, 1, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (0, 0, 1, 0, 0, 2),
+)
+_CCONSTS = (0, -1, None, '', -2,)
+_CPROGS = (
+    (0, 0, 3, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 0, 0),
+    (2, 0, 1, 14, 1, 0, 13, 1, 0),
+    (2, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 1, 0),
+    (0, 1, 3, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 4, 0),
+    (2, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 5, 0),
+    (3, 0, 4, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 1, 0, 13, 7, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 8, 0),
+    (3, 1, 4, 2, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 10, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 11, 0),
+)
+_CENTRIES = {
+    'OffsetForLeaderEpochRequest': (2, (2, 3, 6)),
+    'OffsetForLeaderEpochResponse': (2, (9, 9, 12)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ProduceRequest', 'ProduceRequest_PartitionProduceData', 'ProduceRequest_TopicProduceData', 'ProduceResponse', 'ProduceResponse_BatchIndexAndErrorMessage', 'ProduceResponse_LeaderIdAndEpoch', 'ProduceResponse_PartitionProduceResponse', 'ProduceResponse_TopicProduceResponse', 'ProduceResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -258,7 +259,11 @@ def _d_ProduceRequest_PartitionProduceData_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest_PartitionProduceData(v0, v1, None), pos
+    o = _new(ProduceRequest_PartitionProduceData)
+    o.index = v0
+    o.records = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceRequest_PartitionProduceData_v3(out, o):
@@ -315,7 +320,12 @@ def _d_ProduceRequest_TopicProduceData_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest_TopicProduceData(v0, _ZERO_UUID, v2, None), pos
+    o = _new(ProduceRequest_TopicProduceData)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_data = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceRequest_TopicProduceData_v3(out, o):
@@ -384,7 +394,13 @@ def _d_ProduceRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest(v0, v1, v2, v3, None), pos
+    o = _new(ProduceRequest)
+    o.transactional_id = v0
+    o.acks = v1
+    o.timeout_ms = v2
+    o.topic_data = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceRequest_v3(out, o):
@@ -862,7 +878,11 @@ def _d_ProduceRequest_PartitionProduceData_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest_PartitionProduceData(v0, v1, u), pos
+    o = _new(ProduceRequest_PartitionProduceData)
+    o.index = v0
+    o.records = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceRequest_PartitionProduceData_v9(out, o):
@@ -938,7 +958,12 @@ def _d_ProduceRequest_TopicProduceData_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest_TopicProduceData(v0, _ZERO_UUID, v2, u), pos
+    o = _new(ProduceRequest_TopicProduceData)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_data = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceRequest_TopicProduceData_v9(out, o):
@@ -1030,7 +1055,13 @@ def _d_ProduceRequest_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest(v0, v1, v2, v3, u), pos
+    o = _new(ProduceRequest)
+    o.transactional_id = v0
+    o.acks = v1
+    o.timeout_ms = v2
+    o.topic_data = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceRequest_v9(out, o):
@@ -1109,7 +1140,12 @@ def _d_ProduceRequest_TopicProduceData_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest_TopicProduceData('', v1, v2, u), pos
+    o = _new(ProduceRequest_TopicProduceData)
+    o.name = ''
+    o.topic_id = v1
+    o.partition_data = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceRequest_TopicProduceData_v13(out, o):
@@ -1191,7 +1227,13 @@ def _d_ProduceRequest_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceRequest(v0, v1, v2, v3, u), pos
+    o = _new(ProduceRequest)
+    o.transactional_id = v0
+    o.acks = v1
+    o.timeout_ms = v2
+    o.topic_data = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceRequest_v13(out, o):
@@ -1246,7 +1288,11 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_BatchIndexAndErrorMessage(0, None, None), pos
+    o = _new(ProduceResponse_BatchIndexAndErrorMessage)
+    o.batch_index = 0
+    o.batch_index_error_message = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v3(out, o):
@@ -1276,7 +1322,11 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_LeaderIdAndEpoch(-1, -1, None), pos
+    o = _new(ProduceResponse_LeaderIdAndEpoch)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v3(out, o):
@@ -1308,7 +1358,17 @@ def _d_ProduceResponse_PartitionProduceResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, -1, [], None, ProduceResponse_LeaderIdAndEpoch(), None), pos
+    o = _new(ProduceResponse_PartitionProduceResponse)
+    o.index = v0
+    o.error_code = v1
+    o.base_offset = v2
+    o.log_append_time_ms = v3
+    o.log_start_offset = -1
+    o.record_errors = []
+    o.error_message = None
+    o.current_leader = _n_ProduceResponse_LeaderIdAndEpoch()
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v3(out, o):
@@ -1360,7 +1420,12 @@ def _d_ProduceResponse_TopicProduceResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, None), pos
+    o = _new(ProduceResponse_TopicProduceResponse)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_responses = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_v3(out, o):
@@ -1402,7 +1467,13 @@ def _d_ProduceResponse_NodeEndpoint_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_NodeEndpoint(0, '', 0, None, None), pos
+    o = _new(ProduceResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.rack = None
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_NodeEndpoint_v3(out, o):
@@ -1450,7 +1521,12 @@ def _d_ProduceResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse(v0, v1, [], None), pos
+    o = _new(ProduceResponse)
+    o.responses = v0
+    o.throttle_time_ms = v1
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_v3(out, o):
@@ -1650,7 +1726,17 @@ def _d_ProduceResponse_PartitionProduceResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, [], None, ProduceResponse_LeaderIdAndEpoch(), None), pos
+    o = _new(ProduceResponse_PartitionProduceResponse)
+    o.index = v0
+    o.error_code = v1
+    o.base_offset = v2
+    o.log_append_time_ms = v3
+    o.log_start_offset = v4
+    o.record_errors = []
+    o.error_message = None
+    o.current_leader = _n_ProduceResponse_LeaderIdAndEpoch()
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v5(out, o):
@@ -1702,7 +1788,12 @@ def _d_ProduceResponse_TopicProduceResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, None), pos
+    o = _new(ProduceResponse_TopicProduceResponse)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_responses = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_v5(out, o):
@@ -1779,7 +1870,12 @@ def _d_ProduceResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse(v0, v1, [], None), pos
+    o = _new(ProduceResponse)
+    o.responses = v0
+    o.throttle_time_ms = v1
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_v5(out, o):
@@ -2084,7 +2180,11 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_BatchIndexAndErrorMessage(v0, v1, None), pos
+    o = _new(ProduceResponse_BatchIndexAndErrorMessage)
+    o.batch_index = v0
+    o.batch_index_error_message = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v8(out, o):
@@ -2164,7 +2264,17 @@ def _d_ProduceResponse_PartitionProduceResponse_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, v5, v6, ProduceResponse_LeaderIdAndEpoch(), None), pos
+    o = _new(ProduceResponse_PartitionProduceResponse)
+    o.index = v0
+    o.error_code = v1
+    o.base_offset = v2
+    o.log_append_time_ms = v3
+    o.log_start_offset = v4
+    o.record_errors = v5
+    o.error_message = v6
+    o.current_leader = _n_ProduceResponse_LeaderIdAndEpoch()
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v8(out, o):
@@ -2232,7 +2342,12 @@ def _d_ProduceResponse_TopicProduceResponse_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, None), pos
+    o = _new(ProduceResponse_TopicProduceResponse)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_responses = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_v8(out, o):
@@ -2309,7 +2424,12 @@ def _d_ProduceResponse_v8(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse(v0, v1, [], None), pos
+    o = _new(ProduceResponse)
+    o.responses = v0
+    o.throttle_time_ms = v1
+    o.node_endpoints = []
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ProduceResponse_v8(out, o):
@@ -2371,7 +2491,11 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_BatchIndexAndErrorMessage(v0, v1, u), pos
+    o = _new(ProduceResponse_BatchIndexAndErrorMessage)
+    o.batch_index = v0
+    o.batch_index_error_message = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v9(out, o):
@@ -2419,7 +2543,11 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_LeaderIdAndEpoch(-1, -1, u), pos
+    o = _new(ProduceResponse_LeaderIdAndEpoch)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v9(out, o):
@@ -2491,7 +2619,17 @@ def _d_ProduceResponse_PartitionProduceResponse_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, v5, v6, ProduceResponse_LeaderIdAndEpoch(), u), pos
+    o = _new(ProduceResponse_PartitionProduceResponse)
+    o.index = v0
+    o.error_code = v1
+    o.base_offset = v2
+    o.log_append_time_ms = v3
+    o.log_start_offset = v4
+    o.record_errors = v5
+    o.error_message = v6
+    o.current_leader = _n_ProduceResponse_LeaderIdAndEpoch()
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v9(out, o):
@@ -2582,7 +2720,12 @@ def _d_ProduceResponse_TopicProduceResponse_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, u), pos
+    o = _new(ProduceResponse_TopicProduceResponse)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_responses = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_v9(out, o):
@@ -2640,7 +2783,13 @@ def _d_ProduceResponse_NodeEndpoint_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_NodeEndpoint(0, '', 0, None, u), pos
+    o = _new(ProduceResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.rack = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_NodeEndpoint_v9(out, o):
@@ -2700,7 +2849,12 @@ def _d_ProduceResponse_v9(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse(v0, v1, [], u), pos
+    o = _new(ProduceResponse)
+    o.responses = v0
+    o.throttle_time_ms = v1
+    o.node_endpoints = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_v9(out, o):
@@ -2753,7 +2907,11 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_LeaderIdAndEpoch(v0, v1, u), pos
+    o = _new(ProduceResponse_LeaderIdAndEpoch)
+    o.leader_id = v0
+    o.leader_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v10(out, o):
@@ -2811,7 +2969,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v10(buf, pos):
                 raise _short_err(n, pos)
             v6 = str(buf[pos:end], 'utf-8')
             pos = end
-        v7 = ProduceResponse_LeaderIdAndEpoch()
+        v7 = _n_ProduceResponse_LeaderIdAndEpoch()
         f = '_tagged_fields'
         u = None
         nt = buf[pos]
@@ -2848,7 +3006,17 @@ def _d_ProduceResponse_PartitionProduceResponse_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_PartitionProduceResponse(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(ProduceResponse_PartitionProduceResponse)
+    o.index = v0
+    o.error_code = v1
+    o.base_offset = v2
+    o.log_append_time_ms = v3
+    o.log_start_offset = v4
+    o.record_errors = v5
+    o.error_message = v6
+    o.current_leader = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v10(out, o):
@@ -2944,7 +3112,12 @@ def _d_ProduceResponse_TopicProduceResponse_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_TopicProduceResponse(v0, _ZERO_UUID, v2, u), pos
+    o = _new(ProduceResponse_TopicProduceResponse)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partition_responses = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_v10(out, o):
@@ -3038,7 +3211,13 @@ def _d_ProduceResponse_NodeEndpoint_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
+    o = _new(ProduceResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_NodeEndpoint_v10(out, o):
@@ -3156,7 +3335,12 @@ def _d_ProduceResponse_v10(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse(v0, v1, v2, u), pos
+    o = _new(ProduceResponse)
+    o.responses = v0
+    o.throttle_time_ms = v1
+    o.node_endpoints = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_v10(out, o):
@@ -3239,7 +3423,12 @@ def _d_ProduceResponse_TopicProduceResponse_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse_TopicProduceResponse('', v1, v2, u), pos
+    o = _new(ProduceResponse_TopicProduceResponse)
+    o.name = ''
+    o.topic_id = v1
+    o.partition_responses = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_TopicProduceResponse_v13(out, o):
@@ -3343,7 +3532,12 @@ def _d_ProduceResponse_v13(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ProduceResponse(v0, v1, v2, u), pos
+    o = _new(ProduceResponse)
+    o.responses = v0
+    o.throttle_time_ms = v1
+    o.node_endpoints = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ProduceResponse_v13(out, o):
@@ -3392,6 +3586,14 @@ def _e_ProduceResponse_v13(out, o):
         raise
 
 
+def _n_ProduceResponse_LeaderIdAndEpoch():
+    o = _new(ProduceResponse_LeaderIdAndEpoch)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = None
+    return o
+
+
 ProduceRequest.API_KEY = 0
 ProduceRequest.MESSAGE_TYPE = 'request'
 ProduceRequest.VALID_VERSIONS = (3, 13)
@@ -3406,3 +3608,68 @@ ProduceResponse.FLEXIBLE_VERSIONS = (9, 32767)
 ProduceResponse.LATEST_VERSION_UNSTABLE = False
 ProduceResponse._decoders = {3: _d_ProduceResponse_v3, 4: _d_ProduceResponse_v3, 5: _d_ProduceResponse_v5, 6: _d_ProduceResponse_v5, 7: _d_ProduceResponse_v5, 8: _d_ProduceResponse_v8, 9: _d_ProduceResponse_v9, 10: _d_ProduceResponse_v10, 11: _d_ProduceResponse_v10, 12: _d_ProduceResponse_v10, 13: _d_ProduceResponse_v13}
 ProduceResponse._encoders = {3: _e_ProduceResponse_v3, 4: _e_ProduceResponse_v4, 5: _e_ProduceResponse_v5, 6: _e_ProduceResponse_v6, 7: _e_ProduceResponse_v7, 8: _e_ProduceResponse_v8, 9: _e_ProduceResponse_v9, 10: _e_ProduceResponse_v10, 11: _e_ProduceResponse_v10, 12: _e_ProduceResponse_v10, 13: _e_ProduceResponse_v13}
+
+
+_CTYPES = (
+    'ProduceRequest_PartitionProduceData',
+    'ProduceRequest_TopicProduceData',
+    'ProduceRequest',
+    'ProduceResponse_BatchIndexAndErrorMessage',
+    'ProduceResponse_LeaderIdAndEpoch',
+    'ProduceResponse_PartitionProduceResponse',
+    'ProduceResponse_TopicProduceResponse',
+    'ProduceResponse_NodeEndpoint',
+    'ProduceResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 1),
+    (0, 2, 0, 3, 1, 0, 0, 1),
+    (0, 1, 0, 0, 0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 1, 0, 1),
+    (0, 4, 0, 4, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 4, 0, 4, 1, 0, 0, 1, 2, 4, 0, 1),
+    (0, 2, 0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 2, 0, 0, 0, 1, 0, 1),
+    (1, 0, 0, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, '', _ZERO_UUID, -1,)
+_CPROGS = (
+    (0, 0, 2, 3, 0, 0, 0, 0, 12, 1, 2, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 0, 0),
+    (2, 0, 4, 10, 0, 2, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 0, 13, 1, 0),
+    (0, 1, 2, 3, 0, 0, 0, 0, 12, 1, 3, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 3, 0),
+    (2, 1, 4, 10, 0, 3, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 4, 0),
+    (1, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 3, 0),
+    (2, 1, 4, 10, 0, 3, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 14, 3, 1, 13, 6, 0),
+    (3, 0, 0, 0),
+    (4, 0, 0, 0),
+    (5, 0, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (6, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 10, 0),
+    (7, 0, 0, 0),
+    (8, 0, 2, 14, 0, 0, 13, 11, 3, 1, 0, 0, 0, 0),
+    (5, 0, 5, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 0),
+    (6, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 14, 0),
+    (8, 0, 2, 14, 0, 0, 13, 15, 3, 1, 0, 0, 0, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 10, 1, 2, 0, 0, 0),
+    (5, 0, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 14, 5, 0, 13, 17, 10, 6, 2, 0, 0, 0),
+    (6, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 18, 0),
+    (8, 0, 2, 14, 0, 0, 13, 19, 3, 1, 0, 0, 0, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 10, 1, 3, 0, 0, 0),
+    (4, 1, 0, 0),
+    (5, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 14, 5, 1, 13, 21, 10, 6, 3, 0, 0, 0),
+    (6, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 23, 0),
+    (7, 1, 0, 0),
+    (8, 1, 2, 14, 0, 1, 13, 24, 3, 1, 0, 0, 0, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (5, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 4, 2, 0, 0, 0, 4, 3, 0, 0, 0, 4, 4, 0, 0, 0, 14, 5, 1, 13, 21, 10, 6, 3, 0, 0, 1, 0, 13, 7, 0, 0, 27),
+    (6, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 28, 0),
+    (7, 1, 4, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (8, 1, 2, 14, 0, 1, 13, 29, 3, 1, 0, 0, 0, 1, 0, 14, 2, 1, 13, 30),
+    (6, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 28, 0),
+    (8, 1, 2, 14, 0, 1, 13, 32, 3, 1, 0, 0, 0, 1, 0, 14, 2, 1, 13, 30),
+)
+_CENTRIES = {
+    'ProduceRequest': (3, (2, 2, 2, 2, 2, 2, 5, 5, 5, 5, 7)),
+    'ProduceResponse': (3, (13, 13, 16, 16, 16, 20, 26, 31, 31, 31, 33)),
+}

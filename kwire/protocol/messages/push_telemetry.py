@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['PushTelemetryRequest', 'PushTelemetryResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -123,7 +124,14 @@ def _d_PushTelemetryRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return PushTelemetryRequest(v0, v1, v2, v3, v4, u), pos
+    o = _new(PushTelemetryRequest)
+    o.client_instance_id = v0
+    o.subscription_id = v1
+    o.terminating = v2
+    o.compression_type = v3
+    o.metrics = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_PushTelemetryRequest_v0(out, o):
@@ -173,7 +181,11 @@ def _d_PushTelemetryResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return PushTelemetryResponse(v0, v1, u), pos
+    o = _new(PushTelemetryResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_PushTelemetryResponse_v0(out, o):
@@ -208,3 +220,22 @@ PushTelemetryResponse.FLEXIBLE_VERSIONS = (0, 32767)
 PushTelemetryResponse.LATEST_VERSION_UNSTABLE = False
 PushTelemetryResponse._decoders = {0: _d_PushTelemetryResponse_v0}
 PushTelemetryResponse._encoders = {0: _e_PushTelemetryResponse_v0}
+
+
+_CTYPES = (
+    'PushTelemetryRequest',
+    'PushTelemetryResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 1, 0, 3, 0, 4),
+    (0, 1, 0, 1, 0, 4),
+)
+_CCONSTS = (_ZERO_UUID, 0, False, b'', None,)
+_CPROGS = (
+    (0, 1, 5, 9, 0, 0, 0, 0, 3, 1, 0, 0, 0, 8, 2, 0, 0, 0, 1, 3, 0, 0, 0, 11, 4, 1, 0, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'PushTelemetryRequest': (0, (0,)),
+    'PushTelemetryResponse': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ReadShareGroupStateRequest', 'ReadShareGroupStateRequest_PartitionData', 'ReadShareGroupStateRequest_ReadStateData', 'ReadShareGroupStateResponse', 'ReadShareGroupStateResponse_StateBatch', 'ReadShareGroupStateResponse_PartitionResult', 'ReadShareGroupStateResponse_ReadStateResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -200,7 +201,11 @@ def _d_ReadShareGroupStateRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateRequest_PartitionData(v0, v1, u), pos
+    o = _new(ReadShareGroupStateRequest_PartitionData)
+    o.partition = v0
+    o.leader_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateRequest_PartitionData_v0(out, o):
@@ -255,7 +260,11 @@ def _d_ReadShareGroupStateRequest_ReadStateData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateRequest_ReadStateData(v0, v1, u), pos
+    o = _new(ReadShareGroupStateRequest_ReadStateData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateRequest_ReadStateData_v0(out, o):
@@ -332,7 +341,11 @@ def _d_ReadShareGroupStateRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateRequest(v0, v1, u), pos
+    o = _new(ReadShareGroupStateRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateRequest_v0(out, o):
@@ -393,7 +406,13 @@ def _d_ReadShareGroupStateResponse_StateBatch_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateResponse_StateBatch(v0, v1, v2, v3, u), pos
+    o = _new(ReadShareGroupStateResponse_StateBatch)
+    o.first_offset = v0
+    o.last_offset = v1
+    o.delivery_state = v2
+    o.delivery_count = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateResponse_StateBatch_v0(out, o):
@@ -466,7 +485,15 @@ def _d_ReadShareGroupStateResponse_PartitionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateResponse_PartitionResult(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(ReadShareGroupStateResponse_PartitionResult)
+    o.partition = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.state_epoch = v3
+    o.start_offset = v4
+    o.state_batches = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -547,7 +574,11 @@ def _d_ReadShareGroupStateResponse_ReadStateResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateResponse_ReadStateResult(v0, v1, u), pos
+    o = _new(ReadShareGroupStateResponse_ReadStateResult)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateResponse_ReadStateResult_v0(out, o):
@@ -610,7 +641,10 @@ def _d_ReadShareGroupStateResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateResponse(v0, u), pos
+    o = _new(ReadShareGroupStateResponse)
+    o.results = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateResponse_v0(out, o):
@@ -655,3 +689,37 @@ ReadShareGroupStateResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ReadShareGroupStateResponse.LATEST_VERSION_UNSTABLE = False
 ReadShareGroupStateResponse._decoders = {0: _d_ReadShareGroupStateResponse_v0}
 ReadShareGroupStateResponse._encoders = {0: _e_ReadShareGroupStateResponse_v0}
+
+
+_CTYPES = (
+    'ReadShareGroupStateRequest_PartitionData',
+    'ReadShareGroupStateRequest_ReadStateData',
+    'ReadShareGroupStateRequest',
+    'ReadShareGroupStateResponse_StateBatch',
+    'ReadShareGroupStateResponse_PartitionResult',
+    'ReadShareGroupStateResponse_ReadStateResult',
+    'ReadShareGroupStateResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '',)
+_CPROGS = (
+    (0, 1, 2, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (1, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 4, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 1, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (4, 1, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 4, 4, 0, 0, 0, 14, 5, 1, 13, 3, 0),
+    (5, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 4, 0),
+    (6, 1, 1, 14, 0, 1, 13, 5, 0),
+)
+_CENTRIES = {
+    'ReadShareGroupStateRequest': (0, (2,)),
+    'ReadShareGroupStateResponse': (0, (6,)),
+}

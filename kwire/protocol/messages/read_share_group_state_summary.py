@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryRequest_PartitionData', 'ReadShareGroupStateSummaryRequest_ReadStateSummaryData', 'ReadShareGroupStateSummaryResponse', 'ReadShareGroupStateSummaryResponse_PartitionResult', 'ReadShareGroupStateSummaryResponse_ReadStateSummaryResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -181,7 +182,11 @@ def _d_ReadShareGroupStateSummaryRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryRequest_PartitionData(v0, v1, u), pos
+    o = _new(ReadShareGroupStateSummaryRequest_PartitionData)
+    o.partition = v0
+    o.leader_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryRequest_PartitionData_v0(out, o):
@@ -236,7 +241,11 @@ def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryRequest_ReadStateSummaryData(v0, v1, u), pos
+    o = _new(ReadShareGroupStateSummaryRequest_ReadStateSummaryData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(out, o):
@@ -313,7 +322,11 @@ def _d_ReadShareGroupStateSummaryRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryRequest(v0, v1, u), pos
+    o = _new(ReadShareGroupStateSummaryRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryRequest_v0(out, o):
@@ -393,7 +406,16 @@ def _d_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryResponse_PartitionResult(v0, v1, v2, v3, v4, v5, -1, u), pos
+    o = _new(ReadShareGroupStateSummaryResponse_PartitionResult)
+    o.partition = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.state_epoch = v3
+    o.leader_epoch = v4
+    o.start_offset = v5
+    o.delivery_complete_count = -1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryResponse_PartitionResult_v0(out, o):
@@ -462,7 +484,11 @@ def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(v0, v1, u), pos
+    o = _new(ReadShareGroupStateSummaryResponse_ReadStateSummaryResult)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(out, o):
@@ -525,7 +551,10 @@ def _d_ReadShareGroupStateSummaryResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryResponse(v0, u), pos
+    o = _new(ReadShareGroupStateSummaryResponse)
+    o.results = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryResponse_v0(out, o):
@@ -593,7 +622,16 @@ def _d_ReadShareGroupStateSummaryResponse_PartitionResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryResponse_PartitionResult(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(ReadShareGroupStateSummaryResponse_PartitionResult)
+    o.partition = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.state_epoch = v3
+    o.leader_epoch = v4
+    o.start_offset = v5
+    o.delivery_complete_count = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryResponse_PartitionResult_v1(out, o):
@@ -662,7 +700,11 @@ def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(v0, v1, u), pos
+    o = _new(ReadShareGroupStateSummaryResponse_ReadStateSummaryResult)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(out, o):
@@ -725,7 +767,10 @@ def _d_ReadShareGroupStateSummaryResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ReadShareGroupStateSummaryResponse(v0, u), pos
+    o = _new(ReadShareGroupStateSummaryResponse)
+    o.results = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ReadShareGroupStateSummaryResponse_v1(out, o):
@@ -770,3 +815,37 @@ ReadShareGroupStateSummaryResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ReadShareGroupStateSummaryResponse.LATEST_VERSION_UNSTABLE = False
 ReadShareGroupStateSummaryResponse._decoders = {0: _d_ReadShareGroupStateSummaryResponse_v0, 1: _d_ReadShareGroupStateSummaryResponse_v1}
 ReadShareGroupStateSummaryResponse._encoders = {0: _e_ReadShareGroupStateSummaryResponse_v0, 1: _e_ReadShareGroupStateSummaryResponse_v1}
+
+
+_CTYPES = (
+    'ReadShareGroupStateSummaryRequest_PartitionData',
+    'ReadShareGroupStateSummaryRequest_ReadStateSummaryData',
+    'ReadShareGroupStateSummaryRequest',
+    'ReadShareGroupStateSummaryResponse_PartitionResult',
+    'ReadShareGroupStateSummaryResponse_ReadStateSummaryResult',
+    'ReadShareGroupStateSummaryResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '', -1,)
+_CPROGS = (
+    (0, 1, 2, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (1, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 4, 5, 0, 0, 0, 0),
+    (4, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 3, 0),
+    (5, 1, 1, 14, 0, 1, 13, 4, 0),
+    (3, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 4, 5, 0, 0, 0, 3, 6, 0, 0, 0, 0),
+    (4, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 6, 0),
+    (5, 1, 1, 14, 0, 1, 13, 7, 0),
+)
+_CENTRIES = {
+    'ReadShareGroupStateSummaryRequest': (0, (2, 2)),
+    'ReadShareGroupStateSummaryResponse': (0, (5, 8)),
+}

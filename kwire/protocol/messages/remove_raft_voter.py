@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['RemoveRaftVoterRequest', 'RemoveRaftVoterResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -123,7 +124,12 @@ def _d_RemoveRaftVoterRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RemoveRaftVoterRequest(v0, v1, v2, u), pos
+    o = _new(RemoveRaftVoterRequest)
+    o.cluster_id = v0
+    o.voter_id = v1
+    o.voter_directory_id = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_RemoveRaftVoterRequest_v0(out, o):
@@ -190,7 +196,12 @@ def _d_RemoveRaftVoterResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RemoveRaftVoterResponse(v0, v1, v2, u), pos
+    o = _new(RemoveRaftVoterResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_RemoveRaftVoterResponse_v0(out, o):
@@ -237,3 +248,22 @@ RemoveRaftVoterResponse.FLEXIBLE_VERSIONS = (0, 32767)
 RemoveRaftVoterResponse.LATEST_VERSION_UNSTABLE = False
 RemoveRaftVoterResponse._decoders = {0: _d_RemoveRaftVoterResponse_v0}
 RemoveRaftVoterResponse._encoders = {0: _e_RemoveRaftVoterResponse_v0}
+
+
+_CTYPES = (
+    'RemoveRaftVoterRequest',
+    'RemoveRaftVoterResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 3),
+    (0, 1, 0, 1, 0, 0, 0, 3),
+)
+_CCONSTS = ('', 0, _ZERO_UUID, None,)
+_CPROGS = (
+    (0, 1, 3, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 9, 2, 0, 0, 0, 0),
+    (1, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+)
+_CENTRIES = {
+    'RemoveRaftVoterRequest': (0, (0,)),
+    'RemoveRaftVoterResponse': (0, (1,)),
+}

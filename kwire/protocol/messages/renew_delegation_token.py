@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['RenewDelegationTokenRequest', 'RenewDelegationTokenResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -109,7 +110,11 @@ def _d_RenewDelegationTokenRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RenewDelegationTokenRequest(v0, v1, None), pos
+    o = _new(RenewDelegationTokenRequest)
+    o.hmac = v0
+    o.renew_period_ms = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_RenewDelegationTokenRequest_v1(out, o):
@@ -166,7 +171,11 @@ def _d_RenewDelegationTokenRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RenewDelegationTokenRequest(v0, v1, u), pos
+    o = _new(RenewDelegationTokenRequest)
+    o.hmac = v0
+    o.renew_period_ms = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_RenewDelegationTokenRequest_v2(out, o):
@@ -210,7 +219,12 @@ def _d_RenewDelegationTokenResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RenewDelegationTokenResponse(v0, v1, v2, None), pos
+    o = _new(RenewDelegationTokenResponse)
+    o.error_code = v0
+    o.expiry_timestamp_ms = v1
+    o.throttle_time_ms = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_RenewDelegationTokenResponse_v1(out, o):
@@ -246,7 +260,12 @@ def _d_RenewDelegationTokenResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RenewDelegationTokenResponse(v0, v1, v2, u), pos
+    o = _new(RenewDelegationTokenResponse)
+    o.error_code = v0
+    o.expiry_timestamp_ms = v1
+    o.throttle_time_ms = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_RenewDelegationTokenResponse_v2(out, o):
@@ -281,3 +300,24 @@ RenewDelegationTokenResponse.FLEXIBLE_VERSIONS = (2, 32767)
 RenewDelegationTokenResponse.LATEST_VERSION_UNSTABLE = False
 RenewDelegationTokenResponse._decoders = {1: _d_RenewDelegationTokenResponse_v1, 2: _d_RenewDelegationTokenResponse_v2}
 RenewDelegationTokenResponse._encoders = {1: _e_RenewDelegationTokenResponse_v1, 2: _e_RenewDelegationTokenResponse_v2}
+
+
+_CTYPES = (
+    'RenewDelegationTokenRequest',
+    'RenewDelegationTokenResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 1, 0, 1, 0, 1, 0, 2),
+)
+_CCONSTS = (b'', 0, None,)
+_CPROGS = (
+    (0, 0, 2, 11, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0),
+    (0, 1, 2, 11, 0, 1, 0, 0, 4, 1, 0, 0, 0, 0),
+    (1, 0, 3, 2, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 0),
+    (1, 1, 3, 2, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'RenewDelegationTokenRequest': (1, (0, 1)),
+    'RenewDelegationTokenResponse': (1, (2, 3)),
+}

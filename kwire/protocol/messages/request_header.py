@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['RequestHeader']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -97,7 +98,13 @@ def _d_RequestHeader_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RequestHeader(v0, v1, v2, v3, None), pos
+    o = _new(RequestHeader)
+    o.request_api_key = v0
+    o.request_api_version = v1
+    o.correlation_id = v2
+    o.client_id = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_RequestHeader_v1(out, o):
@@ -154,7 +161,13 @@ def _d_RequestHeader_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return RequestHeader(v0, v1, v2, v3, u), pos
+    o = _new(RequestHeader)
+    o.request_api_key = v0
+    o.request_api_version = v1
+    o.correlation_id = v2
+    o.client_id = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_RequestHeader_v2(out, o):
@@ -190,3 +203,19 @@ RequestHeader.FLEXIBLE_VERSIONS = (2, 32767)
 RequestHeader.LATEST_VERSION_UNSTABLE = False
 RequestHeader._decoders = {1: _d_RequestHeader_v1, 2: _d_RequestHeader_v2}
 RequestHeader._encoders = {1: _e_RequestHeader_v1, 2: _e_RequestHeader_v2}
+
+
+_CTYPES = (
+    'RequestHeader',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 1, 0, 2),
+)
+_CCONSTS = (0, '', None,)
+_CPROGS = (
+    (0, 0, 4, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (0, 1, 4, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+)
+_CENTRIES = {
+    'RequestHeader': (1, (0, 1)),
+}

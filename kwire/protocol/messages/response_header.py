@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ResponseHeader']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -78,7 +79,10 @@ def _d_ResponseHeader_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ResponseHeader(v0, None), pos
+    o = _new(ResponseHeader)
+    o.correlation_id = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_ResponseHeader_v0(out, o):
@@ -114,7 +118,10 @@ def _d_ResponseHeader_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ResponseHeader(v0, u), pos
+    o = _new(ResponseHeader)
+    o.correlation_id = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ResponseHeader_v1(out, o):
@@ -142,3 +149,19 @@ ResponseHeader.FLEXIBLE_VERSIONS = (1, 32767)
 ResponseHeader.LATEST_VERSION_UNSTABLE = False
 ResponseHeader._decoders = {0: _d_ResponseHeader_v0, 1: _d_ResponseHeader_v1}
 ResponseHeader._encoders = {0: _e_ResponseHeader_v0, 1: _e_ResponseHeader_v1}
+
+
+_CTYPES = (
+    'ResponseHeader',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+)
+_CCONSTS = (0, None,)
+_CPROGS = (
+    (0, 0, 1, 3, 0, 0, 0, 0, 0),
+    (0, 1, 1, 3, 0, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'ResponseHeader': (0, (0, 1)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['SaslAuthenticateRequest', 'SaslAuthenticateResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -106,7 +107,10 @@ def _d_SaslAuthenticateRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SaslAuthenticateRequest(v0, None), pos
+    o = _new(SaslAuthenticateRequest)
+    o.auth_bytes = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SaslAuthenticateRequest_v0(out, o):
@@ -178,7 +182,10 @@ def _d_SaslAuthenticateRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SaslAuthenticateRequest(v0, u), pos
+    o = _new(SaslAuthenticateRequest)
+    o.auth_bytes = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SaslAuthenticateRequest_v2(out, o):
@@ -244,7 +251,13 @@ def _d_SaslAuthenticateResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SaslAuthenticateResponse(v0, v1, v2, 0, None), pos
+    o = _new(SaslAuthenticateResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.auth_bytes = v2
+    o.session_lifetime_ms = 0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SaslAuthenticateResponse_v0(out, o):
@@ -316,7 +329,13 @@ def _d_SaslAuthenticateResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SaslAuthenticateResponse(v0, v1, v2, v3, None), pos
+    o = _new(SaslAuthenticateResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.auth_bytes = v2
+    o.session_lifetime_ms = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SaslAuthenticateResponse_v1(out, o):
@@ -402,7 +421,13 @@ def _d_SaslAuthenticateResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SaslAuthenticateResponse(v0, v1, v2, v3, u), pos
+    o = _new(SaslAuthenticateResponse)
+    o.error_code = v0
+    o.error_message = v1
+    o.auth_bytes = v2
+    o.session_lifetime_ms = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SaslAuthenticateResponse_v2(out, o):
@@ -462,3 +487,25 @@ SaslAuthenticateResponse.FLEXIBLE_VERSIONS = (2, 32767)
 SaslAuthenticateResponse.LATEST_VERSION_UNSTABLE = False
 SaslAuthenticateResponse._decoders = {0: _d_SaslAuthenticateResponse_v0, 1: _d_SaslAuthenticateResponse_v1, 2: _d_SaslAuthenticateResponse_v2}
 SaslAuthenticateResponse._encoders = {0: _e_SaslAuthenticateResponse_v0, 1: _e_SaslAuthenticateResponse_v1, 2: _e_SaslAuthenticateResponse_v2}
+
+
+_CTYPES = (
+    'SaslAuthenticateRequest',
+    'SaslAuthenticateResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 2, 0, 3, 0, 0, 0, 2, 0, 1),
+)
+_CCONSTS = (b'', None, 0, '',)
+_CPROGS = (
+    (0, 0, 1, 11, 0, 0, 0, 0, 0),
+    (0, 1, 1, 11, 0, 1, 0, 0, 0),
+    (1, 0, 3, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 11, 2, 0, 0, 0, 0),
+    (1, 0, 4, 2, 0, 0, 0, 0, 10, 1, 2, 0, 0, 11, 2, 0, 0, 0, 4, 3, 0, 0, 0, 0),
+    (1, 1, 4, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 11, 2, 1, 0, 0, 4, 3, 0, 0, 0, 0),
+)
+_CENTRIES = {
+    'SaslAuthenticateRequest': (0, (0, 0, 1)),
+    'SaslAuthenticateResponse': (0, (2, 3, 4)),
+}

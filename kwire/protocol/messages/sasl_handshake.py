@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['SaslHandshakeRequest', 'SaslHandshakeResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -101,7 +102,10 @@ def _d_SaslHandshakeRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SaslHandshakeRequest(v0, None), pos
+    o = _new(SaslHandshakeRequest)
+    o.mechanism = v0
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SaslHandshakeRequest_v0(out, o):
@@ -170,7 +174,11 @@ def _d_SaslHandshakeResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SaslHandshakeResponse(v0, v1, None), pos
+    o = _new(SaslHandshakeResponse)
+    o.error_code = v0
+    o.mechanisms = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SaslHandshakeResponse_v0(out, o):
@@ -233,3 +241,22 @@ SaslHandshakeResponse.FLEXIBLE_VERSIONS = None
 SaslHandshakeResponse.LATEST_VERSION_UNSTABLE = False
 SaslHandshakeResponse._decoders = {0: _d_SaslHandshakeResponse_v0, 1: _d_SaslHandshakeResponse_v0}
 SaslHandshakeResponse._encoders = {0: _e_SaslHandshakeResponse_v0, 1: _e_SaslHandshakeResponse_v1}
+
+
+_CTYPES = (
+    'SaslHandshakeRequest',
+    'SaslHandshakeResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0,)
+_CPROGS = (
+    (0, 0, 1, 10, 0, 0, 0, 0, 0),
+    (1, 0, 2, 2, 0, 0, 0, 0, 14, 1, 0, 10, 0, 0),
+)
+_CENTRIES = {
+    'SaslHandshakeRequest': (0, (0, 0)),
+    'SaslHandshakeResponse': (0, (1, 1)),
+}

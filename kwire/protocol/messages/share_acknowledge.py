@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareAcknowledgeRequest', 'ShareAcknowledgeRequest_AcknowledgementBatch', 'ShareAcknowledgeRequest_AcknowledgePartition', 'ShareAcknowledgeRequest_AcknowledgeTopic', 'ShareAcknowledgeResponse', 'ShareAcknowledgeResponse_LeaderIdAndEpoch', 'ShareAcknowledgeResponse_PartitionData', 'ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse', 'ShareAcknowledgeResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -262,7 +263,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeRequest_AcknowledgementBatch(v0, v1, v2, u), pos
+    o = _new(ShareAcknowledgeRequest_AcknowledgementBatch)
+    o.first_offset = v0
+    o.last_offset = v1
+    o.acknowledge_types = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgementBatch_v1(out, o):
@@ -327,7 +333,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeRequest_AcknowledgePartition(v0, v1, u), pos
+    o = _new(ShareAcknowledgeRequest_AcknowledgePartition)
+    o.partition_index = v0
+    o.acknowledgement_batches = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgePartition_v1(out, o):
@@ -394,7 +404,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeRequest_AcknowledgeTopic(v0, v1, u), pos
+    o = _new(ShareAcknowledgeRequest_AcknowledgeTopic)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgeTopic_v1(out, o):
@@ -492,7 +506,14 @@ def _d_ShareAcknowledgeRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeRequest(v0, v1, v2, False, v4, u), pos
+    o = _new(ShareAcknowledgeRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.share_session_epoch = v2
+    o.is_renew_ack = False
+    o.topics = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeRequest_v1(out, o):
@@ -616,7 +637,14 @@ def _d_ShareAcknowledgeRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeRequest(v0, v1, v2, v3, v4, u), pos
+    o = _new(ShareAcknowledgeRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.share_session_epoch = v2
+    o.is_renew_ack = v3
+    o.topics = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeRequest_v2(out, o):
@@ -691,7 +719,11 @@ def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeResponse_LeaderIdAndEpoch(v0, v1, u), pos
+    o = _new(ShareAcknowledgeResponse_LeaderIdAndEpoch)
+    o.leader_id = v0
+    o.leader_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(out, o):
@@ -748,7 +780,13 @@ def _d_ShareAcknowledgeResponse_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeResponse_PartitionData(v0, v1, v2, v3, u), pos
+    o = _new(ShareAcknowledgeResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.current_leader = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeResponse_PartitionData_v1(out, o):
@@ -818,7 +856,11 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(v0, v1, u), pos
+    o = _new(ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(out, o):
@@ -902,7 +944,13 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
+    o = _new(ShareAcknowledgeResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeResponse_NodeEndpoint_v1(out, o):
@@ -1013,7 +1061,15 @@ def _d_ShareAcknowledgeResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeResponse(v0, v1, v2, 0, v4, v5, u), pos
+    o = _new(ShareAcknowledgeResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.acquisition_lock_timeout_ms = 0
+    o.responses = v4
+    o.node_endpoints = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeResponse_v1(out, o):
@@ -1137,7 +1193,15 @@ def _d_ShareAcknowledgeResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareAcknowledgeResponse(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(ShareAcknowledgeResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.acquisition_lock_timeout_ms = v3
+    o.responses = v4
+    o.node_endpoints = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareAcknowledgeResponse_v2(out, o):
@@ -1210,3 +1274,45 @@ ShareAcknowledgeResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ShareAcknowledgeResponse.LATEST_VERSION_UNSTABLE = False
 ShareAcknowledgeResponse._decoders = {1: _d_ShareAcknowledgeResponse_v1, 2: _d_ShareAcknowledgeResponse_v2}
 ShareAcknowledgeResponse._encoders = {1: _e_ShareAcknowledgeResponse_v1, 2: _e_ShareAcknowledgeResponse_v2}
+
+
+_CTYPES = (
+    'ShareAcknowledgeRequest_AcknowledgementBatch',
+    'ShareAcknowledgeRequest_AcknowledgePartition',
+    'ShareAcknowledgeRequest_AcknowledgeTopic',
+    'ShareAcknowledgeRequest',
+    'ShareAcknowledgeResponse_LeaderIdAndEpoch',
+    'ShareAcknowledgeResponse_PartitionData',
+    'ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse',
+    'ShareAcknowledgeResponse_NodeEndpoint',
+    'ShareAcknowledgeResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 1, 0, 3, 0, 0, 0, 4, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 2, 4, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 3, 0, 0, 0, 1, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '', False,)
+_CPROGS = (
+    (0, 1, 3, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 14, 2, 1, 1, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 4, 10, 0, 3, 0, 0, 10, 1, 3, 0, 0, 3, 2, 0, 0, 0, 14, 4, 1, 13, 2, 0),
+    (3, 1, 5, 10, 0, 3, 0, 0, 10, 1, 3, 0, 0, 3, 2, 0, 0, 0, 8, 3, 0, 0, 0, 14, 4, 1, 13, 2, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (5, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 13, 3, 0, 0, 5, 0),
+    (6, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 6, 0),
+    (7, 1, 4, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (8, 1, 5, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 4, 1, 13, 7, 14, 5, 1, 13, 8, 0),
+    (8, 1, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 13, 7, 14, 5, 1, 13, 8, 0),
+)
+_CENTRIES = {
+    'ShareAcknowledgeRequest': (1, (3, 4)),
+    'ShareAcknowledgeResponse': (1, (9, 10)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareFetchRequest', 'ShareFetchRequest_AcknowledgementBatch', 'ShareFetchRequest_FetchPartition', 'ShareFetchRequest_FetchTopic', 'ShareFetchRequest_ForgottenTopic', 'ShareFetchResponse', 'ShareFetchResponse_LeaderIdAndEpoch', 'ShareFetchResponse_AcquiredRecords', 'ShareFetchResponse_PartitionData', 'ShareFetchResponse_ShareFetchableTopicResponse', 'ShareFetchResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -325,7 +326,12 @@ def _d_ShareFetchRequest_AcknowledgementBatch_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchRequest_AcknowledgementBatch(v0, v1, v2, u), pos
+    o = _new(ShareFetchRequest_AcknowledgementBatch)
+    o.first_offset = v0
+    o.last_offset = v1
+    o.acknowledge_types = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchRequest_AcknowledgementBatch_v1(out, o):
@@ -390,7 +396,12 @@ def _d_ShareFetchRequest_FetchPartition_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchRequest_FetchPartition(v0, 0, v2, u), pos
+    o = _new(ShareFetchRequest_FetchPartition)
+    o.partition_index = v0
+    o.partition_max_bytes = 0
+    o.acknowledgement_batches = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchRequest_FetchPartition_v1(out, o):
@@ -459,7 +470,11 @@ def _d_ShareFetchRequest_FetchTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchRequest_FetchTopic(v0, v1, u), pos
+    o = _new(ShareFetchRequest_FetchTopic)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchRequest_FetchTopic_v1(out, o):
@@ -524,7 +539,11 @@ def _d_ShareFetchRequest_ForgottenTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchRequest_ForgottenTopic(v0, v1, u), pos
+    o = _new(ShareFetchRequest_ForgottenTopic)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchRequest_ForgottenTopic_v1(out, o):
@@ -636,7 +655,21 @@ def _d_ShareFetchRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchRequest(v0, v1, v2, v3, v4, v5, v6, v7, 0, False, v10, v11, u), pos
+    o = _new(ShareFetchRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.share_session_epoch = v2
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.max_records = v6
+    o.batch_size = v7
+    o.share_acquire_mode = 0
+    o.is_renew_ack = False
+    o.topics = v10
+    o.forgotten_topics_data = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchRequest_v1(out, o):
@@ -849,7 +882,21 @@ def _d_ShareFetchRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
+    o = _new(ShareFetchRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.share_session_epoch = v2
+    o.max_wait_ms = v3
+    o.min_bytes = v4
+    o.max_bytes = v5
+    o.max_records = v6
+    o.batch_size = v7
+    o.share_acquire_mode = v8
+    o.is_renew_ack = v9
+    o.topics = v10
+    o.forgotten_topics_data = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchRequest_v2(out, o):
@@ -936,7 +983,11 @@ def _d_ShareFetchResponse_LeaderIdAndEpoch_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchResponse_LeaderIdAndEpoch(v0, v1, u), pos
+    o = _new(ShareFetchResponse_LeaderIdAndEpoch)
+    o.leader_id = v0
+    o.leader_epoch = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchResponse_LeaderIdAndEpoch_v1(out, o):
@@ -975,7 +1026,12 @@ def _d_ShareFetchResponse_AcquiredRecords_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchResponse_AcquiredRecords(v0, v1, v2, u), pos
+    o = _new(ShareFetchResponse_AcquiredRecords)
+    o.first_offset = v0
+    o.last_offset = v1
+    o.delivery_count = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchResponse_AcquiredRecords_v1(out, o):
@@ -1080,7 +1136,17 @@ def _d_ShareFetchResponse_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchResponse_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(ShareFetchResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.acknowledge_error_code = v3
+    o.acknowledge_error_message = v4
+    o.current_leader = v5
+    o.records = v6
+    o.acquired_records = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchResponse_PartitionData_v1(out, o):
@@ -1187,7 +1253,11 @@ def _d_ShareFetchResponse_ShareFetchableTopicResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchResponse_ShareFetchableTopicResponse(v0, v1, u), pos
+    o = _new(ShareFetchResponse_ShareFetchableTopicResponse)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_v1(out, o):
@@ -1271,7 +1341,13 @@ def _d_ShareFetchResponse_NodeEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchResponse_NodeEndpoint(v0, v1, v2, v3, u), pos
+    o = _new(ShareFetchResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.rack = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchResponse_NodeEndpoint_v1(out, o):
@@ -1385,7 +1461,15 @@ def _d_ShareFetchResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareFetchResponse(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(ShareFetchResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.acquisition_lock_timeout_ms = v3
+    o.responses = v4
+    o.node_endpoints = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareFetchResponse_v1(out, o):
@@ -1458,3 +1542,50 @@ ShareFetchResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ShareFetchResponse.LATEST_VERSION_UNSTABLE = False
 ShareFetchResponse._decoders = {1: _d_ShareFetchResponse_v1, 2: _d_ShareFetchResponse_v1}
 ShareFetchResponse._encoders = {1: _e_ShareFetchResponse_v1, 2: _e_ShareFetchResponse_v1}
+
+
+_CTYPES = (
+    'ShareFetchRequest_AcknowledgementBatch',
+    'ShareFetchRequest_FetchPartition',
+    'ShareFetchRequest_FetchTopic',
+    'ShareFetchRequest_ForgottenTopic',
+    'ShareFetchRequest',
+    'ShareFetchResponse_LeaderIdAndEpoch',
+    'ShareFetchResponse_AcquiredRecords',
+    'ShareFetchResponse_PartitionData',
+    'ShareFetchResponse_ShareFetchableTopicResponse',
+    'ShareFetchResponse_NodeEndpoint',
+    'ShareFetchResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 5, 1, 0, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 2, 5, 0, 1, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 0, 3, 0, 0, 0, 1, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 1, 0, 0, 1),
+)
+_CCONSTS = (0, None, _ZERO_UUID, '', 2147483647, False,)
+_CPROGS = (
+    (0, 1, 3, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 14, 2, 1, 1, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 14, 2, 1, 13, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 3, 0, 0),
+    (4, 1, 10, 10, 0, 3, 0, 0, 10, 1, 3, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 3, 6, 0, 0, 0, 3, 7, 0, 0, 0, 14, 10, 1, 13, 2, 14, 11, 1, 13, 3, 0),
+    (4, 1, 12, 10, 0, 3, 0, 0, 10, 1, 3, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 3, 6, 0, 0, 0, 3, 7, 0, 0, 0, 1, 8, 0, 0, 0, 8, 9, 0, 0, 0, 14, 10, 1, 13, 2, 14, 11, 1, 13, 3, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 0),
+    (6, 1, 3, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0),
+    (7, 1, 8, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 2, 3, 0, 0, 0, 10, 4, 3, 0, 0, 13, 5, 0, 0, 6, 12, 6, 1, 0, 0, 14, 7, 1, 13, 7, 0),
+    (8, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 8, 0),
+    (9, 1, 4, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (10, 1, 6, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 3, 3, 0, 0, 0, 14, 4, 1, 13, 9, 14, 5, 1, 13, 10, 0),
+)
+_CENTRIES = {
+    'ShareFetchRequest': (1, (4, 5)),
+    'ShareFetchResponse': (1, (11, 11)),
+}

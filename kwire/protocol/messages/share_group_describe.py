@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 'ShareGroupDescribeResponse_TopicPartitions', 'ShareGroupDescribeResponse_Assignment', 'ShareGroupDescribeResponse_Member', 'ShareGroupDescribeResponse_DescribedGroup']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -212,7 +213,11 @@ def _d_ShareGroupDescribeRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupDescribeRequest(v0, v1, u), pos
+    o = _new(ShareGroupDescribeRequest)
+    o.group_ids = v0
+    o.include_authorized_operations = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupDescribeRequest_v1(out, o):
@@ -291,7 +296,12 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupDescribeResponse_TopicPartitions(v0, v1, v2, u), pos
+    o = _new(ShareGroupDescribeResponse_TopicPartitions)
+    o.topic_id = v0
+    o.topic_name = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupDescribeResponse_TopicPartitions_v1(out, o):
@@ -365,7 +375,10 @@ def _d_ShareGroupDescribeResponse_Assignment_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupDescribeResponse_Assignment(v0, u), pos
+    o = _new(ShareGroupDescribeResponse_Assignment)
+    o.topic_partitions = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupDescribeResponse_Assignment_v1(out, o):
@@ -489,7 +502,16 @@ def _d_ShareGroupDescribeResponse_Member_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(ShareGroupDescribeResponse_Member)
+    o.member_id = v0
+    o.rack_id = v1
+    o.member_epoch = v2
+    o.client_id = v3
+    o.client_host = v4
+    o.subscribed_topic_names = v5
+    o.assignment = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupDescribeResponse_Member_v1(out, o):
@@ -670,7 +692,18 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, u), pos
+    o = _new(ShareGroupDescribeResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = v1
+    o.group_id = v2
+    o.group_state = v3
+    o.group_epoch = v4
+    o.assignment_epoch = v5
+    o.assignor_name = v6
+    o.members = v7
+    o.authorized_operations = v8
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupDescribeResponse_DescribedGroup_v1(out, o):
@@ -788,7 +821,11 @@ def _d_ShareGroupDescribeResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupDescribeResponse(v0, v1, u), pos
+    o = _new(ShareGroupDescribeResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupDescribeResponse_v1(out, o):
@@ -835,3 +872,34 @@ ShareGroupDescribeResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ShareGroupDescribeResponse.LATEST_VERSION_UNSTABLE = False
 ShareGroupDescribeResponse._decoders = {1: _d_ShareGroupDescribeResponse_v1}
 ShareGroupDescribeResponse._encoders = {1: _e_ShareGroupDescribeResponse_v1}
+
+
+_CTYPES = (
+    'ShareGroupDescribeRequest',
+    'ShareGroupDescribeResponse_TopicPartitions',
+    'ShareGroupDescribeResponse_Assignment',
+    'ShareGroupDescribeResponse_Member',
+    'ShareGroupDescribeResponse_DescribedGroup',
+    'ShareGroupDescribeResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0, 0, 1),
+    (0, 2, 0, 3, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+    (0, 3, 0, 1, 0, 4, 0, 3, 0, 3, 1, 0, 2, 2, 0, 1),
+    (0, 4, 0, 1, 0, 3, 0, 3, 0, 4, 0, 4, 0, 3, 1, 0, 0, 5, 0, 1),
+    (0, 4, 1, 0, 0, 1),
+)
+_CCONSTS = (False, None, _ZERO_UUID, '', 0, -2147483648,)
+_CPROGS = (
+    (0, 1, 2, 14, 0, 1, 10, 0, 8, 1, 0, 0, 0, 0),
+    (1, 1, 3, 9, 0, 0, 0, 0, 10, 1, 1, 0, 0, 14, 2, 1, 3, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 1, 0),
+    (3, 1, 7, 10, 0, 1, 0, 0, 10, 1, 3, 0, 0, 3, 2, 0, 0, 0, 10, 3, 1, 0, 0, 10, 4, 1, 0, 0, 14, 5, 1, 10, 0, 13, 6, 0, 0, 2, 0),
+    (4, 1, 9, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 10, 6, 1, 0, 0, 14, 7, 1, 13, 3, 3, 8, 0, 0, 0, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 4, 0),
+)
+_CENTRIES = {
+    'ShareGroupDescribeRequest': (1, (0,)),
+    'ShareGroupDescribeResponse': (1, (5,)),
+}

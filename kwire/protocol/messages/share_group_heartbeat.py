@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 'ShareGroupHeartbeatResponse_TopicPartitions', 'ShareGroupHeartbeatResponse_Assignment']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -213,7 +214,14 @@ def _d_ShareGroupHeartbeatRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupHeartbeatRequest(v0, v1, v2, v3, v4, u), pos
+    o = _new(ShareGroupHeartbeatRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.member_epoch = v2
+    o.rack_id = v3
+    o.subscribed_topic_names = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupHeartbeatRequest_v1(out, o):
@@ -314,7 +322,11 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupHeartbeatResponse_TopicPartitions(v0, v1, u), pos
+    o = _new(ShareGroupHeartbeatResponse_TopicPartitions)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupHeartbeatResponse_TopicPartitions_v1(out, o):
@@ -376,7 +388,10 @@ def _d_ShareGroupHeartbeatResponse_Assignment_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupHeartbeatResponse_Assignment(v0, u), pos
+    o = _new(ShareGroupHeartbeatResponse_Assignment)
+    o.topic_partitions = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupHeartbeatResponse_Assignment_v1(out, o):
@@ -467,7 +482,16 @@ def _d_ShareGroupHeartbeatResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return ShareGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(ShareGroupHeartbeatResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.member_id = v3
+    o.member_epoch = v4
+    o.heartbeat_interval_ms = v5
+    o.assignment = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_ShareGroupHeartbeatResponse_v1(out, o):
@@ -535,3 +559,28 @@ ShareGroupHeartbeatResponse.FLEXIBLE_VERSIONS = (0, 32767)
 ShareGroupHeartbeatResponse.LATEST_VERSION_UNSTABLE = False
 ShareGroupHeartbeatResponse._decoders = {1: _d_ShareGroupHeartbeatResponse_v1}
 ShareGroupHeartbeatResponse._encoders = {1: _e_ShareGroupHeartbeatResponse_v1}
+
+
+_CTYPES = (
+    'ShareGroupHeartbeatRequest',
+    'ShareGroupHeartbeatResponse_TopicPartitions',
+    'ShareGroupHeartbeatResponse_Assignment',
+    'ShareGroupHeartbeatResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2, 0, 2, 0, 2),
+    (0, 3, 1, 0, 0, 2),
+    (1, 0, 0, 2),
+    (0, 1, 0, 1, 0, 2, 0, 2, 0, 1, 0, 1, 0, 2, 0, 2),
+)
+_CCONSTS = ('', 0, None, _ZERO_UUID,)
+_CPROGS = (
+    (0, 1, 5, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 14, 4, 3, 10, 0, 0),
+    (1, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 3, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 1, 0),
+    (3, 1, 7, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 3, 3, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 13, 6, 2, 0, 2, 0),
+)
+_CENTRIES = {
+    'ShareGroupHeartbeatRequest': (1, (0,)),
+    'ShareGroupHeartbeatResponse': (1, (3,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 'StreamsGroupDescribeResponse_KeyValue', 'StreamsGroupDescribeResponse_TopicInfo', 'StreamsGroupDescribeResponse_Subtopology', 'StreamsGroupDescribeResponse_Topology', 'StreamsGroupDescribeResponse_Endpoint', 'StreamsGroupDescribeResponse_TaskOffset', 'StreamsGroupDescribeResponse_TaskIds', 'StreamsGroupDescribeResponse_Assignment', 'StreamsGroupDescribeResponse_Member', 'StreamsGroupDescribeResponse_TopologyDescriptionNode', 'StreamsGroupDescribeResponse_TopologyDescriptionSubtopology', 'StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore', 'StreamsGroupDescribeResponse_TopologyDescription', 'StreamsGroupDescribeResponse_DescribedGroup']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -432,7 +433,12 @@ def _d_StreamsGroupDescribeRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeRequest(v0, v1, False, u), pos
+    o = _new(StreamsGroupDescribeRequest)
+    o.group_ids = v0
+    o.include_authorized_operations = v1
+    o.include_topology_description = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeRequest_v0(out, o):
@@ -500,7 +506,12 @@ def _d_StreamsGroupDescribeRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeRequest(v0, v1, v2, u), pos
+    o = _new(StreamsGroupDescribeRequest)
+    o.group_ids = v0
+    o.include_authorized_operations = v1
+    o.include_topology_description = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeRequest_v1(out, o):
@@ -576,7 +587,11 @@ def _d_StreamsGroupDescribeResponse_KeyValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_KeyValue(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse_KeyValue)
+    o.key = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_KeyValue_v0(out, o):
@@ -666,7 +681,13 @@ def _d_StreamsGroupDescribeResponse_TopicInfo_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopicInfo(v0, v1, v2, v3, u), pos
+    o = _new(StreamsGroupDescribeResponse_TopicInfo)
+    o.name = v0
+    o.partitions = v1
+    o.replication_factor = v2
+    o.topic_configs = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopicInfo_v0(out, o):
@@ -800,7 +821,14 @@ def _d_StreamsGroupDescribeResponse_Subtopology_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_Subtopology(v0, v1, v2, v3, v4, u), pos
+    o = _new(StreamsGroupDescribeResponse_Subtopology)
+    o.subtopology_id = v0
+    o.source_topics = v1
+    o.repartition_sink_topics = v2
+    o.state_changelog_topics = v3
+    o.repartition_source_topics = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_Subtopology_v0(out, o):
@@ -914,7 +942,11 @@ def _d_StreamsGroupDescribeResponse_Topology_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_Topology(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse_Topology)
+    o.epoch = v0
+    o.subtopologies = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_Topology_v0(out, o):
@@ -979,7 +1011,11 @@ def _d_StreamsGroupDescribeResponse_Endpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_Endpoint(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse_Endpoint)
+    o.host = v0
+    o.port = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_Endpoint_v0(out, o):
@@ -1044,7 +1080,12 @@ def _d_StreamsGroupDescribeResponse_TaskOffset_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TaskOffset(v0, v1, v2, u), pos
+    o = _new(StreamsGroupDescribeResponse_TaskOffset)
+    o.subtopology_id = v0
+    o.partition = v1
+    o.offset = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TaskOffset_v0(out, o):
@@ -1119,7 +1160,11 @@ def _d_StreamsGroupDescribeResponse_TaskIds_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TaskIds(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse_TaskIds)
+    o.subtopology_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TaskIds_v0(out, o):
@@ -1221,7 +1266,12 @@ def _d_StreamsGroupDescribeResponse_Assignment_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_Assignment(v0, v1, v2, u), pos
+    o = _new(StreamsGroupDescribeResponse_Assignment)
+    o.active_tasks = v0
+    o.standby_tasks = v1
+    o.warmup_tasks = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_Assignment_v0(out, o):
@@ -1444,7 +1494,24 @@ def _d_StreamsGroupDescribeResponse_Member_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_Member(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, u), pos
+    o = _new(StreamsGroupDescribeResponse_Member)
+    o.member_id = v0
+    o.member_epoch = v1
+    o.instance_id = v2
+    o.rack_id = v3
+    o.client_id = v4
+    o.client_host = v5
+    o.topology_epoch = v6
+    o.process_id = v7
+    o.user_endpoint = v8
+    o.client_tags = v9
+    o.task_offsets = v10
+    o.task_end_offsets = v11
+    o.assignment = v12
+    o.target_assignment = v13
+    o.is_classic = v14
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_Member_v0(out, o):
@@ -1605,7 +1672,15 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionNode_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescriptionNode('', 0, [], None, [], [], u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescriptionNode)
+    o.name = ''
+    o.node_type = 0
+    o.source_topics = []
+    o.sink_topic = None
+    o.stores = []
+    o.successors = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_v0(out, o):
@@ -1651,7 +1726,11 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescriptionSubtopology('', [], u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescriptionSubtopology)
+    o.subtopology_id = ''
+    o.nodes = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v0(out, o):
@@ -1689,7 +1768,11 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore(StreamsGroupDescribeResponse_TopologyDescriptionNode(), StreamsGroupDescribeResponse_TopologyDescriptionNode(), u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore)
+    o.source = _n_StreamsGroupDescribeResponse_TopologyDescriptionNode()
+    o.processor = _n_StreamsGroupDescribeResponse_TopologyDescriptionNode()
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v0(out, o):
@@ -1727,7 +1810,11 @@ def _d_StreamsGroupDescribeResponse_TopologyDescription_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescription([], [], u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescription)
+    o.subtopologies = []
+    o.global_stores = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescription_v0(out, o):
@@ -1840,7 +1927,21 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, None, 0, None, u), pos
+    o = _new(StreamsGroupDescribeResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = v1
+    o.group_id = v2
+    o.group_state = v3
+    o.group_epoch = v4
+    o.assignment_epoch = v5
+    o.topology = v6
+    o.members = v7
+    o.authorized_operations = v8
+    o.topology_description = None
+    o.topology_description_status = 0
+    o.assignor_name = None
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_DescribedGroup_v0(out, o):
@@ -1957,7 +2058,11 @@ def _d_StreamsGroupDescribeResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_v0(out, o):
@@ -2083,7 +2188,15 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionNode_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescriptionNode(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescriptionNode)
+    o.name = v0
+    o.node_type = v1
+    o.source_topics = v2
+    o.sink_topic = v3
+    o.stores = v4
+    o.successors = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescriptionNode_v1(out, o):
@@ -2208,7 +2321,11 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescriptionSubtopology(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescriptionSubtopology)
+    o.subtopology_id = v0
+    o.nodes = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology_v1(out, o):
@@ -2270,7 +2387,11 @@ def _d_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore)
+    o.source = v0
+    o.processor = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore_v1(out, o):
@@ -2340,7 +2461,11 @@ def _d_StreamsGroupDescribeResponse_TopologyDescription_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_TopologyDescription(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse_TopologyDescription)
+    o.subtopologies = v0
+    o.global_stores = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_TopologyDescription_v1(out, o):
@@ -2499,7 +2624,21 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse_DescribedGroup(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, u), pos
+    o = _new(StreamsGroupDescribeResponse_DescribedGroup)
+    o.error_code = v0
+    o.error_message = v1
+    o.group_id = v2
+    o.group_state = v3
+    o.group_epoch = v4
+    o.assignment_epoch = v5
+    o.topology = v6
+    o.members = v7
+    o.authorized_operations = v8
+    o.topology_description = v9
+    o.topology_description_status = v10
+    o.assignor_name = v11
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_DescribedGroup_v1(out, o):
@@ -2633,7 +2772,11 @@ def _d_StreamsGroupDescribeResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupDescribeResponse(v0, v1, u), pos
+    o = _new(StreamsGroupDescribeResponse)
+    o.throttle_time_ms = v0
+    o.groups = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupDescribeResponse_v1(out, o):
@@ -2666,6 +2809,18 @@ def _e_StreamsGroupDescribeResponse_v1(out, o):
         raise
 
 
+def _n_StreamsGroupDescribeResponse_TopologyDescriptionNode():
+    o = _new(StreamsGroupDescribeResponse_TopologyDescriptionNode)
+    o.name = ''
+    o.node_type = 0
+    o.source_topics = []
+    o.sink_topic = None
+    o.stores = []
+    o.successors = []
+    o.unknown_tagged_fields = None
+    return o
+
+
 StreamsGroupDescribeRequest.API_KEY = 89
 StreamsGroupDescribeRequest.MESSAGE_TYPE = 'request'
 StreamsGroupDescribeRequest.VALID_VERSIONS = (0, 1)
@@ -2680,3 +2835,71 @@ StreamsGroupDescribeResponse.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupDescribeResponse.LATEST_VERSION_UNSTABLE = False
 StreamsGroupDescribeResponse._decoders = {0: _d_StreamsGroupDescribeResponse_v0, 1: _d_StreamsGroupDescribeResponse_v1}
 StreamsGroupDescribeResponse._encoders = {0: _e_StreamsGroupDescribeResponse_v0, 1: _e_StreamsGroupDescribeResponse_v1}
+
+
+_CTYPES = (
+    'StreamsGroupDescribeRequest',
+    'StreamsGroupDescribeResponse_KeyValue',
+    'StreamsGroupDescribeResponse_TopicInfo',
+    'StreamsGroupDescribeResponse_Subtopology',
+    'StreamsGroupDescribeResponse_Topology',
+    'StreamsGroupDescribeResponse_Endpoint',
+    'StreamsGroupDescribeResponse_TaskOffset',
+    'StreamsGroupDescribeResponse_TaskIds',
+    'StreamsGroupDescribeResponse_Assignment',
+    'StreamsGroupDescribeResponse_Member',
+    'StreamsGroupDescribeResponse_TopologyDescriptionNode',
+    'StreamsGroupDescribeResponse_TopologyDescriptionSubtopology',
+    'StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore',
+    'StreamsGroupDescribeResponse_TopologyDescription',
+    'StreamsGroupDescribeResponse_DescribedGroup',
+    'StreamsGroupDescribeResponse',
+)
+_CDEFAULTS = (
+    (1, 0, 0, 0, 0, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1),
+    (0, 2, 0, 3, 0, 3, 1, 0, 0, 1),
+    (0, 2, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1),
+    (0, 3, 0, 1, 0, 1),
+    (0, 2, 0, 3, 0, 1),
+    (0, 2, 0, 3, 0, 3, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 1, 0, 1, 0, 0, 1),
+    (0, 2, 0, 3, 0, 1, 0, 1, 0, 2, 0, 2, 0, 3, 0, 2, 0, 1, 1, 0, 1, 0, 1, 0, 2, 8, 2, 8, 0, 0, 0, 1),
+    (0, 2, 0, 3, 1, 0, 0, 1, 1, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (2, 10, 2, 10, 0, 1),
+    (1, 0, 1, 0, 0, 1),
+    (0, 3, 0, 1, 0, 2, 0, 2, 0, 3, 0, 3, 0, 1, 1, 0, 0, 4, 0, 1, 0, 3, 0, 1, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+)
+_CCONSTS = (False, None, '', 0, -2147483648,)
+_CPROGS = (
+    (0, 1, 2, 14, 0, 1, 10, 0, 8, 1, 0, 0, 0, 0),
+    (0, 1, 3, 14, 0, 1, 10, 0, 8, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (2, 1, 4, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 2, 2, 0, 0, 0, 14, 3, 1, 13, 2, 0),
+    (3, 1, 5, 10, 0, 1, 0, 0, 14, 1, 1, 10, 0, 14, 2, 1, 10, 0, 14, 3, 1, 13, 3, 14, 4, 1, 13, 3, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 3, 13, 4, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 5, 1, 0, 0, 0, 0),
+    (6, 1, 3, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+    (7, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (8, 1, 3, 14, 0, 1, 13, 8, 14, 1, 1, 13, 8, 14, 2, 1, 13, 8, 0),
+    (9, 1, 15, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 3, 3, 0, 0, 10, 4, 1, 0, 0, 10, 5, 1, 0, 0, 3, 6, 0, 0, 0, 10, 7, 1, 0, 0, 13, 8, 2, 0, 6, 14, 9, 1, 13, 2, 14, 10, 1, 13, 7, 14, 11, 1, 13, 7, 13, 12, 0, 0, 9, 13, 13, 0, 0, 9, 8, 14, 0, 0, 0, 0),
+    (10, 1, 0, 0),
+    (11, 1, 0, 0),
+    (12, 1, 0, 0),
+    (13, 1, 0, 0),
+    (14, 1, 9, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 13, 6, 2, 0, 5, 14, 7, 1, 13, 10, 3, 8, 0, 0, 0, 0),
+    (15, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 15, 0),
+    (10, 1, 6, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 14, 2, 1, 10, 0, 10, 3, 3, 0, 0, 14, 4, 1, 10, 0, 14, 5, 1, 10, 0, 0),
+    (11, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 17, 0),
+    (12, 1, 2, 13, 0, 0, 0, 17, 13, 1, 0, 0, 17, 0),
+    (13, 1, 2, 14, 0, 1, 13, 18, 14, 1, 1, 13, 19, 0),
+    (14, 1, 12, 2, 0, 0, 0, 0, 10, 1, 3, 0, 0, 10, 2, 1, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 13, 6, 2, 0, 5, 14, 7, 1, 13, 10, 3, 8, 0, 0, 0, 13, 9, 2, 0, 20, 1, 10, 0, 0, 0, 10, 11, 3, 0, 0, 0),
+    (15, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 21, 0),
+)
+_CENTRIES = {
+    'StreamsGroupDescribeRequest': (0, (0, 1)),
+    'StreamsGroupDescribeResponse': (0, (16, 22)),
+}

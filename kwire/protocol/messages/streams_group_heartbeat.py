@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatRequest_KeyValue', 'StreamsGroupHeartbeatRequest_TopicInfo', 'StreamsGroupHeartbeatRequest_CopartitionGroup', 'StreamsGroupHeartbeatRequest_Subtopology', 'StreamsGroupHeartbeatRequest_Topology', 'StreamsGroupHeartbeatRequest_TaskIds', 'StreamsGroupHeartbeatRequest_Endpoint', 'StreamsGroupHeartbeatRequest_TaskOffset', 'StreamsGroupHeartbeatResponse', 'StreamsGroupHeartbeatResponse_Status', 'StreamsGroupHeartbeatResponse_TaskIds', 'StreamsGroupHeartbeatResponse_Endpoint', 'StreamsGroupHeartbeatResponse_TopicPartition', 'StreamsGroupHeartbeatResponse_EndpointToPartitions']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -434,7 +435,11 @@ def _d_StreamsGroupHeartbeatRequest_KeyValue_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_KeyValue(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_KeyValue)
+    o.key = v0
+    o.value = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_KeyValue_v0(out, o):
@@ -524,7 +529,13 @@ def _d_StreamsGroupHeartbeatRequest_TopicInfo_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_TopicInfo(v0, v1, v2, v3, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_TopicInfo)
+    o.name = v0
+    o.partitions = v1
+    o.replication_factor = v2
+    o.topic_configs = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_TopicInfo_v0(out, o):
@@ -623,7 +634,12 @@ def _d_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_CopartitionGroup(v0, v1, v2, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_CopartitionGroup)
+    o.source_topics = v0
+    o.source_topic_regex = v1
+    o.repartition_source_topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(out, o):
@@ -794,7 +810,16 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_Subtopology(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_Subtopology)
+    o.subtopology_id = v0
+    o.source_topics = v1
+    o.source_topic_regex = v2
+    o.state_changelog_topics = v3
+    o.repartition_sink_topics = v4
+    o.repartition_source_topics = v5
+    o.copartition_groups = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_Subtopology_v0(out, o):
@@ -930,7 +955,11 @@ def _d_StreamsGroupHeartbeatRequest_Topology_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_Topology(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_Topology)
+    o.epoch = v0
+    o.subtopologies = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_Topology_v0(out, o):
@@ -1005,7 +1034,11 @@ def _d_StreamsGroupHeartbeatRequest_TaskIds_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_TaskIds(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_TaskIds)
+    o.subtopology_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_TaskIds_v0(out, o):
@@ -1079,7 +1112,11 @@ def _d_StreamsGroupHeartbeatRequest_Endpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_Endpoint(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_Endpoint)
+    o.host = v0
+    o.port = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_Endpoint_v0(out, o):
@@ -1144,7 +1181,12 @@ def _d_StreamsGroupHeartbeatRequest_TaskOffset_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest_TaskOffset(v0, v1, v2, u), pos
+    o = _new(StreamsGroupHeartbeatRequest_TaskOffset)
+    o.subtopology_id = v0
+    o.partition = v1
+    o.offset = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_TaskOffset_v0(out, o):
@@ -1393,7 +1435,26 @@ def _d_StreamsGroupHeartbeatRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatRequest(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, u), pos
+    o = _new(StreamsGroupHeartbeatRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.member_epoch = v2
+    o.endpoint_information_epoch = v3
+    o.instance_id = v4
+    o.rack_id = v5
+    o.rebalance_timeout_ms = v6
+    o.topology = v7
+    o.active_tasks = v8
+    o.standby_tasks = v9
+    o.warmup_tasks = v10
+    o.process_id = v11
+    o.user_endpoint = v12
+    o.client_tags = v13
+    o.task_offsets = v14
+    o.task_end_offsets = v15
+    o.shutdown_application = v16
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatRequest_v0(out, o):
@@ -1596,7 +1657,11 @@ def _d_StreamsGroupHeartbeatResponse_Status_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatResponse_Status(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatResponse_Status)
+    o.status_code = v0
+    o.status_detail = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatResponse_Status_v0(out, o):
@@ -1671,7 +1736,11 @@ def _d_StreamsGroupHeartbeatResponse_TaskIds_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatResponse_TaskIds(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatResponse_TaskIds)
+    o.subtopology_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatResponse_TaskIds_v0(out, o):
@@ -1745,7 +1814,11 @@ def _d_StreamsGroupHeartbeatResponse_Endpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatResponse_Endpoint(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatResponse_Endpoint)
+    o.host = v0
+    o.port = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatResponse_Endpoint_v0(out, o):
@@ -1820,7 +1893,11 @@ def _d_StreamsGroupHeartbeatResponse_TopicPartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatResponse_TopicPartition(v0, v1, u), pos
+    o = _new(StreamsGroupHeartbeatResponse_TopicPartition)
+    o.topic = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatResponse_TopicPartition_v0(out, o):
@@ -1909,7 +1986,12 @@ def _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatResponse_EndpointToPartitions(v0, v1, v2, u), pos
+    o = _new(StreamsGroupHeartbeatResponse_EndpointToPartitions)
+    o.user_endpoint = v0
+    o.active_partitions = v1
+    o.standby_partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatResponse_EndpointToPartitions_v0(out, o):
@@ -2094,7 +2176,25 @@ def _d_StreamsGroupHeartbeatResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, v6, v7, -1, v9, v10, v11, v12, False, v14, v15, u), pos
+    o = _new(StreamsGroupHeartbeatResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.member_id = v3
+    o.member_epoch = v4
+    o.heartbeat_interval_ms = v5
+    o.acceptable_recovery_lag_legacy = v6
+    o.task_offset_interval_ms = v7
+    o.acceptable_recovery_lag = -1
+    o.status = v9
+    o.active_tasks = v10
+    o.standby_tasks = v11
+    o.warmup_tasks = v12
+    o.topology_description_required = False
+    o.endpoint_information_epoch = v14
+    o.partitions_by_user_endpoint = v15
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatResponse_v0(out, o):
@@ -2344,7 +2444,25 @@ def _d_StreamsGroupHeartbeatResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupHeartbeatResponse(v0, v1, v2, v3, v4, v5, 0, v7, v8, v9, v10, v11, v12, v13, v14, v15, u), pos
+    o = _new(StreamsGroupHeartbeatResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.member_id = v3
+    o.member_epoch = v4
+    o.heartbeat_interval_ms = v5
+    o.acceptable_recovery_lag_legacy = 0
+    o.task_offset_interval_ms = v7
+    o.acceptable_recovery_lag = v8
+    o.status = v9
+    o.active_tasks = v10
+    o.standby_tasks = v11
+    o.warmup_tasks = v12
+    o.topology_description_required = v13
+    o.endpoint_information_epoch = v14
+    o.partitions_by_user_endpoint = v15
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupHeartbeatResponse_v1(out, o):
@@ -2469,3 +2587,62 @@ StreamsGroupHeartbeatResponse.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupHeartbeatResponse.LATEST_VERSION_UNSTABLE = False
 StreamsGroupHeartbeatResponse._decoders = {0: _d_StreamsGroupHeartbeatResponse_v0, 1: _d_StreamsGroupHeartbeatResponse_v1}
 StreamsGroupHeartbeatResponse._encoders = {0: _e_StreamsGroupHeartbeatResponse_v0, 1: _e_StreamsGroupHeartbeatResponse_v1}
+
+
+_CTYPES = (
+    'StreamsGroupHeartbeatRequest_KeyValue',
+    'StreamsGroupHeartbeatRequest_TopicInfo',
+    'StreamsGroupHeartbeatRequest_CopartitionGroup',
+    'StreamsGroupHeartbeatRequest_Subtopology',
+    'StreamsGroupHeartbeatRequest_Topology',
+    'StreamsGroupHeartbeatRequest_TaskIds',
+    'StreamsGroupHeartbeatRequest_Endpoint',
+    'StreamsGroupHeartbeatRequest_TaskOffset',
+    'StreamsGroupHeartbeatRequest',
+    'StreamsGroupHeartbeatResponse_Status',
+    'StreamsGroupHeartbeatResponse_TaskIds',
+    'StreamsGroupHeartbeatResponse_Endpoint',
+    'StreamsGroupHeartbeatResponse_TopicPartition',
+    'StreamsGroupHeartbeatResponse_EndpointToPartitions',
+    'StreamsGroupHeartbeatResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 2, 0, 2, 1, 0, 0, 1),
+    (1, 0, 1, 0, 1, 0, 0, 1),
+    (0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 2, 0, 1),
+    (0, 0, 0, 2, 0, 2, 0, 1),
+    (0, 0, 0, 0, 0, 2, 0, 2, 0, 1, 0, 1, 0, 3, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 4, 0, 1),
+    (0, 2, 0, 0, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 0, 0, 2, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (2, 11, 1, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1, 0, 0, 0, 2, 0, 2, 0, 2, 0, 2, 0, 3, 1, 0, 0, 1, 0, 1, 0, 1, 0, 4, 0, 2, 0, 1, 0, 1),
+)
+_CCONSTS = ('', None, 0, -1, False,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 0),
+    (1, 1, 4, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 2, 2, 0, 0, 0, 14, 3, 1, 13, 0, 0),
+    (2, 1, 3, 14, 0, 1, 2, 0, 14, 1, 1, 2, 0, 14, 2, 1, 2, 0, 0),
+    (3, 1, 7, 10, 0, 1, 0, 0, 14, 1, 1, 10, 0, 14, 2, 1, 10, 0, 14, 3, 1, 13, 1, 14, 4, 1, 10, 0, 14, 5, 1, 13, 1, 14, 6, 1, 13, 2, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 3, 0),
+    (5, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (6, 1, 2, 10, 0, 1, 0, 0, 5, 1, 0, 0, 0, 0),
+    (7, 1, 3, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 4, 2, 0, 0, 0, 0),
+    (8, 1, 17, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 10, 4, 3, 0, 0, 10, 5, 3, 0, 0, 3, 6, 0, 0, 0, 13, 7, 2, 0, 4, 14, 8, 3, 13, 5, 14, 9, 3, 13, 5, 14, 10, 3, 13, 5, 10, 11, 3, 0, 0, 13, 12, 2, 0, 6, 14, 13, 3, 13, 0, 14, 14, 3, 13, 7, 14, 15, 3, 13, 7, 8, 16, 0, 0, 0, 0),
+    (9, 1, 2, 1, 0, 0, 0, 0, 10, 1, 1, 0, 0, 0),
+    (10, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (11, 1, 2, 10, 0, 1, 0, 0, 5, 1, 0, 0, 0, 0),
+    (12, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (13, 1, 3, 13, 0, 0, 0, 11, 14, 1, 1, 13, 12, 14, 2, 1, 13, 12, 0),
+    (14, 1, 14, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 3, 6, 0, 0, 0, 3, 7, 0, 0, 0, 14, 9, 3, 13, 9, 14, 10, 3, 13, 10, 14, 11, 3, 13, 10, 14, 12, 3, 13, 10, 3, 14, 0, 0, 0, 14, 15, 3, 13, 13, 0),
+    (14, 1, 15, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 3, 1, 0, 0, 3, 4, 0, 0, 0, 3, 5, 0, 0, 0, 3, 7, 0, 0, 0, 4, 8, 0, 0, 0, 14, 9, 3, 13, 9, 14, 10, 3, 13, 10, 14, 11, 3, 13, 10, 14, 12, 3, 13, 10, 8, 13, 0, 0, 0, 3, 14, 0, 0, 0, 14, 15, 3, 13, 13, 0),
+)
+_CENTRIES = {
+    'StreamsGroupHeartbeatRequest': (0, (8, 8)),
+    'StreamsGroupHeartbeatResponse': (0, (14, 15)),
+}

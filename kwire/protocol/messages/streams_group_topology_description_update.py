@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore', 'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription', 'StreamsGroupTopologyDescriptionUpdateResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -260,7 +261,15 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode_v0(b
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode)
+    o.name = v0
+    o.node_type = v1
+    o.source_topics = v2
+    o.sink_topic = v3
+    o.stores = v4
+    o.successors = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode_v0(out, o):
@@ -385,7 +394,11 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopolo
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology(v0, v1, u), pos
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology)
+    o.subtopology_id = v0
+    o.nodes = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology_v0(out, o):
@@ -447,7 +460,11 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalSto
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore(v0, v1, u), pos
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore)
+    o.source = v0
+    o.processor = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore_v0(out, o):
@@ -517,7 +534,11 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription_v0(buf, 
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription(v0, v1, u), pos
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription)
+    o.subtopologies = v0
+    o.global_stores = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription_v0(out, o):
@@ -608,7 +629,13 @@ def _d_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyDescriptionUpdateRequest(v0, v1, v2, v3, u), pos
+    o = _new(StreamsGroupTopologyDescriptionUpdateRequest)
+    o.group_id = v0
+    o.member_id = v1
+    o.topology_epoch = v2
+    o.topology_description = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyDescriptionUpdateRequest_v0(out, o):
@@ -690,7 +717,12 @@ def _d_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return StreamsGroupTopologyDescriptionUpdateResponse(v0, v1, v2, u), pos
+    o = _new(StreamsGroupTopologyDescriptionUpdateResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_StreamsGroupTopologyDescriptionUpdateResponse_v0(out, o):
@@ -737,3 +769,34 @@ StreamsGroupTopologyDescriptionUpdateResponse.FLEXIBLE_VERSIONS = (0, 32767)
 StreamsGroupTopologyDescriptionUpdateResponse.LATEST_VERSION_UNSTABLE = False
 StreamsGroupTopologyDescriptionUpdateResponse._decoders = {0: _d_StreamsGroupTopologyDescriptionUpdateResponse_v0}
 StreamsGroupTopologyDescriptionUpdateResponse._encoders = {0: _e_StreamsGroupTopologyDescriptionUpdateResponse_v0}
+
+
+_CTYPES = (
+    'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode',
+    'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology',
+    'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore',
+    'StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription',
+    'StreamsGroupTopologyDescriptionUpdateRequest',
+    'StreamsGroupTopologyDescriptionUpdateResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 1, 0, 0, 2, 1, 0, 1, 0, 0, 2),
+    (0, 0, 1, 0, 0, 2),
+    (2, 0, 2, 0, 0, 2),
+    (1, 0, 1, 0, 0, 2),
+    (0, 0, 0, 0, 0, 1, 2, 3, 0, 2),
+    (0, 1, 0, 1, 0, 2, 0, 2),
+)
+_CCONSTS = ('', 0, None,)
+_CPROGS = (
+    (0, 1, 6, 10, 0, 1, 0, 0, 1, 1, 0, 0, 0, 14, 2, 1, 10, 0, 10, 3, 3, 0, 0, 14, 4, 1, 10, 0, 14, 5, 1, 10, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 13, 0, 0, 0, 0, 13, 1, 0, 0, 0, 0),
+    (3, 1, 2, 14, 0, 1, 13, 1, 14, 1, 1, 13, 2, 0),
+    (4, 1, 4, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 3, 2, 0, 0, 0, 13, 3, 0, 0, 3, 0),
+    (5, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+)
+_CENTRIES = {
+    'StreamsGroupTopologyDescriptionUpdateRequest': (0, (4,)),
+    'StreamsGroupTopologyDescriptionUpdateResponse': (0, (5,)),
+}

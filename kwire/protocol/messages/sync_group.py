@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['SyncGroupRequest', 'SyncGroupRequest_SyncGroupRequestAssignment', 'SyncGroupResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -149,7 +150,11 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupRequest_SyncGroupRequestAssignment(v0, v1, None), pos
+    o = _new(SyncGroupRequest_SyncGroupRequestAssignment)
+    o.member_id = v0
+    o.assignment = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v0(out, o):
@@ -226,7 +231,16 @@ def _d_SyncGroupRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupRequest(v0, v1, v2, None, None, None, v6, None), pos
+    o = _new(SyncGroupRequest)
+    o.group_id = v0
+    o.generation_id = v1
+    o.member_id = v2
+    o.group_instance_id = None
+    o.protocol_type = None
+    o.protocol_name = None
+    o.assignments = v6
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SyncGroupRequest_v0(out, o):
@@ -495,7 +509,16 @@ def _d_SyncGroupRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupRequest(v0, v1, v2, v3, None, None, v6, None), pos
+    o = _new(SyncGroupRequest)
+    o.group_id = v0
+    o.generation_id = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.protocol_type = None
+    o.protocol_name = None
+    o.assignments = v6
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SyncGroupRequest_v3(out, o):
@@ -588,7 +611,11 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupRequest_SyncGroupRequestAssignment(v0, v1, u), pos
+    o = _new(SyncGroupRequest_SyncGroupRequestAssignment)
+    o.member_id = v0
+    o.assignment = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v4(out, o):
@@ -707,7 +734,16 @@ def _d_SyncGroupRequest_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupRequest(v0, v1, v2, v3, None, None, v6, u), pos
+    o = _new(SyncGroupRequest)
+    o.group_id = v0
+    o.generation_id = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.protocol_type = None
+    o.protocol_name = None
+    o.assignments = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SyncGroupRequest_v4(out, o):
@@ -885,7 +921,16 @@ def _d_SyncGroupRequest_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupRequest(v0, v1, v2, v3, v4, v5, v6, u), pos
+    o = _new(SyncGroupRequest)
+    o.group_id = v0
+    o.generation_id = v1
+    o.member_id = v2
+    o.group_instance_id = v3
+    o.protocol_type = v4
+    o.protocol_name = v5
+    o.assignments = v6
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SyncGroupRequest_v5(out, o):
@@ -1001,7 +1046,14 @@ def _d_SyncGroupResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupResponse(0, v1, None, None, v4, None), pos
+    o = _new(SyncGroupResponse)
+    o.throttle_time_ms = 0
+    o.error_code = v1
+    o.protocol_type = None
+    o.protocol_name = None
+    o.assignment = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SyncGroupResponse_v0(out, o):
@@ -1049,7 +1101,14 @@ def _d_SyncGroupResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupResponse(v0, v1, None, None, v4, None), pos
+    o = _new(SyncGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.protocol_type = None
+    o.protocol_name = None
+    o.assignment = v4
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_SyncGroupResponse_v1(out, o):
@@ -1150,7 +1209,14 @@ def _d_SyncGroupResponse_v4(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupResponse(v0, v1, None, None, v4, u), pos
+    o = _new(SyncGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.protocol_type = None
+    o.protocol_name = None
+    o.assignment = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SyncGroupResponse_v4(out, o):
@@ -1246,7 +1312,14 @@ def _d_SyncGroupResponse_v5(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return SyncGroupResponse(v0, v1, v2, v3, v4, u), pos
+    o = _new(SyncGroupResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.protocol_type = v2
+    o.protocol_name = v3
+    o.assignment = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_SyncGroupResponse_v5(out, o):
@@ -1316,3 +1389,32 @@ SyncGroupResponse.FLEXIBLE_VERSIONS = (4, 32767)
 SyncGroupResponse.LATEST_VERSION_UNSTABLE = False
 SyncGroupResponse._decoders = {0: _d_SyncGroupResponse_v0, 1: _d_SyncGroupResponse_v1, 2: _d_SyncGroupResponse_v1, 3: _d_SyncGroupResponse_v1, 4: _d_SyncGroupResponse_v4, 5: _d_SyncGroupResponse_v5}
 SyncGroupResponse._encoders = {0: _e_SyncGroupResponse_v0, 1: _e_SyncGroupResponse_v1, 2: _e_SyncGroupResponse_v2, 3: _e_SyncGroupResponse_v3, 4: _e_SyncGroupResponse_v4, 5: _e_SyncGroupResponse_v5}
+
+
+_CTYPES = (
+    'SyncGroupRequest_SyncGroupRequestAssignment',
+    'SyncGroupRequest',
+    'SyncGroupResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2),
+    (0, 0, 0, 3, 0, 0, 0, 2, 0, 2, 0, 2, 1, 0, 0, 2),
+    (0, 3, 0, 3, 0, 2, 0, 2, 0, 1, 0, 2),
+)
+_CCONSTS = ('', b'', None, 0,)
+_CPROGS = (
+    (0, 0, 2, 10, 0, 0, 0, 0, 11, 1, 0, 0, 0, 0),
+    (1, 0, 4, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 14, 6, 0, 13, 0, 0),
+    (1, 0, 5, 10, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 0, 0, 0, 10, 3, 2, 0, 0, 14, 6, 0, 13, 0, 0),
+    (0, 1, 2, 10, 0, 1, 0, 0, 11, 1, 1, 0, 0, 0),
+    (1, 1, 5, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 10, 3, 3, 0, 0, 14, 6, 1, 13, 3, 0),
+    (1, 1, 7, 10, 0, 1, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 10, 3, 3, 0, 0, 10, 4, 3, 0, 0, 10, 5, 3, 0, 0, 14, 6, 1, 13, 3, 0),
+    (2, 0, 2, 2, 1, 0, 0, 0, 11, 4, 0, 0, 0, 0),
+    (2, 0, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 11, 4, 0, 0, 0, 0),
+    (2, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 11, 4, 1, 0, 0, 0),
+    (2, 1, 5, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 10, 3, 3, 0, 0, 11, 4, 1, 0, 0, 0),
+)
+_CENTRIES = {
+    'SyncGroupRequest': (0, (1, 1, 1, 2, 4, 5)),
+    'SyncGroupResponse': (0, (6, 7, 7, 7, 8, 9)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['TxnOffsetCommitRequest', 'TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition', 'TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic', 'TxnOffsetCommitResponse', 'TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition', 'TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -202,7 +203,13 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(v0, v1, -1, v3, None), pos
+    o = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = -1
+    o.committed_metadata = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(out, o):
@@ -260,7 +267,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(out, o):
@@ -338,7 +350,17 @@ def _d_TxnOffsetCommitRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest(v0, v1, v2, v3, -1, '', None, v7, None), pos
+    o = _new(TxnOffsetCommitRequest)
+    o.transactional_id = v0
+    o.group_id = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.generation_id_or_member_epoch = -1
+    o.member_id = ''
+    o.group_instance_id = None
+    o.topics = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_v0(out, o):
@@ -508,7 +530,13 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(v0, v1, v2, v3, None), pos
+    o = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = v2
+    o.committed_metadata = v3
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(out, o):
@@ -566,7 +594,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(out, o):
@@ -644,7 +677,17 @@ def _d_TxnOffsetCommitRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest(v0, v1, v2, v3, -1, '', None, v7, None), pos
+    o = _new(TxnOffsetCommitRequest)
+    o.transactional_id = v0
+    o.group_id = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.generation_id_or_member_epoch = -1
+    o.member_id = ''
+    o.group_instance_id = None
+    o.topics = v7
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_v2(out, o):
@@ -726,7 +769,13 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(v0, v1, v2, v3, u), pos
+    o = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+    o.partition_index = v0
+    o.committed_offset = v1
+    o.committed_leader_epoch = v2
+    o.committed_metadata = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(out, o):
@@ -803,7 +852,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(v0, _ZERO_UUID, v2, u), pos
+    o = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(out, o):
@@ -937,7 +991,17 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(TxnOffsetCommitRequest)
+    o.transactional_id = v0
+    o.group_id = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.generation_id_or_member_epoch = v4
+    o.member_id = v5
+    o.group_instance_id = v6
+    o.topics = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_v3(out, o):
@@ -1052,7 +1116,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic('', v1, v2, u), pos
+    o = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+    o.name = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(out, o):
@@ -1176,7 +1245,17 @@ def _d_TxnOffsetCommitRequest_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitRequest(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(TxnOffsetCommitRequest)
+    o.transactional_id = v0
+    o.group_id = v1
+    o.producer_id = v2
+    o.producer_epoch = v3
+    o.generation_id_or_member_epoch = v4
+    o.member_id = v5
+    o.group_instance_id = v6
+    o.topics = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitRequest_v6(out, o):
@@ -1269,7 +1348,11 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(v0, v1, None), pos
+    o = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(out, o):
@@ -1319,7 +1402,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(v0, _ZERO_UUID, v2, None), pos
+    o = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(out, o):
@@ -1375,7 +1463,11 @@ def _d_TxnOffsetCommitResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse(v0, v1, None), pos
+    o = _new(TxnOffsetCommitResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = None
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_v0(out, o):
@@ -1553,7 +1645,11 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(v0, v1, u), pos
+    o = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, o):
@@ -1618,7 +1714,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(v0, _ZERO_UUID, v2, u), pos
+    o = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+    o.name = v0
+    o.topic_id = _ZERO_UUID
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(out, o):
@@ -1694,7 +1795,11 @@ def _d_TxnOffsetCommitResponse_v3(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse(v0, v1, u), pos
+    o = _new(TxnOffsetCommitResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_v3(out, o):
@@ -1761,7 +1866,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic('', v1, v2, u), pos
+    o = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+    o.name = ''
+    o.topic_id = v1
+    o.partitions = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(out, o):
@@ -1827,7 +1937,11 @@ def _d_TxnOffsetCommitResponse_v6(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return TxnOffsetCommitResponse(v0, v1, u), pos
+    o = _new(TxnOffsetCommitResponse)
+    o.throttle_time_ms = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_TxnOffsetCommitResponse_v6(out, o):
@@ -1874,3 +1988,47 @@ TxnOffsetCommitResponse.FLEXIBLE_VERSIONS = (3, 32767)
 TxnOffsetCommitResponse.LATEST_VERSION_UNSTABLE = False
 TxnOffsetCommitResponse._decoders = {0: _d_TxnOffsetCommitResponse_v0, 1: _d_TxnOffsetCommitResponse_v0, 2: _d_TxnOffsetCommitResponse_v0, 3: _d_TxnOffsetCommitResponse_v3, 4: _d_TxnOffsetCommitResponse_v3, 5: _d_TxnOffsetCommitResponse_v3, 6: _d_TxnOffsetCommitResponse_v6}
 TxnOffsetCommitResponse._encoders = {0: _e_TxnOffsetCommitResponse_v0, 1: _e_TxnOffsetCommitResponse_v1, 2: _e_TxnOffsetCommitResponse_v2, 3: _e_TxnOffsetCommitResponse_v3, 4: _e_TxnOffsetCommitResponse_v3, 5: _e_TxnOffsetCommitResponse_v3, 6: _e_TxnOffsetCommitResponse_v6}
+
+
+_CTYPES = (
+    'TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition',
+    'TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic',
+    'TxnOffsetCommitRequest',
+    'TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition',
+    'TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic',
+    'TxnOffsetCommitResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2, 0, 3),
+    (0, 2, 0, 4, 1, 0, 0, 3),
+    (0, 2, 0, 2, 0, 0, 0, 0, 0, 1, 0, 2, 0, 3, 1, 0, 0, 3),
+    (0, 0, 0, 0, 0, 3),
+    (0, 2, 0, 4, 1, 0, 0, 3),
+    (0, 0, 1, 0, 0, 3),
+)
+_CCONSTS = (0, -1, '', None, _ZERO_UUID,)
+_CPROGS = (
+    (0, 0, 3, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 0, 0),
+    (2, 0, 5, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 14, 7, 0, 13, 1, 0),
+    (0, 0, 4, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 2, 0, 0, 0),
+    (1, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 3, 0),
+    (2, 0, 5, 10, 0, 0, 0, 0, 10, 1, 0, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 14, 7, 0, 13, 4, 0),
+    (0, 1, 4, 3, 0, 0, 0, 0, 4, 1, 0, 0, 0, 3, 2, 0, 0, 0, 10, 3, 3, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 6, 0),
+    (2, 1, 8, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 3, 4, 0, 0, 0, 10, 5, 1, 0, 0, 10, 6, 3, 0, 0, 14, 7, 1, 13, 7, 0),
+    (1, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 6, 0),
+    (2, 1, 8, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 4, 2, 0, 0, 0, 2, 3, 0, 0, 0, 3, 4, 0, 0, 0, 10, 5, 1, 0, 0, 10, 6, 3, 0, 0, 14, 7, 1, 13, 9, 0),
+    (3, 0, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 0, 2, 10, 0, 0, 0, 0, 14, 2, 0, 13, 11, 0),
+    (5, 0, 2, 3, 0, 0, 0, 0, 14, 1, 0, 13, 12, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 2, 1, 13, 14, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 15, 0),
+    (4, 1, 2, 9, 1, 0, 0, 0, 14, 2, 1, 13, 14, 0),
+    (5, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 17, 0),
+)
+_CENTRIES = {
+    'TxnOffsetCommitRequest': (0, (2, 2, 5, 8, 8, 8, 10)),
+    'TxnOffsetCommitResponse': (0, (13, 13, 13, 16, 16, 16, 18)),
+}

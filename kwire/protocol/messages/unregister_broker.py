@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['UnregisterBrokerRequest', 'UnregisterBrokerResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -102,7 +103,10 @@ def _d_UnregisterBrokerRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UnregisterBrokerRequest(v0, u), pos
+    o = _new(UnregisterBrokerRequest)
+    o.broker_id = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UnregisterBrokerRequest_v0(out, o):
@@ -157,7 +161,12 @@ def _d_UnregisterBrokerResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UnregisterBrokerResponse(v0, v1, v2, u), pos
+    o = _new(UnregisterBrokerResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UnregisterBrokerResponse_v0(out, o):
@@ -204,3 +213,22 @@ UnregisterBrokerResponse.FLEXIBLE_VERSIONS = (0, 32767)
 UnregisterBrokerResponse.LATEST_VERSION_UNSTABLE = False
 UnregisterBrokerResponse._decoders = {0: _d_UnregisterBrokerResponse_v0}
 UnregisterBrokerResponse._encoders = {0: _e_UnregisterBrokerResponse_v0}
+
+
+_CTYPES = (
+    'UnregisterBrokerRequest',
+    'UnregisterBrokerResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 2, 0, 1),
+)
+_CCONSTS = (0, None, '',)
+_CPROGS = (
+    (0, 1, 1, 3, 0, 0, 0, 0, 0),
+    (1, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+)
+_CENTRIES = {
+    'UnregisterBrokerRequest': (0, (0,)),
+    'UnregisterBrokerResponse': (0, (1,)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesRequest_FeatureUpdateKey', 'UpdateFeaturesResponse', 'UpdateFeaturesResponse_UpdatableFeatureResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -166,7 +167,13 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateFeaturesRequest_FeatureUpdateKey(v0, v1, v2, 1, u), pos
+    o = _new(UpdateFeaturesRequest_FeatureUpdateKey)
+    o.feature = v0
+    o.max_version_level = v1
+    o.allow_downgrade = v2
+    o.upgrade_type = 1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_v0(out, o):
@@ -234,7 +241,12 @@ def _d_UpdateFeaturesRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateFeaturesRequest(v0, v1, False, u), pos
+    o = _new(UpdateFeaturesRequest)
+    o.timeout_ms = v0
+    o.feature_updates = v1
+    o.validate_only = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateFeaturesRequest_v0(out, o):
@@ -301,7 +313,13 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateFeaturesRequest_FeatureUpdateKey(v0, v1, False, v3, u), pos
+    o = _new(UpdateFeaturesRequest_FeatureUpdateKey)
+    o.feature = v0
+    o.max_version_level = v1
+    o.allow_downgrade = False
+    o.upgrade_type = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_v1(out, o):
@@ -372,7 +390,12 @@ def _d_UpdateFeaturesRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateFeaturesRequest(v0, v1, v2, u), pos
+    o = _new(UpdateFeaturesRequest)
+    o.timeout_ms = v0
+    o.feature_updates = v1
+    o.validate_only = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateFeaturesRequest_v1(out, o):
@@ -519,7 +542,12 @@ def _d_UpdateFeaturesResponse_UpdatableFeatureResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateFeaturesResponse_UpdatableFeatureResult(v0, v1, v2, u), pos
+    o = _new(UpdateFeaturesResponse_UpdatableFeatureResult)
+    o.feature = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateFeaturesResponse_UpdatableFeatureResult_v0(out, o):
@@ -613,7 +641,13 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateFeaturesResponse(v0, v1, v2, v3, u), pos
+    o = _new(UpdateFeaturesResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.results = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateFeaturesResponse_v0(out, o):
@@ -692,7 +726,13 @@ def _d_UpdateFeaturesResponse_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateFeaturesResponse(v0, v1, v2, [], u), pos
+    o = _new(UpdateFeaturesResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.results = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateFeaturesResponse_v2(out, o):
@@ -739,3 +779,31 @@ UpdateFeaturesResponse.FLEXIBLE_VERSIONS = (0, 32767)
 UpdateFeaturesResponse.LATEST_VERSION_UNSTABLE = False
 UpdateFeaturesResponse._decoders = {0: _d_UpdateFeaturesResponse_v0, 1: _d_UpdateFeaturesResponse_v0, 2: _d_UpdateFeaturesResponse_v2}
 UpdateFeaturesResponse._encoders = {0: _e_UpdateFeaturesResponse_v0, 1: _e_UpdateFeaturesResponse_v0, 2: _e_UpdateFeaturesResponse_v2}
+
+
+_CTYPES = (
+    'UpdateFeaturesRequest_FeatureUpdateKey',
+    'UpdateFeaturesRequest',
+    'UpdateFeaturesResponse_UpdatableFeatureResult',
+    'UpdateFeaturesResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 1, 0, 2, 0, 3, 0, 4),
+    (0, 5, 1, 0, 0, 2, 0, 4),
+    (0, 0, 0, 1, 0, 0, 0, 4),
+    (0, 1, 0, 1, 0, 0, 1, 0, 0, 4),
+)
+_CCONSTS = ('', 0, False, 1, None, 60000,)
+_CPROGS = (
+    (0, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 8, 2, 0, 0, 0, 0),
+    (1, 1, 2, 3, 0, 0, 0, 0, 14, 1, 1, 13, 0, 0),
+    (0, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 1, 3, 0, 0, 0, 0),
+    (1, 1, 3, 3, 0, 0, 0, 0, 14, 1, 1, 13, 2, 8, 2, 0, 0, 0, 0),
+    (2, 1, 3, 10, 0, 1, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (3, 1, 4, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 14, 3, 1, 13, 4, 0),
+    (3, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+)
+_CENTRIES = {
+    'UpdateFeaturesRequest': (0, (1, 3, 3)),
+    'UpdateFeaturesResponse': (0, (5, 5, 6)),
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['UpdateMetadataRequest', 'UpdateMetadataResponse']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -84,3 +85,18 @@ UpdateMetadataResponse.FLEXIBLE_VERSIONS = None
 UpdateMetadataResponse.LATEST_VERSION_UNSTABLE = False
 UpdateMetadataResponse._decoders = {}
 UpdateMetadataResponse._encoders = {}
+
+
+_CTYPES = (
+    'UpdateMetadataRequest',
+    'UpdateMetadataResponse',
+)
+_CDEFAULTS = (
+    (0, 0),
+    (0, 0),
+)
+_CCONSTS = (None,)
+_CPROGS = (
+)
+_CENTRIES = {
+}

@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterRequest_Listener', 'UpdateRaftVoterRequest_KRaftVersionFeature', 'UpdateRaftVoterResponse', 'UpdateRaftVoterResponse_CurrentLeader']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -201,7 +202,12 @@ def _d_UpdateRaftVoterRequest_Listener_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateRaftVoterRequest_Listener(v0, v1, v2, u), pos
+    o = _new(UpdateRaftVoterRequest_Listener)
+    o.name = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateRaftVoterRequest_Listener_v0(out, o):
@@ -264,7 +270,11 @@ def _d_UpdateRaftVoterRequest_KRaftVersionFeature_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateRaftVoterRequest_KRaftVersionFeature(v0, v1, u), pos
+    o = _new(UpdateRaftVoterRequest_KRaftVersionFeature)
+    o.min_supported_version = v0
+    o.max_supported_version = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateRaftVoterRequest_KRaftVersionFeature_v0(out, o):
@@ -337,7 +347,15 @@ def _d_UpdateRaftVoterRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateRaftVoterRequest(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(UpdateRaftVoterRequest)
+    o.cluster_id = v0
+    o.current_leader_epoch = v1
+    o.voter_id = v2
+    o.voter_directory_id = v3
+    o.listeners = v4
+    o.k_raft_version_feature = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateRaftVoterRequest_v0(out, o):
@@ -420,7 +438,13 @@ def _d_UpdateRaftVoterResponse_CurrentLeader_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateRaftVoterResponse_CurrentLeader(v0, v1, v2, v3, u), pos
+    o = _new(UpdateRaftVoterResponse_CurrentLeader)
+    o.leader_id = v0
+    o.leader_epoch = v1
+    o.host = v2
+    o.port = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateRaftVoterResponse_CurrentLeader_v0(out, o):
@@ -461,7 +485,7 @@ def _d_UpdateRaftVoterResponse_v0(buf, pos):
         f = 'ThrottleTimeMs..ErrorCode'
         v0, v1, = _S5.unpack_from(buf, pos)
         pos += 6
-        v2 = UpdateRaftVoterResponse_CurrentLeader()
+        v2 = _n_UpdateRaftVoterResponse_CurrentLeader()
         f = '_tagged_fields'
         u = None
         nt = buf[pos]
@@ -498,7 +522,12 @@ def _d_UpdateRaftVoterResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return UpdateRaftVoterResponse(v0, v1, v2, u), pos
+    o = _new(UpdateRaftVoterResponse)
+    o.throttle_time_ms = v0
+    o.error_code = v1
+    o.current_leader = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_UpdateRaftVoterResponse_v0(out, o):
@@ -526,6 +555,16 @@ def _e_UpdateRaftVoterResponse_v0(out, o):
         raise
 
 
+def _n_UpdateRaftVoterResponse_CurrentLeader():
+    o = _new(UpdateRaftVoterResponse_CurrentLeader)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = None
+    return o
+
+
 UpdateRaftVoterRequest.API_KEY = 82
 UpdateRaftVoterRequest.MESSAGE_TYPE = 'request'
 UpdateRaftVoterRequest.VALID_VERSIONS = (0, 0)
@@ -540,3 +579,31 @@ UpdateRaftVoterResponse.FLEXIBLE_VERSIONS = (0, 32767)
 UpdateRaftVoterResponse.LATEST_VERSION_UNSTABLE = False
 UpdateRaftVoterResponse._decoders = {0: _d_UpdateRaftVoterResponse_v0}
 UpdateRaftVoterResponse._encoders = {0: _e_UpdateRaftVoterResponse_v0}
+
+
+_CTYPES = (
+    'UpdateRaftVoterRequest_Listener',
+    'UpdateRaftVoterRequest_KRaftVersionFeature',
+    'UpdateRaftVoterRequest',
+    'UpdateRaftVoterResponse_CurrentLeader',
+    'UpdateRaftVoterResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 1, 0, 2),
+    (0, 1, 0, 1, 0, 2),
+    (0, 0, 0, 1, 0, 1, 0, 3, 1, 0, 2, 1, 0, 2),
+    (0, 4, 0, 4, 0, 0, 0, 1, 0, 2),
+    (0, 1, 0, 1, 2, 3, 0, 2),
+)
+_CCONSTS = ('', 0, None, _ZERO_UUID, -1,)
+_CPROGS = (
+    (0, 1, 3, 10, 0, 1, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (1, 1, 2, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (2, 1, 6, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 9, 3, 0, 0, 0, 14, 4, 1, 13, 0, 13, 5, 0, 0, 1, 0),
+    (3, 1, 4, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 10, 2, 1, 0, 0, 3, 3, 0, 0, 0, 0),
+    (4, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 1, 0, 13, 2, 0, 0, 3),
+)
+_CENTRIES = {
+    'UpdateRaftVoterRequest': (0, (2,)),
+    'UpdateRaftVoterResponse': (0, (4,)),
+}

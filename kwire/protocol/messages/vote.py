@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['VoteRequest', 'VoteRequest_PartitionData', 'VoteRequest_TopicData', 'VoteResponse', 'VoteResponse_PartitionData', 'VoteResponse_TopicData', 'VoteResponse_NodeEndpoint']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -216,7 +217,17 @@ def _d_VoteRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest_PartitionData(v0, v1, v2, _ZERO_UUID, _ZERO_UUID, v5, v6, False, u), pos
+    o = _new(VoteRequest_PartitionData)
+    o.partition_index = v0
+    o.replica_epoch = v1
+    o.replica_id = v2
+    o.replica_directory_id = _ZERO_UUID
+    o.voter_directory_id = _ZERO_UUID
+    o.last_offset_epoch = v5
+    o.last_offset = v6
+    o.pre_vote = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_PartitionData_v0(out, o):
@@ -283,7 +294,11 @@ def _d_VoteRequest_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest_TopicData(v0, v1, u), pos
+    o = _new(VoteRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_TopicData_v0(out, o):
@@ -372,7 +387,12 @@ def _d_VoteRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest(v0, -1, v2, u), pos
+    o = _new(VoteRequest)
+    o.cluster_id = v0
+    o.voter_id = -1
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_v0(out, o):
@@ -435,7 +455,17 @@ def _d_VoteRequest_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest_PartitionData(v0, v1, v2, v3, v4, v5, v6, False, u), pos
+    o = _new(VoteRequest_PartitionData)
+    o.partition_index = v0
+    o.replica_epoch = v1
+    o.replica_id = v2
+    o.replica_directory_id = v3
+    o.voter_directory_id = v4
+    o.last_offset_epoch = v5
+    o.last_offset = v6
+    o.pre_vote = False
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_PartitionData_v1(out, o):
@@ -502,7 +532,11 @@ def _d_VoteRequest_TopicData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest_TopicData(v0, v1, u), pos
+    o = _new(VoteRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_TopicData_v1(out, o):
@@ -594,7 +628,12 @@ def _d_VoteRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest(v0, v1, v2, u), pos
+    o = _new(VoteRequest)
+    o.cluster_id = v0
+    o.voter_id = v1
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_v1(out, o):
@@ -659,7 +698,17 @@ def _d_VoteRequest_PartitionData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest_PartitionData(v0, v1, v2, v3, v4, v5, v6, v7, u), pos
+    o = _new(VoteRequest_PartitionData)
+    o.partition_index = v0
+    o.replica_epoch = v1
+    o.replica_id = v2
+    o.replica_directory_id = v3
+    o.voter_directory_id = v4
+    o.last_offset_epoch = v5
+    o.last_offset = v6
+    o.pre_vote = v7
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_PartitionData_v2(out, o):
@@ -724,7 +773,11 @@ def _d_VoteRequest_TopicData_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest_TopicData(v0, v1, u), pos
+    o = _new(VoteRequest_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_TopicData_v2(out, o):
@@ -816,7 +869,12 @@ def _d_VoteRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteRequest(v0, v1, v2, u), pos
+    o = _new(VoteRequest)
+    o.cluster_id = v0
+    o.voter_id = v1
+    o.topics = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteRequest_v2(out, o):
@@ -879,7 +937,14 @@ def _d_VoteResponse_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteResponse_PartitionData(v0, v1, v2, v3, v4, u), pos
+    o = _new(VoteResponse_PartitionData)
+    o.partition_index = v0
+    o.error_code = v1
+    o.leader_id = v2
+    o.leader_epoch = v3
+    o.vote_granted = v4
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteResponse_PartitionData_v0(out, o):
@@ -944,7 +1009,11 @@ def _d_VoteResponse_TopicData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteResponse_TopicData(v0, v1, u), pos
+    o = _new(VoteResponse_TopicData)
+    o.topic_name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteResponse_TopicData_v0(out, o):
@@ -1002,7 +1071,12 @@ def _d_VoteResponse_NodeEndpoint_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteResponse_NodeEndpoint(0, '', 0, u), pos
+    o = _new(VoteResponse_NodeEndpoint)
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteResponse_NodeEndpoint_v0(out, o):
@@ -1060,7 +1134,12 @@ def _d_VoteResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteResponse(v0, v1, [], u), pos
+    o = _new(VoteResponse)
+    o.error_code = v0
+    o.topics = v1
+    o.node_endpoints = []
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteResponse_v0(out, o):
@@ -1130,7 +1209,12 @@ def _d_VoteResponse_NodeEndpoint_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteResponse_NodeEndpoint(v0, v1, v2, u), pos
+    o = _new(VoteResponse_NodeEndpoint)
+    o.node_id = v0
+    o.host = v1
+    o.port = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteResponse_NodeEndpoint_v1(out, o):
@@ -1236,7 +1320,12 @@ def _d_VoteResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return VoteResponse(v0, v1, v2, u), pos
+    o = _new(VoteResponse)
+    o.error_code = v0
+    o.topics = v1
+    o.node_endpoints = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_VoteResponse_v1(out, o):
@@ -1299,3 +1388,45 @@ VoteResponse.FLEXIBLE_VERSIONS = (0, 32767)
 VoteResponse.LATEST_VERSION_UNSTABLE = False
 VoteResponse._decoders = {0: _d_VoteResponse_v0, 1: _d_VoteResponse_v1, 2: _d_VoteResponse_v1}
 VoteResponse._encoders = {0: _e_VoteResponse_v0, 1: _e_VoteResponse_v1, 2: _e_VoteResponse_v1}
+
+
+_CTYPES = (
+    'VoteRequest_PartitionData',
+    'VoteRequest_TopicData',
+    'VoteRequest',
+    'VoteResponse_PartitionData',
+    'VoteResponse_TopicData',
+    'VoteResponse_NodeEndpoint',
+    'VoteResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 2, 0, 3),
+    (0, 4, 1, 0, 0, 3),
+    (0, 3, 0, 5, 1, 0, 0, 3),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 3),
+    (0, 4, 1, 0, 0, 3),
+    (0, 0, 0, 4, 0, 0, 0, 3),
+    (0, 0, 1, 0, 1, 0, 0, 3),
+)
+_CCONSTS = (0, _ZERO_UUID, False, None, '', -1,)
+_CPROGS = (
+    (0, 1, 5, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 5, 0, 0, 0, 4, 6, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 0, 0),
+    (2, 1, 2, 10, 0, 3, 0, 0, 14, 2, 1, 13, 1, 0),
+    (0, 1, 7, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 9, 3, 0, 0, 0, 9, 4, 0, 0, 0, 3, 5, 0, 0, 0, 4, 6, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 3, 0),
+    (2, 1, 3, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 14, 2, 1, 13, 4, 0),
+    (0, 1, 8, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 9, 3, 0, 0, 0, 9, 4, 0, 0, 0, 3, 5, 0, 0, 0, 4, 6, 0, 0, 0, 8, 7, 0, 0, 0, 0),
+    (1, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 6, 0),
+    (2, 1, 3, 10, 0, 3, 0, 0, 3, 1, 0, 0, 0, 14, 2, 1, 13, 7, 0),
+    (3, 1, 5, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 3, 2, 0, 0, 0, 3, 3, 0, 0, 0, 8, 4, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 9, 0),
+    (5, 1, 0, 0),
+    (6, 1, 2, 2, 0, 0, 0, 0, 14, 1, 1, 13, 10, 0),
+    (5, 1, 3, 3, 0, 0, 0, 0, 10, 1, 1, 0, 0, 5, 2, 0, 0, 0, 0),
+    (6, 1, 2, 2, 0, 0, 0, 0, 14, 1, 1, 13, 10, 1, 0, 14, 2, 1, 13, 13),
+)
+_CENTRIES = {
+    'VoteRequest': (0, (2, 5, 8)),
+    'VoteResponse': (0, (12, 14, 14)),
+}

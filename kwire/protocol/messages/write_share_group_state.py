@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['WriteShareGroupStateRequest', 'WriteShareGroupStateRequest_StateBatch', 'WriteShareGroupStateRequest_PartitionData', 'WriteShareGroupStateRequest_WriteStateData', 'WriteShareGroupStateResponse', 'WriteShareGroupStateResponse_PartitionResult', 'WriteShareGroupStateResponse_WriteStateResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -202,7 +203,13 @@ def _d_WriteShareGroupStateRequest_StateBatch_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateRequest_StateBatch(v0, v1, v2, v3, u), pos
+    o = _new(WriteShareGroupStateRequest_StateBatch)
+    o.first_offset = v0
+    o.last_offset = v1
+    o.delivery_state = v2
+    o.delivery_count = v3
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateRequest_StateBatch_v0(out, o):
@@ -256,7 +263,15 @@ def _d_WriteShareGroupStateRequest_PartitionData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateRequest_PartitionData(v0, v1, v2, v3, -1, v5, u), pos
+    o = _new(WriteShareGroupStateRequest_PartitionData)
+    o.partition = v0
+    o.state_epoch = v1
+    o.leader_epoch = v2
+    o.start_offset = v3
+    o.delivery_complete_count = -1
+    o.state_batches = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateRequest_PartitionData_v0(out, o):
@@ -323,7 +338,11 @@ def _d_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateRequest_WriteStateData(v0, v1, u), pos
+    o = _new(WriteShareGroupStateRequest_WriteStateData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateRequest_WriteStateData_v0(out, o):
@@ -400,7 +419,11 @@ def _d_WriteShareGroupStateRequest_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateRequest(v0, v1, u), pos
+    o = _new(WriteShareGroupStateRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateRequest_v0(out, o):
@@ -476,7 +499,15 @@ def _d_WriteShareGroupStateRequest_PartitionData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateRequest_PartitionData(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(WriteShareGroupStateRequest_PartitionData)
+    o.partition = v0
+    o.state_epoch = v1
+    o.leader_epoch = v2
+    o.start_offset = v3
+    o.delivery_complete_count = v4
+    o.state_batches = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateRequest_PartitionData_v1(out, o):
@@ -543,7 +574,11 @@ def _d_WriteShareGroupStateRequest_WriteStateData_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateRequest_WriteStateData(v0, v1, u), pos
+    o = _new(WriteShareGroupStateRequest_WriteStateData)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateRequest_WriteStateData_v1(out, o):
@@ -620,7 +655,11 @@ def _d_WriteShareGroupStateRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateRequest(v0, v1, u), pos
+    o = _new(WriteShareGroupStateRequest)
+    o.group_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateRequest_v1(out, o):
@@ -697,7 +736,12 @@ def _d_WriteShareGroupStateResponse_PartitionResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateResponse_PartitionResult(v0, v1, v2, u), pos
+    o = _new(WriteShareGroupStateResponse_PartitionResult)
+    o.partition = v0
+    o.error_code = v1
+    o.error_message = v2
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateResponse_PartitionResult_v0(out, o):
@@ -764,7 +808,11 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateResponse_WriteStateResult(v0, v1, u), pos
+    o = _new(WriteShareGroupStateResponse_WriteStateResult)
+    o.topic_id = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateResponse_WriteStateResult_v0(out, o):
@@ -827,7 +875,10 @@ def _d_WriteShareGroupStateResponse_v0(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteShareGroupStateResponse(v0, u), pos
+    o = _new(WriteShareGroupStateResponse)
+    o.results = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteShareGroupStateResponse_v0(out, o):
@@ -872,3 +923,40 @@ WriteShareGroupStateResponse.FLEXIBLE_VERSIONS = (0, 32767)
 WriteShareGroupStateResponse.LATEST_VERSION_UNSTABLE = False
 WriteShareGroupStateResponse._decoders = {0: _d_WriteShareGroupStateResponse_v0, 1: _d_WriteShareGroupStateResponse_v0}
 WriteShareGroupStateResponse._encoders = {0: _e_WriteShareGroupStateResponse_v0, 1: _e_WriteShareGroupStateResponse_v0}
+
+
+_CTYPES = (
+    'WriteShareGroupStateRequest_StateBatch',
+    'WriteShareGroupStateRequest_PartitionData',
+    'WriteShareGroupStateRequest_WriteStateData',
+    'WriteShareGroupStateRequest',
+    'WriteShareGroupStateResponse_PartitionResult',
+    'WriteShareGroupStateResponse_WriteStateResult',
+    'WriteShareGroupStateResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+    (0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (0, 4, 1, 0, 0, 1),
+    (0, 0, 0, 0, 0, 1, 0, 1),
+    (0, 3, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = (0, None, -1, _ZERO_UUID, '',)
+_CPROGS = (
+    (0, 1, 4, 4, 0, 0, 0, 0, 4, 1, 0, 0, 0, 1, 2, 0, 0, 0, 2, 3, 0, 0, 0, 0),
+    (1, 1, 5, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 4, 3, 0, 0, 0, 14, 5, 1, 13, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 1, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 2, 0),
+    (1, 1, 6, 3, 0, 0, 0, 0, 3, 1, 0, 0, 0, 3, 2, 0, 0, 0, 4, 3, 0, 0, 0, 3, 4, 0, 0, 0, 14, 5, 1, 13, 0, 0),
+    (2, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 4, 0),
+    (3, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 5, 0),
+    (4, 1, 3, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 10, 2, 3, 0, 0, 0),
+    (5, 1, 2, 9, 0, 0, 0, 0, 14, 1, 1, 13, 7, 0),
+    (6, 1, 1, 14, 0, 1, 13, 8, 0),
+)
+_CENTRIES = {
+    'WriteShareGroupStateRequest': (0, (3, 6)),
+    'WriteShareGroupStateResponse': (0, (9, 9)),
+}

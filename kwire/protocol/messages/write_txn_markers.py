@@ -45,6 +45,7 @@ from kwire.protocol._codec_support import (
 
 __all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersRequest_WritableTxnMarkerTopic', 'WriteTxnMarkersRequest_WritableTxnMarker', 'WriteTxnMarkersResponse', 'WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult', 'WriteTxnMarkersResponse_WritableTxnMarkerTopicResult', 'WriteTxnMarkersResponse_WritableTxnMarkerResult']
 
+_new = object.__new__
 _AI8, _AI16, _AI32, _AI64 = _AS["b"], _AS["h"], _AS["i"], _AS["q"]
 _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
@@ -218,7 +219,11 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersRequest_WritableTxnMarkerTopic(v0, v1, u), pos
+    o = _new(WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+    o.name = v0
+    o.partition_indexes = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(out, o):
@@ -296,7 +301,15 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersRequest_WritableTxnMarker(v0, v1, v2, v3, v4, 0, u), pos
+    o = _new(WriteTxnMarkersRequest_WritableTxnMarker)
+    o.producer_id = v0
+    o.producer_epoch = v1
+    o.transaction_result = v2
+    o.topics = v3
+    o.coordinator_epoch = v4
+    o.transaction_version = 0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_v1(out, o):
@@ -361,7 +374,10 @@ def _d_WriteTxnMarkersRequest_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersRequest(v0, u), pos
+    o = _new(WriteTxnMarkersRequest)
+    o.markers = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersRequest_v1(out, o):
@@ -428,7 +444,15 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersRequest_WritableTxnMarker(v0, v1, v2, v3, v4, v5, u), pos
+    o = _new(WriteTxnMarkersRequest_WritableTxnMarker)
+    o.producer_id = v0
+    o.producer_epoch = v1
+    o.transaction_result = v2
+    o.topics = v3
+    o.coordinator_epoch = v4
+    o.transaction_version = v5
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_v2(out, o):
@@ -493,7 +517,10 @@ def _d_WriteTxnMarkersRequest_v2(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersRequest(v0, u), pos
+    o = _new(WriteTxnMarkersRequest)
+    o.markers = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersRequest_v2(out, o):
@@ -542,7 +569,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(v0, v1, u), pos
+    o = _new(WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+    o.partition_index = v0
+    o.error_code = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(out, o):
@@ -607,7 +638,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(v0, v1, u), pos
+    o = _new(WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
+    o.name = v0
+    o.partitions = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(out, o):
@@ -683,7 +718,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersResponse_WritableTxnMarkerResult(v0, v1, u), pos
+    o = _new(WriteTxnMarkersResponse_WritableTxnMarkerResult)
+    o.producer_id = v0
+    o.topics = v1
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(out, o):
@@ -746,7 +785,10 @@ def _d_WriteTxnMarkersResponse_v1(buf, pos):
         if e.field is None:
             e.field = f
         raise
-    return WriteTxnMarkersResponse(v0, u), pos
+    o = _new(WriteTxnMarkersResponse)
+    o.markers = v0
+    o.unknown_tagged_fields = u
+    return o, pos
 
 
 def _e_WriteTxnMarkersResponse_v1(out, o):
@@ -791,3 +833,39 @@ WriteTxnMarkersResponse.FLEXIBLE_VERSIONS = (1, 32767)
 WriteTxnMarkersResponse.LATEST_VERSION_UNSTABLE = False
 WriteTxnMarkersResponse._decoders = {1: _d_WriteTxnMarkersResponse_v1, 2: _d_WriteTxnMarkersResponse_v1}
 WriteTxnMarkersResponse._encoders = {1: _e_WriteTxnMarkersResponse_v1, 2: _e_WriteTxnMarkersResponse_v1}
+
+
+_CTYPES = (
+    'WriteTxnMarkersRequest_WritableTxnMarkerTopic',
+    'WriteTxnMarkersRequest_WritableTxnMarker',
+    'WriteTxnMarkersRequest',
+    'WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult',
+    'WriteTxnMarkersResponse_WritableTxnMarkerTopicResult',
+    'WriteTxnMarkersResponse_WritableTxnMarkerResult',
+    'WriteTxnMarkersResponse',
+)
+_CDEFAULTS = (
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 3, 1, 0, 0, 2, 0, 2, 0, 1),
+    (1, 0, 0, 1),
+    (0, 2, 0, 2, 0, 1),
+    (0, 0, 1, 0, 0, 1),
+    (0, 2, 1, 0, 0, 1),
+    (1, 0, 0, 1),
+)
+_CCONSTS = ('', None, 0, False,)
+_CPROGS = (
+    (0, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 3, 0, 0),
+    (1, 1, 5, 4, 0, 0, 0, 0, 2, 1, 0, 0, 0, 8, 2, 0, 0, 0, 14, 3, 1, 13, 0, 3, 4, 0, 0, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 1, 0),
+    (1, 1, 6, 4, 0, 0, 0, 0, 2, 1, 0, 0, 0, 8, 2, 0, 0, 0, 14, 3, 1, 13, 0, 3, 4, 0, 0, 0, 1, 5, 0, 0, 0, 0),
+    (2, 1, 1, 14, 0, 1, 13, 3, 0),
+    (3, 1, 2, 3, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0),
+    (4, 1, 2, 10, 0, 1, 0, 0, 14, 1, 1, 13, 5, 0),
+    (5, 1, 2, 4, 0, 0, 0, 0, 14, 1, 1, 13, 6, 0),
+    (6, 1, 1, 14, 0, 1, 13, 7, 0),
+)
+_CENTRIES = {
+    'WriteTxnMarkersRequest': (1, (2, 4)),
+    'WriteTxnMarkersResponse': (1, (8, 8)),
+}
