@@ -46,12 +46,21 @@ def frame(payload: bytes | bytearray) -> bytes:
 
 
 class FrameBuffer:
-    """Bytes in, whole frames out (sans-I/O)."""
+    """Bytes in, whole frames out (sans-I/O).
 
-    __slots__ = ("_buf", "max_frame_bytes")
+    Consumed bytes are not cut off the front of the buffer on every frame (that moves all that
+    follows); a read position advances instead and the buffer is compacted when drained or
+    when the consumed prefix grows large.
+    """
+
+    __slots__ = ("_buf", "_pos", "max_frame_bytes")
+
+    # Compact once this many consumed bytes sit in front of unread ones.
+    _COMPACT_AT = 1 << 20
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self._buf = bytearray()
+        self._pos = 0
         self.max_frame_bytes = max_frame_bytes
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
@@ -60,24 +69,34 @@ class FrameBuffer:
     @property
     def pending(self) -> int:
         """Bytes received that do not yet form a whole frame."""
-        return len(self._buf)
+        return len(self._buf) - self._pos
 
     def next_frame(self) -> bytes | None:
         """The next whole frame's payload (without the size), or None if more bytes are needed."""
-        buf = self._buf
-        if len(buf) < 4:
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
+            self._compact()
             return None
-        (size,) = _SIZE.unpack_from(buf, 0)
+        (size,) = _SIZE.unpack_from(buf, pos)
         if size < 0:
-            raise DecodeError(f"negative frame size {size}", offset=0)
+            raise DecodeError(f"negative frame size {size}", offset=pos)
         if size > self.max_frame_bytes:
             raise FrameTooLargeError(size, self.max_frame_bytes)
-        end = 4 + size
+        end = pos + 4 + size
         if len(buf) < end:
+            self._compact()
             return None
-        payload = bytes(buf[4:end])
-        del buf[:end]
+        with memoryview(buf) as view:
+            payload = bytes(view[pos + 4 : end])
+        self._pos = end
+        if end == len(buf) or end >= self._COMPACT_AT:
+            self._compact()
         return payload
+
+    def _compact(self) -> None:
+        if self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
 
     def frames(self) -> list[bytes]:
         out = []
