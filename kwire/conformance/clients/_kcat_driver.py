@@ -11,11 +11,13 @@ kcat has no per-record API, so:
   no delivery reports, so ``produced`` events carry ``offset: null``.
 * consume: ``-f '%p %o %K %S %h\\n%k%s\\n'`` prints lengths before the raw key and
   value bytes, so binary data is read back exactly.
-* producer (long-lived): one ``kcat -P -E -v -v`` fed line by line (``key:value``, so keys
-  and values must be text without those delimiters: kcat buffers multi-byte delimiters
-  until EOF); ``-v -v`` makes it print a delivery report per record, from which come
-  ``produced`` events with ``seq: null`` (the report names partition and offset only).
-  kcat serves those reports when it reads the next record or at EOF, so they arrive late.
+* producer (long-lived): one ``kcat -P -E -v -v`` fed ``key:value\n`` lines, so keys and
+  values are text without those delimiters. kcat reads stdin in 128-byte ``fread``s and
+  hands on a record only once 128 more bytes have arrived, so the driver insists on lines
+  of exactly ``STREAM_LINE`` bytes, which then stream one per read. ``-v -v`` makes kcat
+  print a delivery report per record, from which come ``produced`` events with ``seq:
+  null`` (a report names partition and offset only); kcat serves those reports when it
+  reads the next record or at EOF, so they arrive late.
 * member: ``kcat -G`` (balanced consumer) with the ``assigned:``/``revoked:`` lines of
   its stderr as assignment events; stop is SIGTERM, on which kcat commits and leaves.
   kcat auto-commits every 100 ms and on revoke/close, so a reported record is
@@ -40,6 +42,7 @@ KEY_DELIM = b"\x1f\x1eKWK\x1e\x1f"  # no NUL: kcat reads -K/-D as C strings
 MSG_DELIM = b"\x1e\x1fKWM\x1f\x1e"
 FORMAT = "%p %o %K %S %h\\n%k%s\\n"
 SESSION_TIMEOUT_MS = 6000
+STREAM_LINE = 128  # kcat's stdin read size (input.c: read_size)
 HEARTBEAT_INTERVAL_MS = 500
 _DELIVERED_RE = re.compile(r"Message delivered to partition (-?\d+) \(offset (-?\d+)\)")
 _DELIVERY_FAILED = "Delivery failed for message"
@@ -170,7 +173,10 @@ def producer(cmd: dict[str, Any]) -> None:
                     raise KcatError("kcat's streaming producer takes text keys and values only")
                 if b":" in key or b"\n" in key or b"\n" in value:
                     raise KcatError("record data contains kcat's streaming delimiters")
-                out += key + b":" + value + b"\n"
+                line = key + b":" + value + b"\n"
+                if len(line) != STREAM_LINE:
+                    raise KcatError(f"kcat streams only {STREAM_LINE}-byte key:value lines, not {len(line)}")
+                out += line
             proc.stdin.write(bytes(out))
             proc.stdin.flush()
         proc.stdin.close()  # EOF: kcat flushes, waits for every delivery report and exits

@@ -215,6 +215,11 @@ class ProducerSession:
         self._apply(ev)
         return True
 
+    def pump_nowait(self) -> None:
+        """Apply every event already received; raises if the program exited or reported an error."""
+        while self.pump(time.monotonic()):
+            pass
+
     def send(self, records: Sequence[Record]) -> None:
         """Hand records to the producer; they get sequence numbers ``sent``, ``sent + 1``, …"""
         wire = []

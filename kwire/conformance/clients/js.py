@@ -57,5 +57,11 @@ class KafkatsAdapter(_NodeAdapter):
     package = "@kafkats/client"
     # gzip uses node's zlib; the other codecs need plug-in libraries not installed.
     supported_codecs = ("none", "gzip")
-    failover_config = {"producer": {"idempotent": True, "retries": 20, "maxRetryBackoffMs": 1000}}
+    # kafkats 0.12 refreshes metadata only on an error code in a produce answer, never
+    # after a connection error, and otherwise every 5 minutes: a dead leader is retried
+    # until the retries run out. A short periodic refresh lets it find the new leader.
+    failover_config = {
+        "client": {"metadataRefreshIntervalMs": 500},
+        "producer": {"idempotent": True, "retries": 20, "maxRetryBackoffMs": 1000},
+    }
     failover_idempotent = True

@@ -40,6 +40,7 @@ brokers; a wire-only control skips.
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 
 from kwire.conformance.clients.base import Ack, ClientAdapter, ProducerSession, Record
@@ -58,23 +59,31 @@ DOWN_AT, MOVE_AT, UP_AT, BACK_AT = 2, 4, 6, 8
 # metadata refreshes (seconds), so a minute means the client did not recover.
 STEP_TIMEOUT_S = 60.0
 CONSUME_TIMEOUT_S = 60.0
+# How long one broker-side wait blocks before looking at the client process again.
+_WATCH_SLICE_S = 1.0
+# "k0000" + ":" + value + "\n" = 128 bytes (see failover_records).
+VALUE_BYTES = 121
 
 
 def failover_records(client: str, start: int, count: int) -> list[Record]:
-    """Keyed text records ``k0000``/``failover-<client>-0000``, partitioned by the client."""
-    return [
-        Record(f"k{i:04d}".encode(), f"failover-{client}-{i:04d}".encode())
-        for i in range(start, start + count)
-    ]
+    """Keyed text records ``k0000``/``failover-<client>-0000…``, partitioned by the client.
+
+    Every value is padded to ``VALUE_BYTES``, so that ``key:value\n`` is exactly 128 bytes:
+    kcat 1.7 reads stdin in 128-byte ``fread``s and hands on a record only once it has
+    read 128 bytes past the previous one, so only whole 128-byte lines stream through it.
+    """
+    out = []
+    for i in range(start, start + count):
+        value = f"failover-{client}-{i:04d}-".encode().ljust(VALUE_BYTES, b".")
+        out.append(Record(f"k{i:04d}".encode(), value))
+    return out
 
 
 def _seq_of(value: bytes | None, prefix: bytes) -> int | None:
     if value is None or not value.startswith(prefix):
         return None
-    try:
-        return int(value[len(prefix) :])
-    except ValueError:
-        return None
+    digits = value[len(prefix) :].split(b"-", 1)[0]
+    return int(digits) if digits.isdigit() else None
 
 
 def _other_live(control: ClusterControl, *avoid: int) -> int:
@@ -83,6 +92,25 @@ def _other_live(control: ClusterControl, *avoid: int) -> int:
         if node not in avoid:
             return node
     return live[0]
+
+
+def _wait_for_records(
+    control: ClusterControl, producer: ProducerSession, topic: str, count: int, steps: list[str]
+) -> None:
+    """Wait until the broker holds ``count`` records, watching the producer for an early exit."""
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    while True:
+        left = deadline - time.monotonic()
+        if control.wait_for_records(topic, count, min(_WATCH_SLICE_S, max(left, 0.0))):
+            return
+        producer.pump_nowait()  # raises if the client died or reported an error
+        if time.monotonic() >= deadline:
+            held = sum(control.end_offsets(topic).values())
+            raise ConformanceError(
+                f"the broker holds {held} of {count} records {STEP_TIMEOUT_S:.0f}s after "
+                f"{steps[-1] if steps else 'the start'}: the client did not recover "
+                f"({producer.proc.diagnostics()})"
+            )
 
 
 def _check_acks(acks: list[Ack], sent: int, found: dict[tuple[int, int], int]) -> str | None:
@@ -112,7 +140,7 @@ def _check_acks(acks: list[Ack], sent: int, found: dict[tuple[int, int], int]) -
 
 
 def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """The failover scenario above."""
+    """Steps: broker down, leader move, broker up, leader back; then read everything back."""
     if not isinstance(control, ClusterControl):
         return ScenarioResult.skipped(
             adapter.name, SCENARIO, f"{control.name} control is wire-only (no broker_down/move_leader)"
@@ -129,12 +157,7 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
         producer = adapter.start_producer(bootstrap, topic, config=adapter.failover_config, lifetime_s=240)
         for i in range(CHUNKS):
             producer.send(failover_records(adapter.name, i * CHUNK, CHUNK))
-            if not control.wait_for_records(topic, i * CHUNK, STEP_TIMEOUT_S):
-                raise ConformanceError(
-                    f"the broker holds {sum(control.end_offsets(topic).values())} of {i * CHUNK} records "
-                    f"{STEP_TIMEOUT_S:.0f}s after {steps[-1] if steps else 'the start'}: the client did not "
-                    f"recover ({producer.proc.diagnostics()})"
-                )
+            _wait_for_records(control, producer, topic, i * CHUNK, steps)
             if i == DOWN_AT:
                 control.broker_down(victim)
                 steps.append(f"broker {victim} (leader of p0) down")
@@ -156,12 +179,16 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
     finally:
         if producer is not None:
             producer.kill()
+        # Leave the cluster whole for whatever runs next, even after a failure.
+        if victim not in control.live_node_ids():
+            control.broker_up(victim)
     sent = producer.sent
     if producer.failures:
         seq, msg = producer.failures[0]
         return ScenarioResult.failed(
             adapter.name, SCENARIO, f"{len(producer.failures)} records failed, first {seq}: {msg}"
         )
+    expected = [(r.key, r.value) for r in failover_records(adapter.name, 0, sent)]
     in_log = sum(control.end_offsets(topic).values())
     consumed = adapter.consume(bootstrap, topic, group_id=None, count=in_log, timeout_s=CONSUME_TIMEOUT_S)
     if len(consumed) != in_log:
@@ -173,7 +200,7 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
     by_partition: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for r in consumed:
         seq = _seq_of(r.value, prefix)
-        if seq is None or seq >= sent or r.key != f"k{seq:04d}".encode():
+        if seq is None or seq >= sent or (r.key, r.value) != expected[seq]:
             return ScenarioResult.failed(
                 adapter.name, SCENARIO, f"read a record never sent: {r.key!r}={r.value!r}"
             )

@@ -131,8 +131,8 @@ const kafkajs = {
     }
   },
 
-  // A long-lived producer: each "send" line becomes one producer.send, chained so records
-  // stay in order; offsets come from the per-partition base offsets of each answer.
+  // A long-lived producer: "send" lines are chained so records stay in order; offsets come
+  // from the base offset of each answer.
   async producer(cmd, next) {
     const { CompressionTypes, Partitioners } = loadModule('kafkajs')
     const codecs = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }
@@ -147,14 +147,15 @@ const kafkajs = {
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, ...(cmd.config || {}).producer })
     await producer.connect()
     emit({ event: 'ready' })
-    const sendChunk = async (records) => {
-      records = records.map((r) => (r.partition === null || r.partition === undefined
-        ? { ...r, partition: partitioner({ topic: cmd.topic, partitionMetadata, message: { key: unhex(r.key), value: unhex(r.value) } }) }
-        : r))
+    // One producer.send per partition. kafkajs keeps the answers of a send per broker
+    // across its retries: when a retry finds a partition's new leader among brokers that
+    // already answered, it skips that broker and resolves without ever writing those
+    // records (tulios/kafkajs#1303, #1798). A single-partition send cannot hit that.
+    const sendPartition = async (partition, records) => {
       const messages = records.map((r) => ({
         key: unhex(r.key),
         value: unhex(r.value),
-        partition: r.partition,
+        partition,
         headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
       }))
       let res
@@ -164,13 +165,23 @@ const kafkajs = {
         for (const r of records) emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) })
         return
       }
-      const base = new Map(res.map((m) => [m.partition, BigInt(m.baseOffset)]))
-      const seen = new Map()
-      for (const r of records) {
-        const n = seen.get(r.partition) || 0n
-        seen.set(r.partition, n + 1n)
-        emit({ event: 'produced', seq: r.seq, partition: r.partition, offset: Number(base.get(r.partition) + n) })
+      const answer = res.find((m) => m.partition === partition)
+      if (!answer) {
+        for (const r of records) emit({ event: 'produce_failed', seq: r.seq, message: `send() resolved without an answer for partition ${partition}` })
+        return
       }
+      records.forEach((r, i) => emit({ event: 'produced', seq: r.seq, partition, offset: Number(BigInt(answer.baseOffset) + BigInt(i)) }))
+    }
+    const sendChunk = async (records) => {
+      const byPartition = new Map()
+      for (const r of records) {
+        const p = r.partition === null || r.partition === undefined
+          ? partitioner({ topic: cmd.topic, partitionMetadata, message: { key: unhex(r.key), value: unhex(r.value) } })
+          : r.partition
+        if (!byPartition.has(p)) byPartition.set(p, [])
+        byPartition.get(p).push(r)
+      }
+      await Promise.all([...byPartition].map(([p, rs]) => sendPartition(p, rs)))
     }
     let chain = Promise.resolve()
     const deadline = Date.now() + cmd.timeout_ms
