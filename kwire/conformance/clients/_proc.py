@@ -208,7 +208,10 @@ def run_json_command(
     with JsonLineProcess(argv, env=env, label=label or argv[0]) as proc:
         proc.send(command)
         while True:
-            ev = proc.next_event(deadline)
+            try:
+                ev = proc.next_event(deadline)
+            except ConformanceError as exc:
+                raise ConformanceError(f"{exc} after {len(events)} events") from exc
             if ev is None:
                 raise ConformanceError(
                     f"{proc.label}: timed out after {timeout_s:.0f}s ({len(events)} events; {proc.diagnostics()})"

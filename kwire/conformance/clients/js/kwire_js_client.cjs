@@ -396,6 +396,7 @@ const kafkats = {
     const consumer = kafkats.consumer(client, cmd, cmd.group_id || `kwire-nogroup-${process.pid}`)
     let got = 0
     try {
+      stage = 'kafkats consume runEach'
       await consumer.runEach(cmd.topic, async (m) => {
         if (got >= cmd.count) return
         emit(kafkats.record(m))
@@ -403,8 +404,10 @@ const kafkats = {
       }, opts)
     } finally {
       clearTimeout(timer)
+      stage = `kafkats consume stop after ${got} of ${cmd.count} records`
       consumer.stop()
       await client.disconnect()
+      stage = 'kafkats consume done'
     }
   },
 
@@ -451,10 +454,24 @@ async function main() {
   if (cmd.op !== 'member' && cmd.op !== 'producer') emit({ event: 'done' })
 }
 
+// Exit once stdout has drained: writes to a full pipe are queued, and process.exit()
+// would drop them (a consumer's last records and its "done" went missing that way).
+function exitAfterFlush(code) {
+  process.stdout.write('', () => process.exit(code))
+}
+
+// Node exits quietly (status 0) when nothing is left to wait for, even while main()'s
+// promise is still pending: report that as an error instead of a silent exit.
+let stage = 'start'
+process.on('beforeExit', () => {
+  emit({ event: 'error', error: 'EventLoopDrained', message: `node ran out of work with the operation unfinished (at ${stage})` })
+  exitAfterFlush(1)
+})
+
 main().then(
-  () => process.exit(0),
+  () => exitAfterFlush(0),
   (e) => {
     emit({ event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
-    process.exit(1)
+    exitAfterFlush(1)
   },
 )
