@@ -8,6 +8,10 @@ Every (schema, version) gets its own decode and encode function, written out as 
 Python: adjacent fixed-width fields are merged into one precompiled ``struct.Struct``,
 lengths are checked before anything is allocated, and nothing is interpreted per field at
 run time. Versions whose layout is identical share one function.
+
+The same decode layouts are also written as data (``_CTYPES``, ``_CDEFAULTS``, ``_CCONSTS``,
+``_CPROGS``, ``_CENTRIES`` at the end of each module) for the optional C decoder
+``kwire/protocol/_cdecode.c``; the Python functions stay the reference it must match.
 """
 
 from __future__ import annotations
