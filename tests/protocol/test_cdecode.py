@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kwire.protocol.data as data_pkg
@@ -37,6 +36,7 @@ from kwire.protocol.messages.fetch import FetchResponse
 from kwire.protocol.messages.metadata import MetadataResponse
 from kwire.protocol.messages.produce import ProduceRequest
 from kwire.protocol.registry import all_apis
+from tests.hypothesis_support import run_examples
 
 pytestmark = pytest.mark.skipif(not cdecode_enabled(), reason="C decoder not built, or KWIRE_NO_EXTENSIONS=1")
 
@@ -106,11 +106,13 @@ def _check(cls: type[Message], version: int, buf: Any, *, valid: bool = False) -
 
 
 @pytest.mark.parametrize(("cls", "version"), CASES, ids=[f"{c.__name__}-v{v}" for c, v in CASES])
-@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_c_decoder_matches_python(cls: type[Message], version: int, data: st.DataObject) -> None:
-    msg = data.draw(message_strategy(cls, version))
-    rnd = data.draw(st.randoms(use_true_random=False))
+def test_c_decoder_matches_python(cls: type[Message], version: int) -> None:
+    # A fresh @given per case (tests/hypothesis_support.py says why).
+    run_examples(lambda drawn: _c_matches_python(cls, version, *drawn),
+                 st.tuples(message_strategy(cls, version), st.randoms(use_true_random=False)), max_examples=3)
+
+
+def _c_matches_python(cls: type[Message], version: int, msg: Message, rnd: Any) -> None:
     raw = msg.encode(version)
     for buf in (raw, bytearray(raw), memoryview(raw)):
         _check(cls, version, buf, valid=True)
