@@ -476,6 +476,9 @@ try_decode(DecoderObject *self, PyObject *buf, PyObject *posobj, int *tried)
     int have_view = 0;
     PyObject *result = NULL;
 
+    /* cleared by the collector (only while its cycle is being torn down) */
+    if (self->program == NULL || self->program->progs == NULL)
+        return NULL;
     if (!PyLong_CheckExact(posobj))
         return NULL;
     Py_ssize_t pos = PyLong_AsSsize_t(posobj);
@@ -556,6 +559,10 @@ decoder_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObje
             PyErr_Clear();
     }
     /* The Python decoder gives the exact DecodeError (or decodes what this module declined). */
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "decoder was cleared");
+        return NULL;
+    }
     PyObject *r = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     if (!tried)
         n_declined++;
