@@ -133,9 +133,10 @@ def format_markdown(results: Sequence[ScenarioResult], *, target: str, command: 
             "Every client: all records acknowledged, none failed; every sent record read back; an",
             "acknowledged (partition, offset) holds its own record; the logs hold exactly what was read.",
             "Idempotent producers also: each record exactly once, in send order per partition.",
+            "Where the client can, a groupless consumer also reads the stream while the faults happen.",
             "",
-            "| client | producer settings | guarantee asserted |",
-            "|---|---|---|",
+            "| client | producer settings | guarantee asserted | read during the faults |",
+            "|---|---|---|---|",
         ]
         for c in clients:
             a = get_adapter(c)
@@ -145,7 +146,12 @@ def format_markdown(results: Sequence[ScenarioResult], *, target: str, command: 
                 if a.failover_idempotent
                 else "at least once (copies allowed)"
             )
-            lines.append(f"| {c} | `{conf}` | {guarantee} |")
+            live = (
+                "yes: every record once, in offset order"
+                if a.failover_no_live_read is None
+                else f"no: {a.failover_no_live_read}"
+            )
+            lines.append(f"| {c} | `{conf}` | {guarantee} | {live} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,8 +1,8 @@
 """Fixtures for the real-client conformance tests.
 
-``rdkafka_mock`` is librdkafka's mock cluster in a child process (a stand-in until
-kwire's broker exists); a kwire-broker fixture providing ``bootstrap`` and a
-``BrokerControl`` will run the same scenarios.
+``rdkafka_mock`` is librdkafka's mock cluster in a child process (the harness's first
+stand-in broker); kwire's own cluster is the ``kwire_target`` fixture of
+``test_clients_against_kwire.py``.
 """
 
 from __future__ import annotations

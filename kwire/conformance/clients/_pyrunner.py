@@ -14,6 +14,7 @@ import queue
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -668,6 +669,7 @@ def main(argv: list[str]) -> int:
             emit(event="done")
         return 0
     except Exception as exc:  # noqa: BLE001 - the parent needs every failure as an event
+        traceback.print_exc()  # stderr: its tail shows in the parent's diagnostics
         emit(event="error", error=type(exc).__name__, message=str(exc))
         return 1
 

@@ -277,6 +277,9 @@ class ClientAdapter(ABC):
     # each acknowledged record exactly once and in order per partition.
     failover_config: ClassVar[Mapping[str, Any]] = {}
     failover_idempotent: ClassVar[bool] = False
+    # Why the failover scenario reads nothing while the brokers change (None: a groupless
+    # consumer reads the whole stream during the faults; the read-back after them runs always).
+    failover_no_live_read: ClassVar[str | None] = None
 
     def available(self) -> bool:
         """Whether the client is installed here."""

@@ -48,6 +48,9 @@ class KafkajsAdapter(_NodeAdapter):
         },
     }
     failover_idempotent = True
+    failover_no_live_read = (
+        "kafkajs reads only as a group member, and an uncommitted group re-reads after a rebalance"
+    )
 
 
 class KafkatsAdapter(_NodeAdapter):
@@ -64,4 +67,9 @@ class KafkatsAdapter(_NodeAdapter):
         "client": {"metadataRefreshIntervalMs": 500},
         "producer": {"idempotent": True, "retries": 20, "maxRetryBackoffMs": 1000},
     }
+    failover_no_live_read = (
+        "@kafkats/client 0.12.0's fetcher pins a partition to its cached leader and drops it only on a "
+        "NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION answer, not on a connection failure "
+        "('background fetch failed'), so a partition whose leader's broker died is never fetched again"
+    )
     failover_idempotent = True

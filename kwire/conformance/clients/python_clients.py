@@ -66,6 +66,12 @@ class KafkaPythonAdapter(_PythonAdapter):
     distribution = "kafka-python"
     failover_config = {"enable_idempotence": True}
     failover_idempotent = True
+    failover_no_live_read = (
+        "kafka-python 3.0.12's fetcher marks a node as having a fetch in flight before send(), and "
+        "send() raises UnknownBrokerIdError for a broker that just left the metadata (it is down): "
+        "the mark is never cleared, so that broker is never fetched from again, even once it leads "
+        "again (kafka/consumer/fetcher.py _send_fetches_async)"
+    )
 
     @property
     def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]

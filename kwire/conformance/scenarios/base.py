@@ -1,8 +1,10 @@
 """Shared types of the conformance scenarios: plain functions ``(adapter, bootstrap, control) -> ScenarioResult``.
 
 A scenario drives one real client against one broker. ``control`` is the broker's
-side channel (topic creation, and the target's known defects); kwire's broker will
-provide one, and ``kwire.conformance.rdkafka_mock.RdkafkaMockProcess`` is the stand-in.
+side channel (topic creation, and the target's known defects):
+``kwire.conformance.kwire_target.KwireControl`` for kwire's cluster (a ``ClusterControl``,
+which can also take brokers down and move leaders), ``RdkafkaMockProcess`` for
+librdkafka's mock, ``report.AdminControl`` for any broker reached over the wire.
 A scenario returns ``skip`` with a reason when the client lacks the feature, ``fail``
 with the first broken expectation, ``pass`` otherwise; it raises only on harness bugs.
 """

@@ -21,8 +21,11 @@ brokers; a wire-only control skips.
 
    Waiting for the earlier chunks after a step is where the client has to recover:
    failed requests, a metadata refresh, a new leader.
-3. The producer flushes and closes: every record must be acknowledged, none failed.
-4. The same client reads the whole topic back without a group, exactly as many records
+3. Meanwhile, unless the adapter says why it cannot (``failover_no_live_read``), the same
+   client reads the topic without a group from the start of the run: it must follow the
+   leaders too and read every record exactly once, in offset order per partition.
+4. The producer flushes and closes: every record must be acknowledged, none failed.
+5. The same client reads the whole topic back without a group, exactly as many records
    as the broker's logs hold. Asserted for every client:
 
    * no loss: every sent (key, value) is read at least once, and nothing else is read;
@@ -40,6 +43,7 @@ brokers; a wire-only control skips.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections import Counter, defaultdict
 
@@ -59,6 +63,9 @@ DOWN_AT, MOVE_AT, UP_AT, BACK_AT = 2, 4, 6, 8
 # metadata refreshes (seconds), so a minute means the client did not recover.
 STEP_TIMEOUT_S = 60.0
 CONSUME_TIMEOUT_S = 60.0
+# The live consumer's own deadline: the whole produce phase plus recovery.
+LIVE_TIMEOUT_S = 120.0
+_LIVE_MARGIN_S = 30.0  # its child process is killed 15 s after LIVE_TIMEOUT_S
 # How long one broker-side wait blocks before looking at the client process again.
 _WATCH_SLICE_S = 1.0
 # "k0000" + ":" + value + "\n" = 128 bytes (see failover_records).
@@ -113,6 +120,34 @@ def _wait_for_records(
             )
 
 
+def _check_live(
+    records: list[Record],
+    expected: list[tuple[bytes | None, bytes | None]],
+    prefix: bytes,
+) -> str | None:
+    """None when the consumer that read during the faults saw every record (see the module docstring)."""
+    seen: Counter[int] = Counter()
+    rows: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for r in records:
+        seq = _seq_of(r.value, prefix)
+        if seq is None or seq >= len(expected) or (r.key, r.value) != expected[seq]:
+            return f"read a record never sent: {r.key!r}={r.value!r}"
+        seen[seq] += 1
+        if r.partition is not None and r.offset is not None:
+            rows[r.partition].append((r.offset, seq))
+    missing = sorted(set(range(len(expected))) - set(seen))
+    if missing:
+        return f"read {len(seen)} of {len(expected)} records, first missing {missing[:6]}"
+    twice = sorted(s for s, n in seen.items() if n > 1)
+    if twice:
+        return f"read {len(twice)} records twice, first {twice[:6]}"
+    for part, pairs in sorted(rows.items()):
+        offsets = [o for o, _ in pairs]
+        if offsets != sorted(offsets):
+            return f"partition {part} read out of offset order"
+    return None
+
+
 def _check_acks(acks: list[Ack], sent: int, found: dict[tuple[int, int], int]) -> str | None:
     """None when the acknowledgements are consistent with what was read back."""
     if len(acks) != sent:
@@ -153,6 +188,20 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
     steps: list[str] = []
     victim = control.leader_of(topic, 0)
     producer: ProducerSession | None = None
+    # The live consumer reads while the faults happen, in a child process with its own hard
+    # timeout (so this thread always ends); see ClientAdapter.failover_no_live_read.
+    live: concurrent.futures.Future[list[Record]] | None = None
+    if adapter.failover_no_live_read is None:
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="failover-live")
+        live = pool.submit(
+            adapter.consume,
+            bootstrap,
+            topic,
+            group_id=None,
+            count=CHUNK * CHUNKS,
+            timeout_s=LIVE_TIMEOUT_S,
+        )
+        pool.shutdown(wait=False)
     try:
         producer = adapter.start_producer(bootstrap, topic, config=adapter.failover_config, lifetime_s=240)
         for i in range(CHUNKS):
@@ -183,6 +232,10 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
         if victim not in control.live_node_ids():
             control.broker_up(victim)
     sent = producer.sent
+    try:
+        live_records = None if live is None else live.result(timeout=LIVE_TIMEOUT_S + _LIVE_MARGIN_S)
+    except (ConformanceError, concurrent.futures.TimeoutError) as exc:
+        return ScenarioResult.failed(adapter.name, SCENARIO, f"live consumer: {exc or 'no answer'}")
     if producer.failures:
         seq, msg = producer.failures[0]
         return ScenarioResult.failed(
@@ -190,7 +243,13 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
         )
     expected = [(r.key, r.value) for r in failover_records(adapter.name, 0, sent)]
     in_log = sum(control.end_offsets(topic).values())
-    consumed = adapter.consume(bootstrap, topic, group_id=None, count=in_log, timeout_s=CONSUME_TIMEOUT_S)
+    consumed = adapter.consume(
+        bootstrap,
+        topic,
+        group_id=None,
+        count=in_log,
+        timeout_s=CONSUME_TIMEOUT_S,
+    )
     if len(consumed) != in_log:
         return ScenarioResult.failed(
             adapter.name, SCENARIO, f"read {len(consumed)} records back, the logs hold {in_log}"
@@ -214,6 +273,9 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
     problem = _check_acks(producer.acks, sent, found)
     if problem is not None:
         return ScenarioResult.failed(adapter.name, SCENARIO, problem)
+    problem = None if live_records is None else _check_live(live_records, expected, prefix)
+    if problem is not None:
+        return ScenarioResult.failed(adapter.name, SCENARIO, f"live consumer: {problem}")
     dups = sorted(s for s, n in counts.items() if n > 1)
     if adapter.failover_idempotent:
         if dups:
@@ -238,5 +300,6 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
         records=sent,
         duplicates=len(dups),
         idempotent=adapter.failover_idempotent,
+        live_consumer=live is not None,
         topic=topic,
     )
