@@ -12,10 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from kwire.conformance.clients import ADAPTER_CLASSES, get_adapter
+from kwire.conformance.clients import ADAPTER_CLASSES, Record, get_adapter
 from kwire.conformance.kwire_target import CONFORMANCE_BROKERS, KwireControl, kwire_cluster
 from kwire.conformance.scenarios import Outcome, run_scenario
-from kwire.control import Broker
+from kwire.control import Broker, BrokerConfig
+from kwire.protocol.registry import ApiKey
 
 pytestmark = pytest.mark.conformance
 
@@ -73,3 +74,32 @@ def test_failover_loses_nothing_when_a_broker_dies_and_leaders_move(
     """TX-1, TX-6, TX-8: an idempotent producer streams through a broker death and two leader
     moves; every acknowledged record is read back exactly once, in order per partition."""
     _run("failover", client, kwire_target)
+
+
+# Clients whose first ApiVersions is newer than v2 (clients.md §3): Java and kafka-python
+# send v4, librdkafka v3.
+_NEWER_API_VERSIONS_CLIENTS = ["java", "kafka_python", "confluent_kafka"]
+
+
+@pytest.mark.parametrize("client", _NEWER_API_VERSIONS_CLIENTS)
+def test_client_falls_back_when_the_broker_offers_an_older_api_versions(client: str) -> None:
+    """A broker offering ApiVersions up to v2 answers a newer request in the v0 layout (KIP-511)
+    with UNSUPPORTED_VERSION, and the client retries at v2 and works: the librdkafka mock's
+    malformed answer left Java throttled for 20 minutes (clients.md §4, defect 1)."""
+    adapter = get_adapter(client)
+    reason = adapter.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"not installed: {reason}")
+    with Broker(BrokerConfig(log_connections=False)) as broker:
+        broker.cap_api_version(ApiKey.API_VERSIONS, 2)
+        broker.create_topic("capped", 1)
+        broker.start_recording()
+        adapter.produce(broker.bootstrap, "capped", [Record(b"k", b"v")], timeout_s=30)
+        got = adapter.consume(broker.bootstrap, "capped", group_id=None, count=1, timeout_s=30)
+        answered = [x.api_version for x in broker.recorded() if x.api_key == ApiKey.API_VERSIONS]
+        received = broker.stats()["per_api"][ApiKey.API_VERSIONS]
+    assert [(r.key, r.value) for r in got] == [(b"k", b"v")]
+    # Requests above v2 get the UNSUPPORTED_VERSION answer before decoding (not recorded);
+    # every decoded one is at v2 or below.
+    assert answered and max(answered) <= 2
+    assert received > len(answered), "the client never asked with a newer ApiVersions first"
