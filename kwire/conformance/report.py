@@ -195,12 +195,14 @@ def format_markdown(results: Sequence[ScenarioResult], *, target: str, command: 
             "Idempotent producers also: each record exactly once, in send order per partition.",
             "Where the client can, a groupless consumer also reads the stream while the faults happen.",
             "",
-            "| client | producer settings | guarantee asserted | read during the faults |",
+            "| client | settings | guarantee asserted | read during the faults |",
             "|---|---|---|---|",
         ]
         for c in clients:
             a = get_adapter(c)
             conf = json.dumps(dict(a.failover_config), sort_keys=True)
+            if a.failover_consumer_config:
+                conf += "`; consumer `" + json.dumps(dict(a.failover_consumer_config), sort_keys=True)
             guarantee = (
                 "exactly once, in order per partition"
                 if a.failover_idempotent

@@ -280,6 +280,8 @@ class ClientAdapter(ABC):
     # Why the failover scenario reads nothing while the brokers change (None: a groupless
     # consumer reads the whole stream during the faults; the read-back after them runs always).
     failover_no_live_read: ClassVar[str | None] = None
+    # Consumer settings for the failover scenario's reads.
+    failover_consumer_config: ClassVar[Mapping[str, Any]] = {}
 
     def available(self) -> bool:
         """Whether the client is installed here."""

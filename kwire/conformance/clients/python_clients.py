@@ -87,6 +87,11 @@ class AiokafkaAdapter(_PythonAdapter):
     distribution = "aiokafka"
     failover_config = {"enable_idempotence": True}
     failover_idempotent = True
+    # aiokafka 0.14's offset reset retries ListOffsets at the old leader after
+    # NOT_LEADER_OR_FOLLOWER without refreshing metadata (Fetcher._update_fetch_positions):
+    # a partition whose leader moved between its metadata and its reset waits for the next
+    # periodic refresh, 5 minutes by default.
+    failover_consumer_config = {"metadata_max_age_ms": 1000}
 
     @property
     def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]

@@ -200,6 +200,7 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
             group_id=None,
             count=CHUNK * CHUNKS,
             timeout_s=LIVE_TIMEOUT_S,
+            config=adapter.failover_consumer_config,
         )
         pool.shutdown(wait=False)
     try:
@@ -249,6 +250,7 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
         group_id=None,
         count=in_log,
         timeout_s=CONSUME_TIMEOUT_S,
+        config=adapter.failover_consumer_config,
     )
     if len(consumed) != in_log:
         return ScenarioResult.failed(
