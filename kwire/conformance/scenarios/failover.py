@@ -22,8 +22,9 @@ brokers; a wire-only control skips.
    Waiting for the earlier chunks after a step is where the client has to recover:
    failed requests, a metadata refresh, a new leader.
 3. Meanwhile, unless the adapter says why it cannot (``failover_no_live_read``), the same
-   client reads the topic without a group from the start of the run: it must follow the
-   leaders too and read every record exactly once, in offset order per partition.
+   client reads the topic without a group, started with the producer (a slow starter such
+   as a JVM may join after the first steps): it must follow the leaders too and read every
+   record exactly once, in offset order per partition.
 4. The producer flushes and closes: every record must be acknowledged, none failed.
 5. The same client reads the whole topic back without a group, exactly as many records
    as the broker's logs hold. Asserted for every client:
