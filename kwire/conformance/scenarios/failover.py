@@ -44,7 +44,7 @@ brokers; a wire-only control skips.
 
 from __future__ import annotations
 
-import concurrent.futures
+import threading
 import time
 from collections import Counter, defaultdict
 
@@ -92,6 +92,40 @@ def _seq_of(value: bytes | None, prefix: bytes) -> int | None:
         return None
     digits = value[len(prefix) :].split(b"-", 1)[0]
     return int(digits) if digits.isdigit() else None
+
+
+class _LiveRead:
+    """``adapter.consume`` of the whole stream on a daemon thread, started at once."""
+
+    def __init__(self, adapter: ClientAdapter, bootstrap: str, topic: str) -> None:
+        self._done = threading.Event()
+        self._records: list[Record] = []
+        self._error: ConformanceError | None = None
+
+        def run() -> None:
+            try:
+                self._records = adapter.consume(
+                    bootstrap,
+                    topic,
+                    group_id=None,
+                    count=CHUNK * CHUNKS,
+                    timeout_s=LIVE_TIMEOUT_S,
+                    config=adapter.failover_consumer_config,
+                )
+            except ConformanceError as exc:
+                self._error = exc
+            finally:
+                self._done.set()
+
+        threading.Thread(target=run, name=f"failover-live-{adapter.name}", daemon=True).start()
+
+    def result(self, timeout_s: float) -> list[Record]:
+        """The records read; raises ConformanceError on a client error or no answer in time."""
+        if not self._done.wait(timeout_s):
+            raise ConformanceError(f"no answer in {timeout_s:.0f}s")
+        if self._error is not None:
+            raise self._error
+        return self._records
 
 
 def _other_live(control: ClusterControl, *avoid: int) -> int:
@@ -190,20 +224,11 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
     victim = control.leader_of(topic, 0)
     producer: ProducerSession | None = None
     # The live consumer reads while the faults happen, in a child process with its own hard
-    # timeout (so this thread always ends); see ClientAdapter.failover_no_live_read.
-    live: concurrent.futures.Future[list[Record]] | None = None
+    # timeout; see ClientAdapter.failover_no_live_read. Its thread is a daemon, so a scenario
+    # that fails early never holds the interpreter up waiting for it.
+    live: _LiveRead | None = None
     if adapter.failover_no_live_read is None:
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="failover-live")
-        live = pool.submit(
-            adapter.consume,
-            bootstrap,
-            topic,
-            group_id=None,
-            count=CHUNK * CHUNKS,
-            timeout_s=LIVE_TIMEOUT_S,
-            config=adapter.failover_consumer_config,
-        )
-        pool.shutdown(wait=False)
+        live = _LiveRead(adapter, bootstrap, topic)
     try:
         producer = adapter.start_producer(bootstrap, topic, config=adapter.failover_config, lifetime_s=240)
         for i in range(CHUNKS):
@@ -235,9 +260,9 @@ def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> 
             control.broker_up(victim)
     sent = producer.sent
     try:
-        live_records = None if live is None else live.result(timeout=LIVE_TIMEOUT_S + _LIVE_MARGIN_S)
-    except (ConformanceError, concurrent.futures.TimeoutError) as exc:
-        return ScenarioResult.failed(adapter.name, SCENARIO, f"live consumer: {exc or 'no answer'}")
+        live_records = None if live is None else live.result(LIVE_TIMEOUT_S + _LIVE_MARGIN_S)
+    except ConformanceError as exc:
+        return ScenarioResult.failed(adapter.name, SCENARIO, f"live consumer: {exc}")
     if producer.failures:
         seq, msg = producer.failures[0]
         return ScenarioResult.failed(
