@@ -188,7 +188,7 @@ class FieldDef:
         base = {
             "int8": "int", "int16": "int", "int32": "int", "int64": "int", "uint16": "int", "uint32": "int",
             "float64": "float", "bool": "bool", "string": "str", "bytes": "bytes",
-            "records": "bytes | memoryview", "uuid": "UUID",
+            "records": "bytes | memoryview | RecordChain", "uuid": "UUID",
         }.get(self.kind)
         if base is None:
             assert self.struct is not None
@@ -759,7 +759,14 @@ class Gen:
         if kind == "string":
             lines.append(f"{i2}{x} = {x}.encode()")
         lines += self.write_len(kind, compact, out, f"len({x})", i2)
-        lines.append(f"{i2}{out} += {x}")
+        if kind == "records":
+            # A RecordChain is spliced in at send time rather than copied (kwire.protocol.splice).
+            lines.append(f"{i2}if {x}.__class__ is RecordChain:")
+            lines.append(f"{i2}    _splice({out}, {x})")
+            lines.append(f"{i2}else:")
+            lines.append(f"{i2}    {out} += {x}")
+        else:
+            lines.append(f"{i2}{out} += {x}")
         return lines
 
 
@@ -822,6 +829,7 @@ from uuid import UUID
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
+from kwire.protocol.splice import RecordChain, splice as _splice
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,

@@ -12,10 +12,14 @@ from collections import deque
 from kwire.broker.core.broker_core import BrokerCore, ConnInfo
 from kwire.errors import DecodeError, FrameTooLargeError
 from kwire.protocol.framing import FrameBuffer
+from kwire.protocol.splice import Buffer, FramePieces
 
 __all__ = ["Connection"]
 
 _SIZE_PREFIX_BYTES = 4
+# Pieces smaller than this are joined with their neighbours before a vectored write: a copy of
+# a few kilobytes is cheaper than an iovec entry and keeps small responses to one buffer.
+_JOIN_BELOW = 64 * 1024
 
 
 class Connection:
@@ -25,8 +29,8 @@ class Connection:
         self.core = core
         self.info: ConnInfo = core.connect(broker_id, peer)
         self._frames = FrameBuffer(core.config.max_request_bytes)
-        self._queue: deque[bytes] = deque()
-        self._out: list[bytes] = []
+        self._queue: deque[bytearray] = deque()
+        self._out: list[Buffer] = []
         self.busy = False
         self.closed = False
         self.close_reason = ""
@@ -40,6 +44,20 @@ class Connection:
         if self.closed:
             return
         self._frames.feed(data)
+        self._dispatch()
+
+    def receive_buffer(self) -> memoryview | None:
+        """Where the socket may write the rest of a large request directly (see FrameBuffer)."""
+        return None if self.closed else self._frames.receive_buffer()
+
+    def received_into(self, n: int) -> None:
+        """``n`` bytes arrived in the last ``receive_buffer()``."""
+        if self.closed:
+            return
+        self._frames.received(n)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
         try:
             for payload in self._frames.frames():
                 self._queue.append(payload)
@@ -59,7 +77,7 @@ class Connection:
             elif outcome.kind == "close":
                 self.close(outcome.reason)
 
-    def complete(self, data: bytes | None) -> None:
+    def complete(self, data: bytes | FramePieces | None) -> None:
         """A deferred response is ready (None: close instead of answering)."""
         if self.closed:
             return
@@ -70,17 +88,39 @@ class Connection:
         self._queue_frame(data)
         self._pump()
 
-    def _queue_frame(self, data: bytes) -> None:
-        # Prefix and payload go out as separate pieces: joining them here would copy every fetch twice.
+    def _queue_frame(self, data: bytes | FramePieces) -> None:
         self._out.append(len(data).to_bytes(_SIZE_PREFIX_BYTES, "big"))
-        self._out.append(data)
+        if isinstance(data, FramePieces):
+            self._out.extend(data.pieces)
+        else:
+            self._out.append(data)
+
+    def pieces_to_send(self) -> list[Buffer]:
+        """Everything queued, as buffers for one vectored write, in order.
+
+        Large pieces (stored record batches above all) go out as they are; runs of small
+        ones are joined.
+        """
+        out, self._out = self._out, []
+        if len(out) <= 1:
+            return out
+        pieces: list[Buffer] = []
+        run: list[Buffer] = []
+        for p in out:
+            if len(p) < _JOIN_BELOW:
+                run.append(p)
+                continue
+            if run:
+                pieces.append(run[0] if len(run) == 1 else b"".join(run))
+                run = []
+            pieces.append(p)
+        if run:
+            pieces.append(run[0] if len(run) == 1 else b"".join(run))
+        return pieces
 
     def data_to_send(self) -> bytes:
-        if not self._out:
-            return b""
-        out = b"".join(self._out)  # the one copy on the way to the socket
-        self._out.clear()
-        return out
+        """Everything queued as one bytes object (tests; the server writes ``pieces_to_send``)."""
+        return b"".join(self.pieces_to_send())
 
     def close(self, reason: str) -> None:
         if not self.closed:

@@ -19,12 +19,14 @@ from kwire.broker.config import BrokerConfig
 from kwire.broker.connection import Connection
 from kwire.broker.core.broker_core import BrokerCore
 from kwire.clock import Clock, ManualClock, SystemClock
+from kwire.protocol.splice import Buffer
 
 __all__ = ["BrokerServer"]
 
 log = logging.getLogger("kwire.broker")
 
 _RECV_BYTES = 256 * 1024
+_IOV_MAX = 512  # below every platform's IOV_MAX (1024 on Linux)
 
 
 class _Conn:
@@ -36,6 +38,26 @@ class _Conn:
         self.wake = trio.Event()
         self.broker_id = broker_id
         self.cancel = trio.CancelScope()
+
+
+async def _send_vectored(stream: trio.SocketStream, pieces: list[Buffer]) -> None:
+    """Write ``pieces`` in order with as few ``sendmsg`` calls as the socket allows.
+
+    Only the connection's writer task writes, so going past ``SocketStream.send_all`` to the
+    socket is safe; stored record batches reach the kernel without being joined first.
+    """
+    views = [memoryview(p) for p in pieces]
+    i = 0
+    while i < len(views):
+        sent = await stream.socket.sendmsg(views[i : i + _IOV_MAX])
+        while sent:
+            n = len(views[i])
+            if sent >= n:
+                sent -= n
+                i += 1
+            else:
+                views[i] = views[i][sent:]
+                sent = 0
 
 
 class BrokerServer:
@@ -109,15 +131,26 @@ class BrokerServer:
                 async with trio.open_nursery() as n:
                     n.start_soon(self._writer, c)
                     while not conn.closed:
+                        # The rest of a large request goes straight into its frame buffer.
+                        into = conn.receive_buffer()
                         try:
-                            data = await stream.receive_some(_RECV_BYTES)
+                            if into is not None:
+                                got = await stream.socket.recv_into(into)
+                                data = b""
+                            else:
+                                data = await stream.receive_some(_RECV_BYTES)
+                                got = len(data)
                         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                            data = b""
-                        if not data:
+                            got = 0
+                        if not got:
                             conn.connection_lost()
                             break
                         try:
-                            conn.receive_data(data)
+                            if into is not None:
+                                into.release()
+                                conn.received_into(got)
+                            else:
+                                conn.receive_data(data)
                             self.flush()
                         except Exception as exc:  # noqa: BLE001 - contain a bug to this connection
                             log.exception("connection %d failed", conn.conn_id)
@@ -140,10 +173,13 @@ class BrokerServer:
         while True:
             await c.wake.wait()
             c.wake = trio.Event()
-            data = conn.data_to_send()
-            if data:
+            pieces = conn.pieces_to_send()
+            if pieces:
                 try:
-                    await c.stream.send_all(data)
+                    if len(pieces) == 1:
+                        await c.stream.send_all(pieces[0])
+                    else:
+                        await _send_vectored(c.stream, pieces)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     conn.connection_lost()
                     c.cancel.cancel()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kwire.errors import DecodeError, FrameTooLargeError
+from kwire.protocol.splice import FramePieces, SpliceBuffer
 from kwire.protocol.registry import (
     api_info,
     request_header_version,
@@ -29,6 +30,7 @@ __all__ = [
     "encode_request",
     "decode_request",
     "encode_response",
+    "encode_response_frame",
     "decode_response",
 ]
 
@@ -50,29 +52,68 @@ class FrameBuffer:
 
     Consumed bytes are not cut off the front of the buffer on every frame (that moves all that
     follows); a read position advances instead and the buffer is compacted when drained or
-    when the consumed prefix grows large.
+    when the consumed prefix grows large. A large frame (a produce request, say) is assembled
+    in a buffer of its own as its bytes arrive, and that buffer is the payload handed out:
+    one copy from the socket, none after. ``receive_buffer``/``received`` let the I/O edge
+    receive straight into it. Payloads are bytearrays, so a broker may rewrite a batch's
+    offsets in place.
     """
 
-    __slots__ = ("_buf", "_pos", "max_frame_bytes")
+    __slots__ = ("_buf", "_pos", "_big", "_big_fill", "max_frame_bytes")
 
     # Compact once this many consumed bytes sit in front of unread ones.
     _COMPACT_AT = 1 << 20
+    # Frames at least this large that have not fully arrived get a buffer of their own.
+    _DIRECT_AT = 64 * 1024
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self._buf = bytearray()
         self._pos = 0
+        self._big: bytearray | None = None
+        self._big_fill = 0
         self.max_frame_bytes = max_frame_bytes
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        big = self._big
+        if big is not None:
+            n = min(len(big) - self._big_fill, len(data))
+            with memoryview(data) as view:
+                big[self._big_fill : self._big_fill + n] = view[:n]
+                self._big_fill += n
+                if n < len(data):
+                    self._buf += view[n:]
+            return
         self._buf += data
+
+    def receive_buffer(self) -> memoryview | None:
+        """The unfilled rest of a large frame, to receive into directly; None if there is none."""
+        if self._big is None or self._big_fill == len(self._big):
+            return None
+        return memoryview(self._big)[self._big_fill :]
+
+    def received(self, n: int) -> None:
+        """``n`` bytes were written into the last ``receive_buffer()``."""
+        if self._big is None or n < 0 or self._big_fill + n > len(self._big):
+            raise ValueError(f"received({n}) does not fit the frame being assembled")
+        self._big_fill += n
 
     @property
     def pending(self) -> int:
         """Bytes received that do not yet form a whole frame."""
-        return len(self._buf) - self._pos
+        n = len(self._buf) - self._pos
+        if self._big is not None:
+            n += 4 + self._big_fill
+        return n
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self) -> bytearray | None:
         """The next whole frame's payload (without the size), or None if more bytes are needed."""
+        big = self._big
+        if big is not None:
+            if self._big_fill < len(big):
+                return None
+            self._big = None
+            self._big_fill = 0
+            return big
         buf, pos = self._buf, self._pos
         if len(buf) - pos < 4:
             self._compact()
@@ -84,10 +125,19 @@ class FrameBuffer:
             raise FrameTooLargeError(size, self.max_frame_bytes)
         end = pos + 4 + size
         if len(buf) < end:
-            self._compact()
+            if size >= self._DIRECT_AT:
+                big = bytearray(size)
+                have = len(buf) - pos - 4
+                with memoryview(buf) as view:
+                    big[:have] = view[pos + 4 :]
+                self._big, self._big_fill = big, have
+                buf.clear()
+                self._pos = 0
+            else:
+                self._compact()
             return None
         with memoryview(buf) as view:
-            payload = bytes(view[pos + 4 : end])
+            payload = bytearray(view[pos + 4 : end])
         self._pos = end
         if end == len(buf) or end >= self._COMPACT_AT:
             self._compact()
@@ -98,7 +148,7 @@ class FrameBuffer:
             del self._buf[: self._pos]
             self._pos = 0
 
-    def frames(self) -> list[bytes]:
+    def frames(self) -> list[bytearray]:
         out = []
         while (f := self.next_frame()) is not None:
             out.append(f)
@@ -174,6 +224,22 @@ def encode_response(body: Any, version: int, *, correlation_id: int, size_prefix
     body.encode_into(out, version)
     if size_prefix:
         _SIZE.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def encode_response_frame(body: Any, version: int, *, correlation_id: int) -> bytes | FramePieces:
+    """Header + body of a response (no size prefix), with record chains left uncopied.
+
+    Returns bytes unless the body holds ``RecordChain`` values; then the pieces to send in
+    order (see ``kwire.protocol.splice``).
+    """
+    key = body.API_KEY
+    hv = response_header_version(key, version)
+    out = SpliceBuffer()
+    schema_class("ResponseHeader")(correlation_id=correlation_id).encode_into(out, hv)
+    body.encode_into(out, version)
+    if out.splices:
+        return FramePieces(out)
     return bytes(out)
 
 

@@ -9,6 +9,7 @@ from kwire.broker.config import BrokerConfig
 from kwire.broker.core.broker_core import BrokerCore, ConnInfo
 from kwire.clock import ManualClock
 from kwire.protocol import decode_response, encode_request
+from kwire.protocol.splice import as_bytes
 from kwire.records import BatchBuilder
 
 START_MS = 1_750_000_000_000
@@ -29,7 +30,7 @@ class CoreClient:
         payload = encode_request(body, version, correlation_id=corr, client_id="test", size_prefix=False)
         out = self.core.handle(self.conn, payload)
         if out.kind == "send":
-            resp = decode_response(out.data, body.API_KEY, version)
+            resp = decode_response(as_bytes(out.data), body.API_KEY, version)
             assert resp.correlation_id == corr
             return resp.body
         if out.kind == "close":
@@ -49,7 +50,7 @@ class CoreClient:
             if data is None:
                 raise ConnectionClosed("closed by the broker")
             key, version = self.pending[conn_id]
-            out.append(decode_response(data, key, version).body)
+            out.append(decode_response(as_bytes(data), key, version).body)
         self.core.outbox.extend(keep)
         return out
 

@@ -29,8 +29,9 @@ from kwire.broker.core.faults import FaultAction, Faults
 from kwire.clock import Clock
 from kwire.errors import DecodeError, KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol.error_codes import ErrorCode
-from kwire.protocol.framing import RequestFrame, encode_response, peek_request_header
+from kwire.protocol.framing import RequestFrame, encode_response, encode_response_frame, peek_request_header
 from kwire.protocol.registry import ApiKey, api_info, request_header_version, schema_class
+from kwire.protocol.splice import FramePieces, as_bytes
 
 __all__ = ["BrokerCore", "ConnInfo", "RequestContext", "Reply", "Outcome", "Exchange"]
 
@@ -59,7 +60,7 @@ class Outcome:
     """What to do with one request: send ``data``, send nothing, wait, or close."""
 
     kind: str  # "send" | "none" | "deferred" | "close"
-    data: bytes = b""
+    data: bytes | FramePieces = b""
     reason: str = ""
 
 
@@ -104,14 +105,14 @@ class Reply:
             return
         self.done = True
         try:
-            data = encode_response(response, self.api_version, correlation_id=self.correlation_id, size_prefix=False)
+            data = encode_response_frame(response, self.api_version, correlation_id=self.correlation_id)
         except KwireError:
             log.exception("encoding a deferred api key %d v%d response failed", self.api_key, self.api_version)
             self.core.outbox.append((self.conn_id, None))
             return
         if self.exchange is not None:
             self.exchange.response = response
-            self.exchange.response_bytes = data
+            self.exchange.response_bytes = as_bytes(data)
         self.core.outbox.append((self.conn_id, data))
 
     def close(self, reason: str) -> None:
@@ -201,7 +202,7 @@ class BrokerCore:
             self.configs.set(ResourceType.BROKER, "", k, v)
         self.deadlines = Deadlines()
         self.faults = Faults()
-        self.outbox: list[tuple[int, bytes | None]] = []
+        self.outbox: list[tuple[int, bytes | FramePieces | None]] = []
         self.connections: dict[int, ConnInfo] = {}
         self._conn_ids = itertools.count(1)
         self._parked: list[ParkedPoll] = []
@@ -240,7 +241,7 @@ class BrokerCore:
                 hook(conn_id)
 
     # --- requests ---------------------------------------------------------------------------
-    def handle(self, conn: ConnInfo, payload: bytes) -> Outcome:
+    def handle(self, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
         """Handle one request frame (size prefix removed)."""
         self.stats.requests += 1
         if conn.sasl_state is not None and not conn.authenticated and getattr(conn.sasl_state, "raw_tokens", False):
@@ -310,13 +311,13 @@ class BrokerCore:
                 return SEND_NOTHING
             return DEFERRED
         try:
-            data = encode_response(response, ctx.api_version, correlation_id=ctx.correlation_id, size_prefix=False)
+            data = encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id)
         except KwireError as exc:
             log.exception("encoding the %s v%d response failed", api_info(ctx.api_key).name, ctx.api_version)
             return self._close(ctx.conn, f"response could not be encoded: {exc}", ctx.exchange)
         if ctx.exchange is not None:
             ctx.exchange.response = response
-            ctx.exchange.response_bytes = data
+            ctx.exchange.response_bytes = as_bytes(data)
         return Outcome("send", data)
 
     def _close(self, conn: ConnInfo, reason: str, exchange: Exchange | None = None) -> Outcome:
@@ -376,7 +377,7 @@ class BrokerCore:
     def fire_due(self) -> int:
         return self.deadlines.fire_due(self.clock.now_ms())
 
-    def take_outbox(self) -> list[tuple[int, bytes | None]]:
+    def take_outbox(self) -> list[tuple[int, bytes | FramePieces | None]]:
         out, self.outbox = self.outbox, []
         return out
 

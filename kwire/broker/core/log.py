@@ -18,9 +18,10 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kwire.protocol.splice import Buffer, RecordChain
 from kwire.records import BatchInfo
 
-__all__ = ["PartitionLog", "StoredBatch", "AbortedTxn", "ReadResult", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
+__all__ = ["PartitionLog", "StoredBatch", "AbortedTxn", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
 
 UNDEFINED_EPOCH = -1  # RecordBatch.NO_PARTITION_LEADER_EPOCH
 UNDEFINED_EPOCH_OFFSET = -1  # EpochEndOffset.UNDEFINED_EPOCH_OFFSET
@@ -32,7 +33,8 @@ class StoredBatch:
     base_offset: int
     last_offset: int
     max_timestamp: int
-    data: bytes
+    # The batch as received: often a view into its produce request's buffer (never copied).
+    data: Buffer
     producer_id: int
     is_transactional: bool
     is_control: bool
@@ -43,15 +45,6 @@ class AbortedTxn:
     producer_id: int
     first_offset: int
     last_offset: int
-
-
-@dataclass(slots=True)
-class ReadResult:
-    records: bytes
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    aborted: list[AbortedTxn]
 
 
 @dataclass(slots=True)
@@ -83,7 +76,7 @@ class PartitionLog:
             return self.log_end_offset
         return min(self.log_end_offset, min(self.open_txn_first_offsets.values()))
 
-    def append(self, data: bytes, info: BatchInfo) -> StoredBatch:
+    def append(self, data: Buffer, info: BatchInfo) -> StoredBatch:
         """Store a batch whose offsets were already assigned from ``log_end_offset``."""
         assert info.base_offset == self.log_end_offset, "offsets must be assigned from the log end"
         batch = self._store(data, info)
@@ -91,11 +84,11 @@ class PartitionLog:
             fn(batch)
         return batch
 
-    def load(self, data: bytes, info: BatchInfo) -> None:
+    def load(self, data: Buffer, info: BatchInfo) -> None:
         """Restore a batch read back from disk (no callbacks)."""
         self._store(data, info)
 
-    def _store(self, data: bytes, info: BatchInfo) -> StoredBatch:
+    def _store(self, data: Buffer, info: BatchInfo) -> StoredBatch:
         batch = StoredBatch(
             info.base_offset, info.last_offset, info.max_timestamp, data, info.producer_id,
             info.is_transactional, info.is_control,
@@ -108,7 +101,7 @@ class PartitionLog:
         return batch
 
     # --- leader epochs (LeaderEpochFileCache) -------------------------------------------------
-    def _epoch_of(self, data: bytes, base_offset: int) -> None:
+    def _epoch_of(self, data: Buffer, base_offset: int) -> None:
         if len(data) >= _EPOCH_AT.stop:
             epoch = int.from_bytes(data[_EPOCH_AT], "big", signed=True)
             if epoch >= 0:
@@ -150,17 +143,19 @@ class PartitionLog:
             return i + 1
         return i
 
-    def read(self, offset: int, max_bytes: int, *, upto: int | None = None, min_one: bool = True) -> bytes:
-        """Whole batches from the one holding ``offset``, up to ``max_bytes``.
+    def read(self, offset: int, max_bytes: int, *, upto: int | None = None, min_one: bool = True) -> RecordChain:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes``, by reference.
 
         As KIP-74 requires, the first batch is returned even when larger than ``max_bytes``
         (``min_one``) so that a consumer always makes progress. ``upto`` is an exclusive
-        offset bound (the high watermark, or the LSO for read_committed).
+        offset bound (the high watermark, or the LSO for read_committed). The stored batches
+        are not copied: the chain is spliced into the response as it goes to the socket.
         """
+        chain = RecordChain()
         end = self.log_end_offset if upto is None else upto
         if offset >= end:
-            return b""
-        parts: list[bytes] = []
+            return chain
+        parts = chain.parts
         size = 0
         batches = self.batches
         for i in range(self._index_for(offset), len(batches)):
@@ -172,7 +167,8 @@ class PartitionLog:
                 break
             parts.append(b.data)
             size += n
-        return b"".join(parts)
+        chain.size = size
+        return chain
 
     def aborted_in_range(self, start: int, end: int) -> list[AbortedTxn]:
         return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]

@@ -51,8 +51,13 @@ class _Reject(Exception):
         self.message = message
 
 
-def _single_batch(ctx: RequestContext, records: Any) -> bytearray:
-    """The one batch of a partition's records, as a writable copy (magic 2, RB-5/TX-10)."""
+def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
+    """The one batch of a partition's records, writable (magic 2, RB-5/TX-10).
+
+    Records decoded from a request frame are a writable view into the frame's own buffer
+    (``FrameBuffer``); the batch is validated, given its offsets and stored right there,
+    without a copy. A recorded request keeps its records as the client sent them (copy).
+    """
     if records is None or len(records) == 0:
         raise _Reject(ErrorCode.INVALID_RECORD, "Produce request has no records for this partition")
     try:
@@ -74,6 +79,8 @@ def _single_batch(ctx: RequestContext, records: Any) -> bytearray:
             raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     if len(batches) != 1:
         raise _Reject(ErrorCode.INVALID_RECORD, "Produce requests must contain exactly one record batch per partition")
+    if isinstance(records, memoryview) and not records.readonly and ctx.exchange is None:
+        return records
     return bytearray(records)
 
 
@@ -114,7 +121,7 @@ def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
         set_log_append_time(buf, now)
         append_time = now
         info = info._replace(max_timestamp=now, timestamp_type=1)
-    data = bytes(buf)
+    data = buf
     entry = p.producers.record(info, info.base_offset, info.max_timestamp)
     if entry is not None and info.is_transactional:
         log.open_txn_first_offsets.setdefault(info.producer_id, entry.txn_first_offset or info.base_offset)

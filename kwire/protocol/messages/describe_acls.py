@@ -11,6 +11,7 @@ from uuid import UUID
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
+from kwire.protocol.splice import RecordChain, splice as _splice
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,

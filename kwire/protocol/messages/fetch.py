@@ -11,6 +11,7 @@ from uuid import UUID
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
+from kwire.protocol.splice import RecordChain, splice as _splice
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -193,7 +194,7 @@ class FetchResponse_PartitionData(Struct):
     snapshot_id: FetchResponse_SnapshotId = field(default_factory=FetchResponse_SnapshotId)
     aborted_transactions: list[FetchResponse_AbortedTransaction] | None = field(default_factory=list)
     preferred_read_replica: int = -1
-    records: bytes | memoryview | None = None
+    records: bytes | memoryview | RecordChain | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
 
 FetchResponse_PartitionData.__qualname__ = 'FetchResponse.PartitionData'
@@ -3989,7 +3990,10 @@ def _e_FetchResponse_PartitionData_v4(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -4316,7 +4320,10 @@ def _e_FetchResponse_PartitionData_v5(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -4569,7 +4576,10 @@ def _e_FetchResponse_PartitionData_v6(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
@@ -4748,7 +4758,10 @@ def _e_FetchResponse_PartitionData_v7(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
@@ -4959,7 +4972,10 @@ def _e_FetchResponse_PartitionData_v8(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
@@ -5136,7 +5152,10 @@ def _e_FetchResponse_PartitionData_v9(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(9)
     except _WRITE_ERRORS as e:
@@ -5313,7 +5332,10 @@ def _e_FetchResponse_PartitionData_v10(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(10)
     except _WRITE_ERRORS as e:
@@ -5548,7 +5570,10 @@ def _e_FetchResponse_PartitionData_v11(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(11)
     except _WRITE_ERRORS as e:
@@ -6016,7 +6041,10 @@ def _e_FetchResponse_PartitionData_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         u = o.unknown_tagged_fields
         tgs = list(u) if u else []
         f = 'DivergingEpoch'

@@ -11,6 +11,7 @@ from uuid import UUID
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
+from kwire.protocol.splice import RecordChain, splice as _splice
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -136,7 +137,7 @@ class FetchSnapshotResponse_PartitionSnapshot(Struct):
     current_leader: FetchSnapshotResponse_LeaderIdAndEpoch = field(default_factory=FetchSnapshotResponse_LeaderIdAndEpoch)
     size: int = 0
     position: int = 0
-    unaligned_records: bytes | memoryview = b''
+    unaligned_records: bytes | memoryview | RecordChain = b''
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
 
 FetchSnapshotResponse_PartitionSnapshot.__qualname__ = 'FetchSnapshotResponse.PartitionSnapshot'
@@ -1058,7 +1059,10 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         u = o.unknown_tagged_fields
         tgs = list(u) if u else []
         f = 'CurrentLeader'

@@ -11,6 +11,7 @@ from uuid import UUID
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
+from kwire.protocol.splice import RecordChain, splice as _splice
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -61,7 +62,7 @@ _S5 = _Struct('>ii')
 @dataclass(slots=True)
 class ProduceRequest_PartitionProduceData(Struct):
     index: int = 0
-    records: bytes | memoryview | None = None
+    records: bytes | memoryview | RecordChain | None = None
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
 
 ProduceRequest_PartitionProduceData.__qualname__ = 'ProduceRequest.PartitionProduceData'
@@ -277,7 +278,10 @@ def _e_ProduceRequest_PartitionProduceData_v3(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -445,7 +449,10 @@ def _e_ProduceRequest_PartitionProduceData_v4(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -527,7 +534,10 @@ def _e_ProduceRequest_PartitionProduceData_v5(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -609,7 +619,10 @@ def _e_ProduceRequest_PartitionProduceData_v6(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
@@ -691,7 +704,10 @@ def _e_ProduceRequest_PartitionProduceData_v7(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
@@ -773,7 +789,10 @@ def _e_ProduceRequest_PartitionProduceData_v8(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(8)
     except _WRITE_ERRORS as e:
@@ -900,7 +919,10 @@ def _e_ProduceRequest_PartitionProduceData_v9(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

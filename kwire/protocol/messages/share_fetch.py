@@ -11,6 +11,7 @@ from uuid import UUID
 from kwire.errors import DecodeError as _DecodeError, EncodeError as _EncodeError
 from kwire.protocol._message import FieldSpec as _F, Message, Struct
 from kwire.protocol._codec_support import ARRAY_STRUCTS as _AS
+from kwire.protocol.splice import RecordChain, splice as _splice
 from kwire.protocol._codec_support import (
     READ_ERRORS as _READ_ERRORS,
     WRITE_ERRORS as _WRITE_ERRORS,
@@ -156,7 +157,7 @@ class ShareFetchResponse_PartitionData(Struct):
     acknowledge_error_code: int = 0
     acknowledge_error_message: str | None = None
     current_leader: ShareFetchResponse_LeaderIdAndEpoch = field(default_factory=ShareFetchResponse_LeaderIdAndEpoch)
-    records: bytes | memoryview | None = None
+    records: bytes | memoryview | RecordChain | None = None
     acquired_records: list[ShareFetchResponse_AcquiredRecords] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
 
@@ -1193,7 +1194,10 @@ def _e_ShareFetchResponse_PartitionData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            out += x
+            if x.__class__ is RecordChain:
+                _splice(out, x)
+            else:
+                out += x
         f = 'AcquiredRecords'
         x = o.acquired_records
         if x is None:
