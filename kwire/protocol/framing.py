@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kwire.errors import DecodeError, FrameTooLargeError
-from kwire.protocol.splice import FramePieces, SpliceBuffer
 from kwire.protocol.registry import (
     api_info,
     request_header_version,
     response_header_version,
     schema_class,
 )
+from kwire.protocol.splice import FramePieces, SpliceBuffer
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -176,7 +176,7 @@ class ResponseFrame:
     header_version: int
 
 
-def peek_request_header(payload: bytes | memoryview) -> tuple[int, int, int]:
+def peek_request_header(payload: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """(api key, api version, correlation id) of a request frame, without decoding the rest.
 
     A broker needs these to answer even a request it cannot otherwise read.

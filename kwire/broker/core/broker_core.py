@@ -167,7 +167,7 @@ class BrokerStats:
     per_api: dict[int, int] = field(default_factory=dict)
 
 
-def _decode_request(payload: bytes) -> RequestFrame:
+def _decode_request(payload: bytes | bytearray) -> RequestFrame:
     """Decode a request as a Kafka broker parses it: bytes after the body are ignored.
 
     The Java request parser never checks for leftovers, and librdkafka 2.x relies on that: its

@@ -66,7 +66,7 @@ def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticat
                                     session_lifetime_ms=0)
 
 
-def handle_raw_token(core: BrokerCore, conn: ConnInfo, payload: bytes) -> Outcome:
+def handle_raw_token(core: BrokerCore, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
     """A bare SASL token after a v0 handshake: answer with the bare server token, or close."""
     from kwire.broker.core.broker_core import Outcome
 
