@@ -85,5 +85,5 @@ def test_the_connection_joins_small_pieces_and_passes_large_ones_through() -> No
     # Each stored batch passes through as it is; the small pieces between them are joined.
     assert [any(p is s for p in pieces) for s in stored] == [True, True]
     assert len(pieces) == 5
-    assert not any(len(a) < _JOIN_BELOW and len(b) < _JOIN_BELOW for a, b in zip(pieces, pieces[1:]))
+    assert not any(len(a) < _JOIN_BELOW and len(b) < _JOIN_BELOW for a, b in zip(pieces, pieces[1:], strict=False))
     assert conn.pieces_to_send() == []
