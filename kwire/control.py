@@ -287,6 +287,12 @@ class Broker:
         self.call(run)
 
     def recorded(self) -> list[Exchange]:
+        """Every request since ``start_recording``, with its response, timestamps and connection.
+
+        Requests the broker rejected before decoding (unreadable header, unknown api key,
+        unsupported version, malformed body) are there too, raw: ``request`` is None and
+        ``closed`` says why (or ``response_bytes`` holds the KIP-511 ApiVersions fallback).
+        """
         return self.call(lambda: list(self.core.recording or []))
 
     def stats(self) -> dict[str, Any]:

@@ -52,6 +52,8 @@ def export_exchanges(exchanges: Iterable[Any], root: str | Path, *, prefix: str 
     written: list[Path] = []
     counters: dict[tuple[str, int], int] = {}
     for ex in exchanges:
+        if ex.request is None:
+            continue  # rejected before decoding (bad header, unknown key or version): no golden frame
         info = api_info(ex.api_key)
         folder = root / info.module / f"v{ex.api_version}"
         folder.mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,7 @@ class Exchange:
     api_version: int
     correlation_id: int
     client_id: str | None
-    request: Any
+    request: Any  # None: the broker could not decode it or does not serve it (see ``closed``)
     request_bytes: bytes
     response: Any = None
     response_bytes: bytes | None = None
@@ -252,23 +252,30 @@ class BrokerCore:
         try:
             api_key, api_version, corr = peek_request_header(payload)
         except DecodeError as exc:
-            return self._close(conn, f"unreadable request header: {exc}")
+            return self._close(conn, f"unreadable request header: {exc}", self._record_raw(conn, payload))
         self.stats.per_api[api_key] = self.stats.per_api.get(api_key, 0) + 1
         spec = self.handlers.get(api_key)
         if spec is None:
-            return self._close(conn, f"unknown or unsupported api key {api_key}")
+            return self._close(conn, f"unknown or unsupported api key {api_key}",
+                               self._record_raw(conn, payload, api_key, api_version, corr))
         if not self.advertised_supports(api_key, api_version):
             if api_key == ApiKey.API_VERSIONS:
                 from kwire.broker.handlers import api_versions
 
-                return Outcome("send", api_versions.unsupported_version_response(self, corr))
+                data = api_versions.unsupported_version_response(self, corr)
+                ex = self._record_raw(conn, payload, api_key, api_version, corr)
+                if ex is not None:
+                    ex.response_bytes = data
+                return Outcome("send", data)
             return self._close(conn, f"{spec.name} v{api_version} is not supported (range "
-                                     f"{spec.min_version}-{self.max_version(api_key)})")
+                                     f"{spec.min_version}-{self.max_version(api_key)})",
+                               self._record_raw(conn, payload, api_key, api_version, corr))
         try:
             frame = _decode_request(payload)
         except (DecodeError, UnsupportedVersionError, UnknownApiKeyError) as exc:
             # A real broker cannot parse the request and closes the connection.
-            return self._close(conn, f"malformed {spec.name} v{api_version} request: {exc}")
+            return self._close(conn, f"malformed {spec.name} v{api_version} request: {exc}",
+                               self._record_raw(conn, payload, api_key, api_version, corr))
         exchange = None
         if self.recording is not None:
             exchange = Exchange(self.clock.now_ms(), conn.conn_id, conn.broker_id, api_key, api_version, corr,
@@ -293,6 +300,16 @@ class BrokerCore:
             log.exception("handler for %s v%d failed", spec.name, api_version)
             return self._internal_error(ctx, spec, frame.body, f"{spec.name} handler error: {exc}")
         return self._respond(ctx, response)
+
+    def _record_raw(self, conn: ConnInfo, payload: bytes | bytearray, api_key: int = -1, api_version: int = -1,
+                    corr: int = -1) -> Exchange | None:
+        """Record a request the broker could not decode or does not serve (``request`` is None)."""
+        if self.recording is None:
+            return None
+        ex = Exchange(self.clock.now_ms(), conn.conn_id, conn.broker_id, api_key, api_version, corr, None, None,
+                      bytes(payload))
+        self.recording.append(ex)
+        return ex
 
     def _internal_error(self, ctx: RequestContext, spec: Any, request: Any, reason: str) -> Outcome:
         """What a broker does when processing fails unexpectedly: UNKNOWN_SERVER_ERROR, or close."""
