@@ -15,6 +15,7 @@ Theory of operation
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -52,10 +53,20 @@ class OffsetStore:
     _committed: dict[str, dict[TopicPartition, CommittedOffset]] = field(default_factory=dict)
     # group -> producer id -> staged offsets (TX-23)
     _pending: dict[str, dict[int, dict[TopicPartition, CommittedOffset]]] = field(default_factory=dict)
+    # Called with (group, topic, partition, offset or None when removed) on every change of a
+    # committed offset, before the request that made it is answered (persistence).
+    on_change: list[Callable[[str, str, int, CommittedOffset | None], None]] = field(default_factory=list)
 
     # --- committed ----------------------------------------------------------------------------
     def commit(self, group_id: str, topic: str, partition: int, committed: CommittedOffset) -> None:
         self._committed.setdefault(group_id, {})[(topic, partition)] = committed
+        for fn in self.on_change:
+            fn(group_id, topic, partition, committed)
+
+    def _removed(self, group_id: str, tps: Iterable[TopicPartition]) -> None:
+        for fn in self.on_change:
+            for topic, partition in tps:
+                fn(group_id, topic, partition, None)
 
     def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._committed.get(group_id, {}).get((topic, partition))
@@ -80,12 +91,15 @@ class OffsetStore:
             return False
         if not got:
             del self._committed[group_id]
+        self._removed(group_id, [(topic, partition)])
         return True
 
     def delete_group(self, group_id: str) -> int:
         """Drop every committed and pending offset of a group; returns how many were committed."""
         self._pending.pop(group_id, None)
-        return len(self._committed.pop(group_id, {}))
+        gone = self._committed.pop(group_id, {})
+        self._removed(group_id, sorted(gone))
+        return len(gone)
 
     # --- transactional (TX-23) --------------------------------------------------------------
     def stage(self, group_id: str, producer_id: int, topic: str, partition: int, committed: CommittedOffset) -> None:
@@ -115,10 +129,12 @@ class OffsetStore:
     def on_topic_deleted(self, topic: Topic) -> None:
         for group_id in list(self._committed):
             got = self._committed[group_id]
-            for tp in [tp for tp in got if tp[0] == topic.name]:
+            gone = [tp for tp in got if tp[0] == topic.name]
+            for tp in gone:
                 del got[tp]
             if not got:
                 del self._committed[group_id]
+            self._removed(group_id, gone)
         for by_pid in self._pending.values():
             for staged in by_pid.values():
                 for tp in [tp for tp in staged if tp[0] == topic.name]:

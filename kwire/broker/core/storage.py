@@ -25,9 +25,12 @@ Theory of operation
   tail (the process died mid-write, or a batch does not check out) is reported in
   ``torn_tails`` and the log, cut off the file, and everything before it is served.
 * Committed offsets are snapshotted from the ``offsets`` subsystem when the metadata is
-  written. The offset store has no change hook, so the metadata is also re-checked every
-  ``SYNC_INTERVAL_MS`` of broker time (a deadline) and rewritten when it changed: a crash
-  loses at most that last second of commits; a clean stop loses none.
+  written. Between snapshots every change is appended to ``kwire-offsets.journal`` (one JSON
+  line, flushed) from the store's ``on_change`` hook, before the OffsetCommit is answered, so a
+  process crash loses no acknowledged commit, like a batch. Restore replays the journal over the
+  snapshot (a torn last line is reported and skipped); a metadata write that includes the
+  offsets empties it. The metadata is re-checked every ``SYNC_INTERVAL_MS`` of broker time (a
+  deadline), which keeps the journal short.
 """
 
 from __future__ import annotations
@@ -70,10 +73,11 @@ __all__ = ["Storage", "METADATA_FILE", "METADATA_VERSION", "batch_info"]
 log = logging.getLogger("kwire.broker.storage")
 
 METADATA_FILE = "kwire-metadata.json"
+OFFSETS_JOURNAL = "kwire-offsets.journal"
 METADATA_VERSION = 1
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
-# How often (broker clock) metadata is re-checked for changes without a hook (committed offsets);
-# Kafka's offsets are as durable as their log, so a second is a small window to give up.
+# How often (broker clock) the metadata is re-checked and rewritten when it changed; each rewrite
+# folds the offsets journal into it.
 SYNC_INTERVAL_MS = 1000
 
 
@@ -101,6 +105,7 @@ class Storage:
         self._last_saved = ""
         self._sync: Deadline | None = None
         self._closed = False
+        self._journal: Any = None  # open offsets journal (text file), once something was written
 
     @property
     def metadata_path(self) -> Path:
@@ -153,6 +158,9 @@ class Storage:
         for w in self._writers.values():
             w.close()
         self._writers.clear()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
 
     def _schedule_sync(self) -> None:
         self._sync = self.core.deadlines.at(self.core.clock.now_ms() + SYNC_INTERVAL_MS, self._sync_due)
@@ -287,6 +295,53 @@ class Storage:
             log.error("data dir %s: cannot write %s: %s", self.root, METADATA_FILE, exc)
             return
         self._last_saved = data
+        # The snapshot holds every committed offset: the journal's lines are in it now.
+        if self._journal is not None:
+            try:
+                self._journal.seek(0)
+                self._journal.truncate()
+            except OSError as exc:
+                log.error("data dir %s: cannot empty %s: %s", self.root, OFFSETS_JOURNAL, exc)
+
+    # --- offsets journal --------------------------------------------------------------------
+    def _journal_offset(self, group: str, topic: str, partition: int, committed: Any) -> None:
+        if self._restoring or self._closed:
+            return
+        line = json.dumps([group, topic, partition, None if committed is None else dataclasses.asdict(committed)])
+        try:
+            if self._journal is None:
+                self._journal = open(self.root / OFFSETS_JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._journal.write(line + "\n")
+            self._journal.flush()
+        except OSError as exc:
+            # The commit is in memory and answered; it will not survive a crash (a clean stop saves it).
+            log.error("data dir %s: cannot append to %s: %s", self.root, OFFSETS_JOURNAL, exc)
+
+    def _replay_journal(self) -> None:
+        path = self.root / OFFSETS_JOURNAL
+        if not path.exists():
+            return
+        store = self.core.subsystems.get("offsets")
+        from kwire.broker.core.offsets import CommittedOffset
+
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            self._report(f"{path} is unreadable ({exc}); commits since the last metadata write are lost")
+            return
+        for n, line in enumerate(lines, 1):
+            try:
+                group, topic, partition, fields = json.loads(line)
+                if store is None or topic not in self.core.cluster.topics:
+                    continue
+                if fields is None:
+                    store.delete(group, topic, int(partition))
+                else:
+                    store.commit(group, topic, int(partition), CommittedOffset(**fields))
+            except (ValueError, TypeError) as exc:
+                # A crash mid-append leaves a torn last line; anything after it is not trusted.
+                self._report(f"{path} line {n} unreadable ({exc}); later lines ignored")
+                return
 
     def _read_metadata(self) -> dict[str, Any] | None:
         path = self.metadata_path
@@ -340,7 +395,13 @@ class Storage:
             self._report_orphans()
         finally:
             self._restoring = False
+        store = self.core.subsystems.get("offsets")
+        if store is not None and hasattr(store, "on_change"):
+            store.on_change.append(self._journal_offset)
         self.save_metadata()
+        if self._last_saved:  # the replayed journal is in the metadata now
+            with contextlib.suppress(OSError):
+                (self.root / OFFSETS_JOURNAL).unlink(missing_ok=True)
         self._schedule_sync()
 
     def _restore_metadata(self, meta: dict[str, Any]) -> None:
@@ -360,6 +421,7 @@ class Storage:
         for name, t in meta.get("topics", {}).items():
             self._restore_topic(name, t)
         self._restore_offsets(meta.get("offsets", {}))
+        self._replay_journal()
         self._restore_producer_ids(int(meta.get("next_producer_id", 0)))
 
     def _restore_producer_ids(self, saved_next: int) -> None:
