@@ -96,10 +96,14 @@ def test_client_falls_back_when_the_broker_offers_an_older_api_versions(client: 
         broker.start_recording()
         adapter.produce(broker.bootstrap, "capped", [Record(b"k", b"v")], timeout_s=30)
         got = adapter.consume(broker.bootstrap, "capped", group_id=None, count=1, timeout_s=30)
-        answered = [x.api_version for x in broker.recorded() if x.api_key == ApiKey.API_VERSIONS]
+        exchanges = [x for x in broker.recorded() if x.api_key == ApiKey.API_VERSIONS]
         received = broker.stats()["per_api"][ApiKey.API_VERSIONS]
     assert [(r.key, r.value) for r in got] == [(b"k", b"v")]
-    # Requests above v2 get the UNSUPPORTED_VERSION answer before decoding (not recorded);
-    # every decoded one is at v2 or below.
+    # Requests above v2 get the UNSUPPORTED_VERSION answer before decoding (recorded raw, with
+    # the fallback answer); every decoded one is at v2 or below.
+    answered = [x.api_version for x in exchanges if x.request is not None]
+    fallbacks = [x for x in exchanges if x.request is None]
     assert answered and max(answered) <= 2
-    assert received > len(answered), "the client never asked with a newer ApiVersions first"
+    assert fallbacks, "the client never asked with a newer ApiVersions first"
+    assert all(x.api_version > 2 and x.response_bytes and x.closed is None for x in fallbacks)
+    assert received == len(exchanges)
