@@ -8,6 +8,7 @@ pipelines. Frames above the size limit close the connection before any of them i
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 from kwire.broker.core.broker_core import BrokerCore, ConnInfo
 from kwire.errors import DecodeError, FrameTooLargeError
@@ -23,7 +24,7 @@ _JOIN_BELOW = 64 * 1024
 
 
 class Connection:
-    __slots__ = ("core", "info", "_frames", "_queue", "_out", "busy", "closed", "close_reason")
+    __slots__ = ("core", "info", "_frames", "_queue", "_out", "_out_bytes", "busy", "closed", "close_reason")
 
     def __init__(self, core: BrokerCore, broker_id: int, peer: str = "") -> None:
         self.core = core
@@ -31,6 +32,7 @@ class Connection:
         self._frames = FrameBuffer(core.config.max_request_bytes)
         self._queue: deque[bytearray] = deque()
         self._out: list[Buffer] = []
+        self._out_bytes = 0
         self.busy = False
         self.closed = False
         self.close_reason = ""
@@ -39,7 +41,7 @@ class Connection:
     def conn_id(self) -> int:
         return self.info.conn_id
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Feed bytes from the socket; dispatch what can be dispatched."""
         if self.closed:
             return
@@ -88,7 +90,18 @@ class Connection:
         self._queue_frame(data)
         self._pump()
 
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes waiting to be sent."""
+        return self._out_bytes
+
+    def requeue(self, rest: Sequence[Buffer]) -> None:
+        """Put back, in front, what a write did not take (``rest`` is in order)."""
+        self._out[:0] = rest
+        self._out_bytes += sum(len(p) for p in rest)
+
     def _queue_frame(self, data: bytes | FramePieces) -> None:
+        self._out_bytes += _SIZE_PREFIX_BYTES + len(data)
         self._out.append(len(data).to_bytes(_SIZE_PREFIX_BYTES, "big"))
         if isinstance(data, FramePieces):
             self._out.extend(data.pieces)
@@ -102,6 +115,7 @@ class Connection:
         ones are joined.
         """
         out, self._out = self._out, []
+        self._out_bytes = 0
         if len(out) <= 1:
             return out
         pieces: list[Buffer] = []

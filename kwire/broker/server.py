@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -19,37 +20,44 @@ from kwire.broker.config import BrokerConfig
 from kwire.broker.connection import Connection
 from kwire.broker.core.broker_core import BrokerCore
 from kwire.clock import Clock, ManualClock, SystemClock
-from kwire.protocol.splice import Buffer
 
 __all__ = ["BrokerServer"]
 
 log = logging.getLogger("kwire.broker")
 
 _RECV_BYTES = 256 * 1024
+_EAGER_READS = 8
 _IOV_MAX = 512  # below every platform's IOV_MAX (1024 on Linux)
 
 
 class _Conn:
-    __slots__ = ("conn", "stream", "wake", "broker_id", "cancel")
+    __slots__ = ("conn", "stream", "raw", "wake", "broker_id", "cancel", "sending")
 
     def __init__(self, conn: Connection, stream: trio.SocketStream, broker_id: int) -> None:
         self.conn = conn
         self.stream = stream
+        # A plain socket object on the same (non-blocking) descriptor: reads and writes that can
+        # complete now do so without a trip through trio's scheduler; only waits go through trio.
+        # Detached, never closed, here: the stream owns the descriptor.
+        self.raw = socket.socket(fileno=stream.socket.fileno())
         self.wake = trio.Event()
         self.broker_id = broker_id
         self.cancel = trio.CancelScope()
+        self.sending = False  # the writer task is part-way through a send
 
 
-async def _send_vectored(stream: trio.SocketStream, pieces: list[Buffer]) -> None:
-    """Write ``pieces`` in order with as few ``sendmsg`` calls as the socket allows.
+def _write_nowait(sock: socket.socket, views: list[memoryview]) -> int:
+    """Send from the front of ``views`` until all went or the socket is full.
 
-    Only the connection's writer task writes, so going past ``SocketStream.send_all`` to the
-    socket is safe; stored record batches reach the kernel without being joined first.
+    Returns how many views went out whole; the next one may have been cut to its unsent rest.
+    Stored record batches reach the kernel as they are (one ``sendmsg``, no join).
     """
-    views = [memoryview(p) for p in pieces]
     i = 0
     while i < len(views):
-        sent = await stream.socket.sendmsg(views[i : i + _IOV_MAX])
+        try:
+            sent = sock.sendmsg(views[i : i + _IOV_MAX])
+        except BlockingIOError:
+            break
         while sent:
             n = len(views[i])
             if sent >= n:
@@ -58,6 +66,9 @@ async def _send_vectored(stream: trio.SocketStream, pieces: list[Buffer]) -> Non
             else:
                 views[i] = views[i][sent:]
                 sent = 0
+        while i < len(views) and not len(views[i]):
+            i += 1
+    return i
 
 
 class BrokerServer:
@@ -131,32 +142,52 @@ class BrokerServer:
             with c.cancel:
                 async with trio.open_nursery() as n:
                     n.start_soon(self._writer, c)
+                    rbuf = bytearray(_RECV_BYTES)
+                    rview = memoryview(rbuf)
+                    eager = 0
                     while not conn.closed:
                         # The rest of a large request goes straight into its frame buffer.
                         into = conn.receive_buffer()
                         try:
-                            if into is not None:
-                                got = await stream.socket.recv_into(into)
-                                data = b""
-                            else:
-                                data = await stream.receive_some(_RECV_BYTES)
-                                got = len(data)
-                        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                            got = c.raw.recv_into(into if into is not None else rview)
+                        except BlockingIOError:
+                            eager = 0
+                            await trio.lowlevel.wait_readable(c.raw)
+                            continue
+                        except OSError:
                             got = 0
+                        finally:
+                            if into is not None:
+                                into.release()
+                        eager += 1
+                        if eager >= _EAGER_READS:
+                            # Reads that never block still let every other task run now and then.
+                            eager = 0
+                            await trio.lowlevel.checkpoint()
                         if not got:
                             conn.connection_lost()
                             break
                         try:
                             if into is not None:
-                                into.release()
                                 conn.received_into(got)
                             else:
-                                conn.receive_data(data)
+                                conn.receive_data(rview[:got])
                             self.flush()
                         except Exception as exc:  # noqa: BLE001 - contain a bug to this connection
                             log.exception("connection %d failed", conn.conn_id)
                             conn.close(f"internal error: {exc}")
-                        c.wake.set()
+                        if conn.queued_bytes and not c.sending:
+                            # Answer now if the socket takes it; what it does not take, the writer sends.
+                            views = [memoryview(p) for p in conn.pieces_to_send()]
+                            try:
+                                sent = _write_nowait(c.raw, views)
+                            except OSError:
+                                conn.connection_lost()
+                                break
+                            if sent < len(views):
+                                conn.requeue(views[sent:])
+                        if conn.queued_bytes or conn.closed:
+                            c.wake.set()
                     c.wake.set()
                     n.cancel_scope.cancel()
         finally:
@@ -165,26 +196,30 @@ class BrokerServer:
             self._conns.pop(conn.conn_id, None)
             reason = conn.close_reason or "closed"
             self._line(f"broker {broker_id}: connection {conn.conn_id} closed ({reason})")
+            c.raw.detach()
             # Closing a dead socket may fail in many ways; none of them matter here.
             with trio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await stream.aclose()
 
     async def _writer(self, c: _Conn) -> None:
+        """Sends what the reader could not send at once, and answers completed elsewhere."""
         conn = c.conn
         while True:
             await c.wake.wait()
             c.wake = trio.Event()
-            pieces = conn.pieces_to_send()
-            if pieces:
-                try:
-                    if len(pieces) == 1:
-                        await c.stream.send_all(pieces[0])
-                    else:
-                        await _send_vectored(c.stream, pieces)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    conn.connection_lost()
-                    c.cancel.cancel()
-                    return
+            views = [memoryview(p) for p in conn.pieces_to_send()]
+            c.sending = True
+            try:
+                while views:
+                    del views[: _write_nowait(c.raw, views)]
+                    if views:
+                        await trio.lowlevel.wait_writable(c.raw)
+            except OSError:
+                conn.connection_lost()
+                c.cancel.cancel()
+                return
+            finally:
+                c.sending = False
             if conn.closed:
                 c.cancel.cancel()
                 return
