@@ -27,7 +27,8 @@ log = logging.getLogger("kwire.broker")
 
 _RECV_BYTES = 256 * 1024
 _EAGER_READS = 8
-_IOV_MAX = 512  # below every platform's IOV_MAX (1024 on Linux)
+_IOV_MAX = 512
+_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")  # below every platform's IOV_MAX (1024 on Linux)
 
 
 class _Conn:
@@ -55,7 +56,10 @@ def _write_nowait(sock: socket.socket, views: list[memoryview]) -> int:
     i = 0
     while i < len(views):
         try:
-            sent = sock.sendmsg(views[i : i + _IOV_MAX])
+            if _HAS_SENDMSG:
+                sent = sock.sendmsg(views[i : i + _IOV_MAX])
+            else:  # Windows: no vectored send on sockets
+                sent = sock.send(b"".join(views[i : i + _IOV_MAX]))
         except BlockingIOError:
             break
         while sent:
