@@ -266,6 +266,11 @@ class Broker:
         """Nodes that are up (not taken down with ``broker_down``)."""
         return self.call(lambda: [n.node_id for n in self.core.cluster.live_nodes()])
 
+    def run_retention(self) -> int:
+        """Apply retention.ms/retention.bytes now instead of at the next periodic check
+        (``log.retention.check.interval.ms``); returns how many log segments were deleted."""
+        return int(self.call(lambda: self.core.subsystems["retention"].run()))
+
     # --- time -------------------------------------------------------------------------------
     def advance(self, ms: int) -> int:
         """Move a manual broker clock forward and fire everything that became due."""

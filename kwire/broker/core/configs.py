@@ -137,6 +137,11 @@ BROKER_CONFIGS = _defs(
     ConfigDef("transactional.id.expiration.ms", "604800000", "int", min_value=1),
     ConfigDef("delete.topic.enable", "true", "boolean"),
     ConfigDef("log.retention.ms", "604800000", "long"),
+    ConfigDef("log.retention.bytes", "-1", "long"),
+    ConfigDef("log.retention.check.interval.ms", "300000", "long", min_value=1),
+    ConfigDef("log.segment.bytes", "1073741824", "int", min_value=14),
+    ConfigDef("log.roll.ms", "604800000", "long", min_value=1),
+    ConfigDef("log.cleanup.policy", "delete", "list", ("delete", "compact")),
     ConfigDef("compression.type", "producer", "string"),
     ConfigDef("min.insync.replicas", "1", "int", min_value=1),
     ConfigDef("log.message.timestamp.type", "CreateTime", "string", ("CreateTime", "LogAppendTime")),
@@ -224,7 +229,10 @@ class ConfigStore:
             return over[key]
         if rtype is ResourceType.TOPIC:
             # A topic without an override follows the broker-wide setting of the same meaning.
-            broker_key = {"retention.ms": "log.retention.ms", "message.timestamp.type": "log.message.timestamp.type",
+            broker_key = {"retention.ms": "log.retention.ms", "retention.bytes": "log.retention.bytes",
+                          "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
+                          "cleanup.policy": "log.cleanup.policy",
+                          "message.timestamp.type": "log.message.timestamp.type",
                           "max.message.bytes": "message.max.bytes"}.get(key, key)
             bover = self.overrides.get((ResourceType.BROKER, ""), {})
             if broker_key in bover:

@@ -6,6 +6,11 @@ Single-replica semantics: the high watermark is the log end offset once a batch 
 The last stable offset is the high watermark minus whatever open transactions hold back
 (``open_txn_first_offsets``, maintained by the producer-state and transaction code).
 
+``segments`` mirror Kafka's log segments in memory: a new one starts when the active one would
+pass ``segment.bytes`` or its records span more than ``segment.ms`` (``roll_if_needed``, called
+by whoever appends with the topic's configs). Retention (``apply_retention``) deletes whole
+segments from the front, as Kafka's ``deleteOldSegments`` does, and moves the log start offset.
+
 ``epochs`` is the leader-epoch history (Kafka's LeaderEpochFileCache): (epoch, first offset)
 pairs, ascending in both. A new leader records its epoch at the log end; an appended or
 loaded batch of a newer epoch records itself; DeleteRecords trims the front. OffsetForLeaderEpoch
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 from kwire.protocol.splice import Buffer, RecordChain
 from kwire.records import BatchInfo
 
-__all__ = ["PartitionLog", "StoredBatch", "AbortedTxn", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
+__all__ = ["PartitionLog", "StoredBatch", "Segment", "AbortedTxn", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
 
 UNDEFINED_EPOCH = -1  # RecordBatch.NO_PARTITION_LEADER_EPOCH
 UNDEFINED_EPOCH_OFFSET = -1  # EpochEndOffset.UNDEFINED_EPOCH_OFFSET
@@ -38,6 +43,16 @@ class StoredBatch:
     producer_id: int
     is_transactional: bool
     is_control: bool
+
+
+@dataclass(slots=True)
+class Segment:
+    """One in-memory log segment: where it starts, its bytes, and its record timestamps."""
+
+    base_offset: int
+    size: int = 0
+    first_timestamp: int = -1  # of its first batch (segment.ms rolls from it)
+    max_timestamp: int = -1  # the largest in it (retention.ms expires by it)
 
 
 @dataclass(slots=True, frozen=True)
@@ -65,6 +80,8 @@ class PartitionLog:
     size_bytes: int = 0
     # leader-epoch history: (epoch, start offset), ascending in both
     epochs: list[tuple[int, int]] = field(default_factory=list)
+    # in-memory segments, oldest first; the last is the active one
+    segments: list[Segment] = field(default_factory=list)
 
     @property
     def high_watermark(self) -> int:
@@ -97,8 +114,58 @@ class PartitionLog:
         self._bases.append(batch.base_offset)
         self.log_end_offset = batch.last_offset + 1
         self.size_bytes += len(data)
+        if not self.segments:
+            self.segments.append(Segment(batch.base_offset))
+        seg = self.segments[-1]
+        seg.size += len(data)
+        if seg.first_timestamp < 0:
+            seg.first_timestamp = info.max_timestamp
+        if info.max_timestamp > seg.max_timestamp:
+            seg.max_timestamp = info.max_timestamp
         self._epoch_of(data, batch.base_offset)
         return batch
+
+    # --- segments and retention ---------------------------------------------------------------
+    def roll_if_needed(self, size: int, max_timestamp: int, segment_bytes: int, segment_ms: int) -> bool:
+        """Start a new segment at the log end if a batch of ``size`` bytes does not belong in the
+        active one (LogSegment.shouldRoll: full, or the records span more than segment.ms)."""
+        if not self.segments:
+            return False
+        seg = self.segments[-1]
+        if seg.size == 0:
+            return False
+        if seg.size + size > segment_bytes or (
+            seg.first_timestamp >= 0 and max_timestamp - seg.first_timestamp > segment_ms
+        ):
+            self.segments.append(Segment(self.log_end_offset))
+            return True
+        return False
+
+    def apply_retention(self, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
+        """Delete whole segments from the front as cleanup.policy=delete does; returns how many.
+
+        UnifiedLog.deleteOldSegments: first those whose newest record is older than
+        ``retention_ms``, then as long as the log stays at or above ``retention_bytes`` without
+        the segment; -1 disables either. When every segment goes, the active one is rolled
+        first and the log keeps an empty segment at its end. The log start offset moves to the
+        first segment left.
+        """
+        segs = self.segments
+        n = 0
+        if retention_ms >= 0:
+            while n < len(segs) and segs[n].size and now_ms - segs[n].max_timestamp > retention_ms:
+                n += 1
+        if retention_bytes >= 0:
+            diff = self.size_bytes - retention_bytes - sum(s.size for s in segs[:n])
+            while n < len(segs) and segs[n].size and diff - segs[n].size >= 0:
+                diff -= segs[n].size
+                n += 1
+        if not n:
+            return 0
+        if n == len(segs):
+            segs.append(Segment(self.log_end_offset))
+        self.truncate_before(segs[n].base_offset)
+        return n
 
     # --- leader epochs (LeaderEpochFileCache) -------------------------------------------------
     def _epoch_of(self, data: Buffer, base_offset: int) -> None:
@@ -200,9 +267,25 @@ class PartitionLog:
         self.batches = keep
         self._bases = [b.base_offset for b in keep]
         self.size_bytes = sum(len(b.data) for b in keep)
+        self._trim_segments()
         # LeaderEpochFileCache.truncateFromStart: the last epoch starting at or before the new
         # start offset now starts there; the ones before it go.
         lso = self.log_start_offset
         before = [(e, s) for e, s in self.epochs if s <= lso]
         if before:
             self.epochs = [(before[-1][0], lso)] + [(e, s) for e, s in self.epochs if s > lso]
+
+    def _trim_segments(self) -> None:
+        """After batches left the front: drop segments with nothing left, resize the first."""
+        segs = self.segments
+        first = self.batches[0].base_offset if self.batches else self.log_end_offset
+        while len(segs) > 1 and segs[1].base_offset <= first:
+            del segs[0]
+        if not segs:
+            segs.append(Segment(first))
+            return
+        nxt = segs[1].base_offset if len(segs) > 1 else None
+        end = len(self.batches) if nxt is None else bisect.bisect_left(self._bases, nxt)
+        segs[0].size = sum(len(b.data) for b in self.batches[:end])
+        if not end:
+            segs[0].first_timestamp = segs[0].max_timestamp = -1

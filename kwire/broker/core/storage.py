@@ -200,6 +200,8 @@ class Storage:
         if not d.is_dir():
             return
         plog = p.log
+        seg_bytes = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.bytes")
+        seg_ms = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.ms")
         reader = iter_partition_dir(d, recover=True)
         try:
             for batch in reader:
@@ -210,6 +212,7 @@ class Storage:
                     continue
                 if not plog.batches:
                     plog.log_start_offset = max(plog.log_start_offset, info.base_offset)
+                plog.roll_if_needed(info.size_in_bytes, info.max_timestamp, seg_bytes, seg_ms)
                 plog.load(bytes(batch.buffer), info)
                 self._rebuild_producer_state(p, batch, info)
         except (SegmentError, RecordError, OSError) as exc:

@@ -24,11 +24,13 @@ def install(core: BrokerCore) -> None:
     from kwire.broker.core.groups import GroupCoordinator
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
+    from kwire.broker.core.retention import LogRetention
 
     core.subsystems["producer_ids"] = ProducerIdManager()
     core.subsystems["fetch_sessions"] = FetchSessionCache()
     core.subsystems["offsets"] = OffsetStore()
     core.subsystems["groups"] = GroupCoordinator(core)
+    core.subsystems["retention"] = LogRetention(core)
     if core.config.sasl is not None:
         from kwire.broker.core.sasl import SaslAuthority
 

@@ -125,6 +125,9 @@ def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
     entry = p.producers.record(info, info.base_offset, info.max_timestamp)
     if entry is not None and info.is_transactional:
         log.open_txn_first_offsets.setdefault(info.producer_id, entry.txn_first_offset or info.base_offset)
+    log.roll_if_needed(len(data), info.max_timestamp,
+                       core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.bytes"),
+                       core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.ms"))
     log.append(data, info)
     return PR(index=p.index, base_offset=info.base_offset, log_append_time_ms=append_time,
               log_start_offset=log.log_start_offset)
