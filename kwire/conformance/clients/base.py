@@ -34,7 +34,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from kwire.conformance.clients._proc import Event, JsonLineProcess, run_json_command
 from kwire.errors import ConformanceError
@@ -120,29 +120,33 @@ class ProduceResult:
     elapsed_s: float
 
 
+S = TypeVar("S", bound="_Session")
+
+
 @dataclass(slots=True)
-class GroupMember:
-    """A long-running consumer-group member process; see the module docstring."""
+class _Session:
+    """A long-lived client program speaking JSON lines: its events applied as they come."""
 
     client: str
     proc: JsonLineProcess
-    assignment: frozenset[int] = frozenset()
-    records: list[Record] = field(default_factory=list)
     ready: bool = False
     closed: bool = False
+    KIND: ClassVar[str] = "session"
+
+    def _apply_own(self, kind: object, ev: Event) -> bool:
+        """Apply an event only this kind of session has; False if it is a common one."""
+        return False
 
     def _apply(self, ev: Event) -> None:
         kind = ev.get("event")
-        if kind == "assignment":
-            self.assignment = frozenset(int(p) for p in ev.get("partitions") or ())
-        elif kind == "record":
-            self.records.append(Record.from_wire(ev))
-        elif kind == "ready":
+        if self._apply_own(kind, ev):
+            return
+        if kind == "ready":
             self.ready = True
         elif kind == "closed":
             self.closed = True
         elif kind == "error":
-            raise ConformanceError(f"{self.client} member: {ev.get('error')}: {ev.get('message')}")
+            raise ConformanceError(f"{self.client} {self.KIND}: {ev.get('error')}: {ev.get('message')}")
 
     def pump(self, deadline: float) -> bool:
         """Apply the next event before ``deadline``; False on timeout."""
@@ -153,9 +157,27 @@ class GroupMember:
         return True
 
     def pump_nowait(self) -> None:
-        """Apply every event already received."""
+        """Apply every event already received; raises if the program exited or reported an error."""
         while self.pump(time.monotonic()):
             pass
+
+
+@dataclass(slots=True)
+class GroupMember(_Session):
+    """A long-running consumer-group member process; see the module docstring."""
+
+    assignment: frozenset[int] = frozenset()
+    records: list[Record] = field(default_factory=list)
+    KIND: ClassVar[str] = "member"
+
+    def _apply_own(self, kind: object, ev: Event) -> bool:
+        if kind == "assignment":
+            self.assignment = frozenset(int(p) for p in ev.get("partitions") or ())
+        elif kind == "record":
+            self.records.append(Record.from_wire(ev))
+        else:
+            return False
+        return True
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Ask the member to leave the group and wait until it has closed."""
@@ -183,42 +205,22 @@ class Ack:
 
 
 @dataclass(slots=True)
-class ProducerSession:
+class ProducerSession(_Session):
     """A long-lived producer process (``op: producer``); see the module docstring."""
 
-    client: str
-    proc: JsonLineProcess
     acks: list[Ack] = field(default_factory=list)
     failures: list[tuple[int | None, str]] = field(default_factory=list)
     sent: int = 0
-    ready: bool = False
-    closed: bool = False
+    KIND: ClassVar[str] = "producer"
 
-    def _apply(self, ev: Event) -> None:
-        kind = ev.get("event")
+    def _apply_own(self, kind: object, ev: Event) -> bool:
         if kind == "produced":
             self.acks.append(Ack(ev.get("seq"), ev.get("partition"), ev.get("offset")))
         elif kind == "produce_failed":
             self.failures.append((ev.get("seq"), str(ev.get("message"))))
-        elif kind == "ready":
-            self.ready = True
-        elif kind == "closed":
-            self.closed = True
-        elif kind == "error":
-            raise ConformanceError(f"{self.client} producer: {ev.get('error')}: {ev.get('message')}")
-
-    def pump(self, deadline: float) -> bool:
-        """Apply the next event before ``deadline``; False on timeout."""
-        ev = self.proc.next_event(deadline)
-        if ev is None:
+        else:
             return False
-        self._apply(ev)
         return True
-
-    def pump_nowait(self) -> None:
-        """Apply every event already received; raises if the program exited or reported an error."""
-        while self.pump(time.monotonic()):
-            pass
 
     def send(self, records: Sequence[Record]) -> None:
         """Hand records to the producer; they get sequence numbers ``sent``, ``sent + 1``, …"""
@@ -385,34 +387,10 @@ class ClientAdapter(ABC):
         config: Mapping[str, Any] | None = None,
     ) -> GroupMember:
         """Start a group member; returns once it reports ``ready`` (subscribed)."""
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise ConformanceError(f"{self.name} unavailable: {reason}")
-        proc = JsonLineProcess(self.argv(), env=self.env(), label=f"{self.name} member").start()
-        member = GroupMember(self.name, proc)
-        try:
-            proc.send(
-                {
-                    "op": "member",
-                    "bootstrap": bootstrap,
-                    "topic": topic,
-                    "group_id": group_id,
-                    "group_protocol": group_protocol,
-                    "timeout_ms": int(lifetime_s * 1000),
-                    "config": dict(config or {}),
-                }
-            )
-            # Some clients join (and report an assignment) before they say ready; keep those events.
-            deadline = time.monotonic() + ready_timeout_s
-            while not member.ready:
-                if not member.pump(deadline):
-                    raise ConformanceError(
-                        f"{self.name} member not ready in {ready_timeout_s}s ({proc.diagnostics()})"
-                    )
-        except BaseException:
-            proc.close(grace_s=0)
-            raise
-        return member
+        return self._start_session(GroupMember, {
+            "op": "member", "bootstrap": bootstrap, "topic": topic, "group_id": group_id,
+            "group_protocol": group_protocol, "timeout_ms": int(lifetime_s * 1000), "config": dict(config or {}),
+        }, ready_timeout_s)
 
     def start_producer(
         self,
@@ -426,28 +404,25 @@ class ClientAdapter(ABC):
         config: Mapping[str, Any] | None = None,
     ) -> ProducerSession:
         """Start a long-lived producer; returns once it reports ``ready``."""
+        return self._start_session(ProducerSession, {
+            "op": "producer", "bootstrap": bootstrap, "topic": topic, "compression": compression, "acks": acks,
+            "timeout_ms": int(lifetime_s * 1000), "config": dict(config or {}),
+        }, ready_timeout_s)
+
+    def _start_session(self, cls: type[S], request: dict[str, Any], ready_timeout_s: float) -> S:
         reason = self.unavailable_reason()
         if reason is not None:
             raise ConformanceError(f"{self.name} unavailable: {reason}")
-        proc = JsonLineProcess(self.argv(), env=self.env(), label=f"{self.name} producer").start()
-        session = ProducerSession(self.name, proc)
+        proc = JsonLineProcess(self.argv(), env=self.env(), label=f"{self.name} {cls.KIND}").start()
+        session = cls(self.name, proc)
         try:
-            proc.send(
-                {
-                    "op": "producer",
-                    "bootstrap": bootstrap,
-                    "topic": topic,
-                    "compression": compression,
-                    "acks": acks,
-                    "timeout_ms": int(lifetime_s * 1000),
-                    "config": dict(config or {}),
-                }
-            )
+            proc.send(request)
+            # Some clients report events (a member's assignment) before ready; pumping keeps them.
             deadline = time.monotonic() + ready_timeout_s
             while not session.ready:
                 if not session.pump(deadline):
                     raise ConformanceError(
-                        f"{self.name} producer not ready in {ready_timeout_s}s ({proc.diagnostics()})"
+                        f"{self.name} {cls.KIND} not ready in {ready_timeout_s}s ({proc.diagnostics()})"
                     )
         except BaseException:
             proc.close(grace_s=0)
