@@ -21,6 +21,14 @@ def _earliest(c: CoreClient, topic: str) -> int:
     return r.topics[0].partitions[0].offset  # type: ignore[no-any-return]
 
 
+def _three_batches_then_a_check(core: Any, clock: Any) -> None:
+    c = CoreClient(core)
+    for _ in range(3):
+        produce(c, "t", 0, batch([b"x"], timestamp_ms=START_MS))
+    clock.advance(CHECK_MS)
+    core.fire_due()
+
+
 def _setup(**configs: str) -> tuple[Any, Any, CoreClient, PartitionLog]:
     core, clock = make_core()
     core.create_topic("t", 1, configs=configs)
@@ -94,11 +102,7 @@ def test_broker_wide_retention_applies_to_topics_without_their_own() -> None:
     one = len(batch([b"x"]))
     core, clock = make_core(settings={"log.retention.bytes": str(one), "log.segment.bytes": str(one)})
     core.create_topic("t", 1)
-    c = CoreClient(core)
-    for _ in range(3):
-        produce(c, "t", 0, batch([b"x"], timestamp_ms=START_MS))
-    clock.advance(CHECK_MS)
-    core.fire_due()
+    _three_batches_then_a_check(core, clock)
     assert core.cluster.topics["t"].partitions[0].log.log_start_offset == 2
 
 
@@ -118,11 +122,7 @@ def test_retention_survives_a_restart(tmp_path: Path) -> None:
     one = len(batch([b"x"]))
     core, clock = make_core(data_dir=str(tmp_path))
     core.create_topic("t", 1, configs={"segment.bytes": str(one), "retention.bytes": str(one)})
-    c = CoreClient(core)
-    for _ in range(3):
-        produce(c, "t", 0, batch([b"x"], timestamp_ms=START_MS))
-    clock.advance(CHECK_MS)
-    core.fire_due()
+    _three_batches_then_a_check(core, clock)
     assert core.cluster.topics["t"].partitions[0].log.log_start_offset == 2
     core.close()
     core2, _ = make_core(data_dir=str(tmp_path))
