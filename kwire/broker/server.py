@@ -139,7 +139,14 @@ class BrokerServer:
         except OSError:
             peer = "?"
         conn = Connection(self.core, broker_id, peer)
-        c = _Conn(conn, stream, broker_id)
+        try:
+            c = _Conn(conn, stream, broker_id)
+        except OSError as exc:  # the descriptor is already unusable: nothing to serve
+            conn.connection_lost()
+            self._line(f"broker {broker_id}: connection {conn.conn_id} from {peer} unusable ({exc})")
+            with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await stream.aclose()
+            return
         self._conns[conn.conn_id] = c
         self._line(f"broker {broker_id}: connection {conn.conn_id} from {peer}")
         try:
