@@ -240,7 +240,7 @@ def ck_consume(cmd: Cmd) -> None:
 
 
 def ck_member(cmd: Cmd) -> None:
-    from confluent_kafka import Consumer, KafkaException
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     deadline = time.monotonic() + cmd["timeout_ms"] / 1000
     stdin = StdinCommands()
@@ -263,14 +263,25 @@ def ck_member(cmd: Cmd) -> None:
                 good.append(m)
             if not good:
                 continue
+            # Commit exactly what this batch read, then report the records of the partitions whose
+            # commit held: a reported record is a committed one. (A bare commit() covers only the
+            # current assignment; a rebalance served inside consume() would leave the records of a
+            # revoked partition reported but uncommitted, and their next owner would read them again.)
+            ends: dict[tuple[str, int], int] = {}
+            for m in good:
+                ends[(str(m.topic()), int(m.partition() or 0))] = int(m.offset() or 0) + 1
             try:
-                # Commit before reporting: a reported record is a committed one.
-                c.commit(asynchronous=False)
+                done = c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in ends.items()], asynchronous=False)
             except KafkaException as exc:
                 emit(event="commit_failed", message=str(exc))
                 continue
+            held = {tp.partition for tp in done or () if not tp.error}
+            for tp in done or ():
+                if tp.error:
+                    emit(event="commit_failed", message=f"partition {tp.partition}: {tp.error}")
             for m in good:
-                emit(**_record_event(m.partition(), m.offset(), m.key(), m.value(), m.headers()))
+                if m.partition() in held:
+                    emit(**_record_event(m.partition(), m.offset(), m.key(), m.value(), m.headers()))
     finally:
         c.close()
     emit(event="closed")
