@@ -633,8 +633,10 @@ async def _aio_member(cmd: Cmd) -> None:
             if not batch:
                 continue
             try:
-                await c.commit()
-            except KafkaError as exc:
+                # Exactly what this batch read: aiokafka rebalances in a background task, so a
+                # bare commit() may already cover a newer assignment than the batch came from.
+                await c.commit({tp: recs[-1].offset + 1 for tp, recs in batch.items() if recs})
+            except KafkaError as exc:  # IllegalStateError too: a partition no longer assigned
                 emit(event="commit_failed", message=str(exc))
                 continue
             for recs in batch.values():
