@@ -27,8 +27,8 @@ log = logging.getLogger("kwire.broker")
 
 _RECV_BYTES = 256 * 1024
 _EAGER_READS = 8
-_IOV_MAX = 512
-_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")  # below every platform's IOV_MAX (1024 on Linux)
+_IOV_MAX = 512  # buffers per sendmsg: below every platform's IOV_MAX (1024 on Linux)
+_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
 
 
 class _Conn:
