@@ -153,7 +153,10 @@ class PartitionLog:
         segs = self.segments
         n = 0
         if retention_ms >= 0:
-            while n < len(segs) and segs[n].size and now_ms - segs[n].max_timestamp > retention_ms:
+            # A segment without record timestamps (-1, legacy data) is never expired by time:
+            # Kafka falls back to the file's modification time, which an in-memory log lacks.
+            while (n < len(segs) and segs[n].size and segs[n].max_timestamp >= 0
+                   and now_ms - segs[n].max_timestamp > retention_ms):
                 n += 1
         if retention_bytes >= 0:
             diff = self.size_bytes - retention_bytes - sum(s.size for s in segs[:n])

@@ -147,3 +147,16 @@ def test_the_control_api_runs_retention_now_and_a_real_consumer_sees_the_new_sta
         low, high = c.get_watermark_offsets(TopicPartition("r", 0), timeout=10)
         assert (low, high) == (3, 3)
         c.close()
+
+
+def test_segments_without_record_timestamps_are_not_expired_by_time() -> None:
+    one = len(batch([b"x"]))
+    core, clock, c, log = _setup(**{"segment.bytes": str(one), "retention.ms": "0"})
+    produce(c, "t", 0, batch([b"x"], timestamp_ms=-1))
+    produce(c, "t", 0, batch([b"x"], timestamp_ms=START_MS))
+    produce(c, "t", 0, batch([b"x"], timestamp_ms=START_MS))
+    clock.advance(CHECK_MS)
+    core.fire_due()
+    # The first segment has no timestamps: it stops time-based deletion at the front, as a
+    # segment that is not yet expired would.
+    assert log.log_start_offset == 0
