@@ -132,10 +132,6 @@ class Connection:
             pieces.append(run[0] if len(run) == 1 else b"".join(run))
         return pieces
 
-    def data_to_send(self) -> bytes:
-        """Everything queued as one bytes object (tests; the server writes ``pieces_to_send``)."""
-        return b"".join(self.pieces_to_send())
-
     def close(self, reason: str) -> None:
         if not self.closed:
             self.closed = True

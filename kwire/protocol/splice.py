@@ -22,13 +22,10 @@ class RecordChain:
 
     __slots__ = ("parts", "size")
 
-    def __init__(self, parts: Iterable[Buffer] = ()) -> None:
+    def __init__(self, parts: Iterable[Buffer] = (), size: int | None = None) -> None:
         self.parts: list[Buffer] = list(parts)
-        self.size = sum(len(p) for p in self.parts)
-
-    def append(self, part: Buffer) -> None:
-        self.parts.append(part)
-        self.size += len(part)
+        # ``size``: the parts' total when the caller already counted it.
+        self.size = sum(len(p) for p in self.parts) if size is None else size
 
     def __len__(self) -> int:
         return self.size

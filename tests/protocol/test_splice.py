@@ -56,8 +56,8 @@ def test_encoding_a_chain_into_a_plain_bytearray_copies_it() -> None:
 
 
 def test_chain_value_semantics() -> None:
-    c = RecordChain([b"ab"])
-    c.append(memoryview(b"cde"))
+    c = RecordChain([b"ab", memoryview(b"cde")])
+    assert RecordChain([b"ab", b"cde"], 5).size == 5
     assert len(c) == 5 and bytes(c) == b"abcde" and c == b"abcde" and c == RecordChain([b"abc", b"de"])
     assert c != b"abcdf" and bool(RecordChain()) is False
     with pytest.raises(TypeError):

@@ -221,11 +221,10 @@ class PartitionLog:
         offset bound (the high watermark, or the LSO for read_committed). The stored batches
         are not copied: the chain is spliced into the response as it goes to the socket.
         """
-        chain = RecordChain()
         end = self.log_end_offset if upto is None else upto
         if offset >= end:
-            return chain
-        parts = chain.parts
+            return RecordChain()
+        parts: list[Buffer] = []
         size = 0
         batches = self.batches
         for i in range(self._index_for(offset), len(batches)):
@@ -237,8 +236,7 @@ class PartitionLog:
                 break
             parts.append(b.data)
             size += n
-        chain.size = size
-        return chain
+        return RecordChain(parts, size)
 
     def aborted_in_range(self, start: int, end: int) -> list[AbortedTxn]:
         return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
