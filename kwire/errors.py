@@ -23,6 +23,7 @@ __all__ = [
     "RecordEncodeError",
     "CompressionError",
     "SegmentError",
+    "KafkaError",
     "KafkaProtocolError",
     "ConfigError",
 ]
@@ -182,14 +183,41 @@ class ConfigError(KwireError):
     """A configuration value that is invalid."""
 
 
-class KafkaProtocolError(KwireError):
-    """An error that a broker reports to a client as a Kafka error code."""
+class KafkaError(KwireError):
+    """A Kafka error code with a message: what the broker core raises when a request cannot be served.
 
-    error_code: ClassVar[int] = -1  # UNKNOWN_SERVER_ERROR
+    The core raises it; the request's handler (or, for a whole request, the core's dispatcher)
+    turns ``code`` into the response's error code and ``message`` into its error message where
+    the response has one. ``code`` is an ``ErrorCode`` value (int, so the protocol layer stays
+    independent of this module).
+    """
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        self.code = int(code)
+        self.message = message
+        super().__init__(message if message else _code_name(self.code))
+
+    @property
+    def error_code(self) -> int:
+        return self.code
+
+
+def _code_name(code: int) -> str:
+    try:
+        from kwire.protocol.error_codes import ErrorCode
+
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
+
+
+class KafkaProtocolError(KafkaError):
+    """A ``KafkaError`` whose code is fixed by its class (``error_code`` class attribute)."""
+
+    error_code: ClassVar[int] = -1  # type: ignore[assignment]  # UNKNOWN_SERVER_ERROR
 
     def __init__(self, message: str = "") -> None:
-        self.message = message
-        super().__init__(message)
+        super().__init__(type(self).error_code, message)
 
 
 class ConformanceError(KwireError):

@@ -8,7 +8,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
-from kwire.errors import KafkaProtocolError
+from kwire.errors import KafkaError
 
 if TYPE_CHECKING:
     from kwire.broker.core.cluster import Rng
@@ -17,12 +17,11 @@ if TYPE_CHECKING:
 __all__ = ["GroupError", "java_uuid_string", "kafka_uuid_string", "broker_int", "group_int"]
 
 
-class GroupError(KafkaProtocolError):
+class GroupError(KafkaError):
     """A group operation refused with a Kafka error code (answered in the response, never raised out)."""
 
     def __init__(self, code: int, message: str = "") -> None:
-        self.code = int(code)
-        super().__init__(message)
+        super().__init__(code, message or None)
 
 
 def java_uuid_string(rng: Rng) -> str:
