@@ -26,6 +26,7 @@ __all__ = [
     "KafkaError",
     "KafkaProtocolError",
     "ConfigError",
+    "CaptureError",
 ]
 
 
@@ -177,6 +178,10 @@ class CompressionError(RecordError):
 
 class SegmentError(RecordError):
     """A log segment file or partition directory that cannot be read or written."""
+
+
+class CaptureError(KwireError):
+    """A capture file (pcap/pcapng) or pipeline input that cannot be read."""
 
 
 class ConfigError(KwireError):

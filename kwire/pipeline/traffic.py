@@ -1,0 +1,173 @@
+"""``wire_exchanges`` rows from captures: each request/response pair decoded with kwire's codec.
+
+The response is decoded with its request's api key and version. A row's ``decode_status`` says
+how far decoding got: ``ok``; ``no_response`` (acks=0 produce, or the capture ended first);
+``unpaired_response`` (its request predates the capture); ``unknown_api``;
+``unsupported_version``; ``malformed`` (``decode_error`` names field and offset). Client
+software name/version come from the connection's ApiVersions request (v3+), so a connection
+caught mid-stream has none.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kwire.capture.kafka import (
+    DEFAULT_BROKER_PORTS,
+    CaptureIssue,
+    KafkaCaptureReader,
+    WireExchange,
+    iter_kafka_exchanges,
+)
+from kwire.errors import KwireError, UnknownApiKeyError, UnsupportedVersionError
+from kwire.protocol import decode_request, decode_response
+from kwire.protocol.registry import api_info, request_header_version, schema_class
+
+__all__ = ["exchange_row", "issue_row", "iter_traffic", "traffic_rows", "error_codes_of", "open_bytes"]
+
+_API_VERSIONS = 18
+
+
+def error_codes_of(msg: Any) -> list[int]:
+    """Every distinct non-zero ``ErrorCode`` anywhere in a decoded message, sorted."""
+    found: set[int] = set()
+    stack = [msg]
+    while stack:
+        obj = stack.pop()
+        for f in type(obj)._fields:
+            value = getattr(obj, f.attr, None)
+            if value is None:
+                continue
+            if f.kind == "struct":
+                if f.is_array:
+                    stack.extend(value)
+                else:
+                    stack.append(value)
+            elif f.name == "ErrorCode" and value:
+                found.add(value)
+    return sorted(found)
+
+
+def _status_of(exc: KwireError) -> str:
+    if isinstance(exc, UnknownApiKeyError):
+        return "unknown_api"
+    if isinstance(exc, UnsupportedVersionError):
+        return "unsupported_version"
+    return "malformed"
+
+
+def exchange_row(ex: WireExchange, source: str, software: dict[str, tuple[str | None, str | None]]) -> dict[str, Any]:
+    """One ``wire_exchanges`` row (see ``kwire.pipeline.tables``); ``software`` is per connection state."""
+    status, error = "ok", None
+    client_id = api_name = None
+    error_code: int | None = None
+    codes: list[int] = []
+    req, resp = ex.request, ex.response
+    if req is not None:
+        try:
+            api_name = api_info(ex.api_key).name
+        except UnknownApiKeyError:
+            pass
+        try:
+            frame = decode_request(req.payload)
+            client_id = frame.client_id
+            if ex.api_key == _API_VERSIONS and ex.api_version >= 3:
+                software[ex.conn_id] = (frame.body.client_software_name, frame.body.client_software_version)
+        except KwireError as exc:
+            status, error = _status_of(exc), str(exc)
+            try:  # the header alone may still name the client
+                hv = request_header_version(ex.api_key, ex.api_version)
+                client_id = schema_class("RequestHeader").decode_from(req.payload, 0, hv)[0].client_id
+            except KwireError:
+                pass
+        if resp is not None and status == "ok":
+            try:
+                body = decode_response(resp.payload, ex.api_key, ex.api_version).body
+                error_code = getattr(body, "error_code", None)
+                codes = error_codes_of(body)
+            except KwireError as exc:
+                status, error = "malformed", f"response: {exc}"
+        elif resp is None and status == "ok":
+            status = "no_response"
+    else:
+        status = "unpaired_response"
+    name, version = software.get(ex.conn_id, (None, None))
+    latency = None
+    if req is not None and resp is not None:
+        latency = (resp.first_ts_ns - req.last_ts_ns) // 1000
+    return {
+        "source": source,
+        "conn_id": ex.conn_id,
+        "client": ex.client,
+        "server": ex.server,
+        "correlation_id": ex.correlation_id,
+        "api_key": ex.api_key if req is not None else None,
+        "api_name": api_name,
+        "api_version": ex.api_version if req is not None else None,
+        "client_id": client_id,
+        "client_software_name": name,
+        "client_software_version": version,
+        "request_offset": req.offset if req is not None else None,
+        "response_offset": resp.offset if resp is not None else None,
+        "request_ts_ns": req.last_ts_ns if req is not None else None,
+        "response_ts_ns": resp.first_ts_ns if resp is not None else None,
+        "latency_us": latency,
+        "request_size": len(req.payload) + 4 if req is not None else None,
+        "response_size": len(resp.payload) + 4 if resp is not None else None,
+        "error_code": error_code,
+        "error_codes": codes,
+        "decode_status": status,
+        "decode_error": error,
+    }
+
+
+def issue_row(issue: CaptureIssue, source: str) -> dict[str, Any]:
+    return {"source": source, "conn_id": issue.conn_id, "direction": issue.direction, "kind": issue.kind,
+            "stream_offset": issue.offset, "nbytes": issue.nbytes, "ts_ns": issue.ts_ns, "detail": issue.detail}
+
+
+def open_bytes(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
+    """The file's bytes, memory-mapped when it is not empty (captures can be large)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def iter_traffic(
+    path: str | os.PathLike[str],
+    *,
+    source: str | None = None,
+    shard: tuple[int, int] = (0, 1),
+    broker_ports: frozenset[int] = DEFAULT_BROKER_PORTS,
+    issues: list[dict[str, Any]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """``wire_exchanges`` rows of one capture file; its issues are appended to ``issues``."""
+    src = source if source is not None else str(path)
+    reader = KafkaCaptureReader(broker_ports=broker_ports, shard=shard)
+    software: dict[str, tuple[str | None, str | None]] = {}
+    data = open_bytes(path)
+    try:
+        for ex in iter_kafka_exchanges(data, reader):
+            yield exchange_row(ex, src, software)
+    finally:
+        if isinstance(data, mmap.mmap):
+            try:
+                data.close()
+            except BufferError:
+                pass  # a view is still alive somewhere: the map goes with it
+    if issues is not None:
+        issues.extend(issue_row(i, src) for i in reader.issues)
+
+
+def traffic_rows(paths: list[str] | list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The plain single-process path: every exchange and issue of every capture."""
+    rows: list[dict[str, Any]] = []
+    issues: list[dict[str, Any]] = []
+    for p in paths:
+        rows.extend(iter_traffic(p, issues=issues))
+    return rows, issues
