@@ -18,6 +18,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "records": ("kwire.cli.records", "inspect record batches and log segments"),
     "broker": ("kwire.cli.broker", "run the mock broker"),
     "demo": ("kwire.cli.demo", "start the broker and run a produce/consume demo"),
+    "pipeline": ("kwire.cli.pipeline", "traffic and DLQ reports from captures and log dirs (Spark)"),
 }
 
 

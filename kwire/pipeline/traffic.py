@@ -27,7 +27,7 @@ from kwire.errors import KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol import decode_request, decode_response
 from kwire.protocol.registry import api_info, request_header_version, schema_class
 
-__all__ = ["exchange_row", "issue_row", "iter_traffic", "traffic_rows", "error_codes_of", "open_bytes"]
+__all__ = ["capture_issue_rows", "exchange_row", "issue_row", "iter_traffic", "traffic_rows", "error_codes_of", "open_bytes"]
 
 _API_VERSIONS = 18
 
@@ -162,6 +162,29 @@ def iter_traffic(
                 pass  # a view is still alive somewhere: the map goes with it
     if issues is not None:
         issues.extend(issue_row(i, src) for i in reader.issues)
+
+
+def capture_issue_rows(
+    path: str | os.PathLike[str],
+    *,
+    source: str | None = None,
+    shard: tuple[int, int] = (0, 1),
+    broker_ports: frozenset[int] = DEFAULT_BROKER_PORTS,
+) -> list[dict[str, Any]]:
+    """``capture_issues`` rows of one capture: reassembly and framing only, nothing decoded."""
+    reader = KafkaCaptureReader(broker_ports=broker_ports, shard=shard)
+    data = open_bytes(path)
+    try:
+        reader.feed(data)
+        reader.finish()
+    finally:
+        if isinstance(data, mmap.mmap):
+            try:
+                data.close()
+            except BufferError:
+                pass
+    src = source if source is not None else str(path)
+    return [issue_row(i, src) for i in reader.issues]
 
 
 def traffic_rows(paths: list[str] | list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

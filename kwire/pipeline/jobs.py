@@ -1,0 +1,98 @@
+"""The pipeline jobs on the plain single-process path (``--engine local``); ``spark/jobs.py`` runs
+the same jobs on Spark with the same row functions, tables and aggregations.
+
+Each job writes Parquet tables under ``out/<table>/`` and a self-contained HTML report, and
+returns a ``JobResult`` for the terminal summary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kwire.pipeline.dlq import delivery_histogram, dlq_report_rows, dlq_row
+from kwire.pipeline.logs import iter_log_records, plan_log_slices
+from kwire.pipeline.plan import expand_inputs
+from kwire.pipeline.report import dlq_html, traffic_html
+from kwire.pipeline.summary import time_bucket_ns, time_series, traffic_summary
+from kwire.pipeline.traffic import traffic_rows
+
+__all__ = ["JobResult", "traffic_job", "dlq_job", "top_errors", "write_tables"]
+
+
+@dataclass(slots=True)
+class JobResult:
+    tables: dict[str, int] = field(default_factory=dict)  # table -> rows written
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    report: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def write_tables(out: Path, tables: dict[str, tuple[Any, list[dict[str, Any]]]]) -> dict[str, int]:
+    from kwire.pipeline.arrow import write_parquet
+
+    return {name: write_parquet(rows, table, out / name / "part-00000.parquet") for name, (table, rows) in tables.items()}
+
+
+def top_errors(rows: list[dict[str, Any]], n: int = 20) -> list[tuple[str, int]]:
+    c = Counter(r["error_message"] for r in rows if r["error_message"] is not None)
+    return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def traffic_job(inputs: list[str], out: str | Path) -> JobResult:
+    from kwire.pipeline.tables import CAPTURE_ISSUES, WIRE_EXCHANGES
+
+    out = Path(out)
+    rows, issues = traffic_rows(expand_inputs(inputs))
+    res = JobResult(tables=write_tables(out, {"wire_exchanges": (WIRE_EXCHANGES, rows),
+                                              "capture_issues": (CAPTURE_ISSUES, issues)}))
+    res.summary = traffic_summary(rows)
+    stamps = [r["request_ts_ns"] for r in rows if r["request_ts_ns"] is not None]
+    series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
+    res.report = out / "traffic_report.html"
+    res.report.write_text(traffic_html(res.summary, series, dict(Counter(i["kind"] for i in issues))))
+    return res
+
+
+def dlq_job(root: str | Path, out: str | Path) -> JobResult:
+    from kwire.pipeline.tables import DLQ_RECORDS
+
+    out = Path(out)
+    slices, torn = plan_log_slices(root)
+    rows = [dlq_row(r) for s in slices for r in iter_log_records(s)]
+    res = JobResult(tables=write_tables(out, {"dlq_records": (DLQ_RECORDS, rows)}))
+    res.summary = dlq_report_rows(rows)
+    _write_report_parquet(out, res.summary)
+    res.tables["dlq_report"] = len(res.summary)
+    stamps = [r["timestamp_ms"] for r in rows if r["timestamp_ms"] is not None and r["timestamp_ms"] >= 0]
+    series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
+    res.notes = [f"torn tail: {t.path} at byte {t.position} ({t.nbytes} bytes skipped)" for t in torn]
+    res.report = out / "dlq_report.html"
+    res.report.write_text(dlq_html(res.summary, delivery_histogram(rows), series, top_errors(rows),
+                                   now_ms=int(time.time() * 1000)))
+    return res
+
+
+def _write_report_parquet(out: Path, report: list[dict[str, Any]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kwire.pipeline.dlq import DLQ_REPORT_COLUMNS
+
+    (out / "dlq_report").mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(report, schema=_DLQ_REPORT_SCHEMA()) if report else pa.table(
+        {c: pa.array([], type=t) for c, t in zip(DLQ_REPORT_COLUMNS, _DLQ_REPORT_SCHEMA().types, strict=True)})
+    pq.write_table(table, out / "dlq_report" / "part-00000.parquet")
+
+
+def _DLQ_REPORT_SCHEMA() -> Any:  # noqa: N802 - a constant built on first use (pyarrow is optional)
+    import pyarrow as pa
+
+    s, i32, i64 = pa.string(), pa.int32(), pa.int64()
+    return pa.schema([("topic", s), ("original_topic", s), ("original_partition", i32), ("group_id", s),
+                      ("convention", s), ("records", i64), ("first_offset", i64), ("last_offset", i64),
+                      ("oldest_timestamp_ms", i64), ("newest_timestamp_ms", i64), ("min_original_offset", i64),
+                      ("max_original_offset", i64), ("min_delivery_count", i32), ("max_delivery_count", i32)])

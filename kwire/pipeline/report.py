@@ -1,0 +1,139 @@
+"""Self-contained HTML reports (inline SVG, no scripts, no external files) for traffic and DLQ jobs."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["traffic_html", "dlq_html", "text_table"]
+
+_STYLE = """
+body{font-family:sans-serif;margin:24px;color:#222;background:#fff}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
+th{background:#eef}svg{background:#fafafa;border:1px solid #ddd}.bar{fill:#3b6fb6}.bar2{fill:#d9822b}
+text{font-size:11px;fill:#222}.note{color:#666;font-size:12px}
+"""
+
+
+def _esc(v: Any) -> str:
+    return html.escape("" if v is None else str(v))
+
+
+def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], limit: int = 200) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows[:limit])
+    more = f'<p class="note">{len(rows) - limit} more rows in the Parquet output</p>' if len(rows) > limit else ""
+    return f"<table><tr>{head}</tr>{body}</table>{more}"
+
+
+def _hbars(items: Sequence[tuple[str, float]], unit: str = "", css: str = "bar") -> str:
+    """Horizontal bars, one per labelled value."""
+    if not items:
+        return '<p class="note">no data</p>'
+    top = max(v for _, v in items) or 1
+    h = 20 * len(items) + 10
+    parts = [f'<svg width="760" height="{h}" role="img">']
+    for i, (label, v) in enumerate(items):
+        y = 5 + 20 * i
+        w = max(1, int(420 * v / top))
+        parts.append(f'<text x="5" y="{y + 13}">{_esc(label[:48])}</text>'
+                     f'<rect class="{css}" x="300" y="{y}" width="{w}" height="15"/>'
+                     f'<text x="{305 + w}" y="{y + 13}">{v:g}{unit}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _columns(items: Sequence[tuple[str, float]], title: str) -> str:
+    """Vertical bars over an ordered axis (time buckets, histogram bins)."""
+    if not items:
+        return '<p class="note">no data</p>'
+    top = max(v for _, v in items) or 1
+    n = len(items)
+    bw = max(4, min(40, 700 // n))
+    width = 60 + bw * n
+    parts = [f'<svg width="{width}" height="230" role="img" aria-label="{_esc(title)}">']
+    for i, (label, v) in enumerate(items):
+        hgt = int(170 * v / top)
+        x = 50 + i * bw
+        parts.append(f'<rect class="bar" x="{x}" y="{190 - hgt}" width="{bw - 2}" height="{hgt}">'
+                     f"<title>{_esc(label)}: {v:g}</title></rect>")
+        if n <= 20 or i % max(1, n // 8) == 0:
+            parts.append(f'<text x="{x}" y="205">{_esc(label)}</text>')
+    parts.append(f'<text x="5" y="15">{top:g}</text><text x="5" y="190">0</text></svg>')
+    return "".join(parts)
+
+
+def _ts(ns: int | None, unit_ns: int = 1) -> str:
+    if ns is None:
+        return ""
+    t = _dt.datetime.fromtimestamp(ns * unit_ns / 1e9, tz=_dt.UTC)
+    return t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _page(title: str, sections: list[str]) -> str:
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+            f"<style>{_STYLE}</style></head><body><h1>{_esc(title)}</h1>{''.join(sections)}</body></html>\n")
+
+
+def traffic_html(summary: list[dict[str, Any]], series: list[tuple[int, int]], issues: dict[str, int],
+                 *, title: str = "kwire traffic report") -> str:
+    """Exchanges over time, API version usage per client, latency per API, errors, capture issues."""
+    usage = [(f"{r['client_id'] or '-'} {r['api_name']} v{r['api_version']}", float(r["exchanges"])) for r in summary]
+    lat: dict[str, list[int]] = {}
+    for r in summary:
+        if r["answered"]:
+            s = lat.setdefault(r["api_name"] or str(r["api_key"]), [0, 0])
+            s[0] += r["latency_us_sum"]
+            s[1] += r["answered"]
+    latency = sorted(((k, round(v[0] / v[1], 1)) for k, v in lat.items()), key=lambda kv: -kv[1])
+    rows = [dict(r, latency_us_avg=round(r["latency_us_sum"] / r["answered"], 1) if r["answered"] else None)
+            for r in summary]
+    cols = ["client_id", "client_software_name", "client_software_version", "api_name", "api_version", "exchanges",
+            "answered", "with_errors", "latency_us_avg", "latency_us_max"]
+    total = sum(r["exchanges"] for r in summary)
+    sections = [
+        f"<p>{total} exchanges, {len({r['client_id'] for r in summary})} client ids.</p>",
+        "<h2>Exchanges over time</h2>", _columns([(_ts(b), float(c)) for b, c in series], "exchanges over time"),
+        "<h2>API version usage per client</h2>", _hbars(usage),
+        "<h2>Mean latency per API (µs)</h2>", _hbars(latency, css="bar2"),
+        "<h2>Per client and API</h2>", _table(rows, cols),
+        "<h2>Capture issues</h2>", _table([{"kind": k, "count": v} for k, v in sorted(issues.items())], ["kind", "count"]),
+    ]
+    return _page(title, sections)
+
+
+def dlq_html(report: list[dict[str, Any]], histogram: dict[Any, int], series: list[tuple[int, int]],
+             errors: list[tuple[str, int]], *, now_ms: int, title: str = "kwire DLQ report") -> str:
+    """Records over time, delivery-count histogram, errors, counts by origin and the replay plan."""
+    oldest = min((r["oldest_timestamp_ms"] for r in report if r["oldest_timestamp_ms"] is not None), default=None)
+    age = f"{(now_ms - oldest) / 3_600_000:.1f} h" if oldest is not None else "unknown"
+    hist = [(str(k) if k is not None else "n/a", float(v))
+            for k, v in sorted(histogram.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
+    cols = ["topic", "original_topic", "original_partition", "group_id", "convention", "records",
+            "oldest_timestamp_ms", "min_delivery_count", "max_delivery_count"]
+    plan = [dict(r, replay=f"{r['original_topic']}-{r['original_partition']} offsets "
+                           f"{r['min_original_offset']}..{r['max_original_offset']}")
+            for r in report if r["original_topic"] is not None]
+    sections = [
+        f"<p>{sum(r['records'] for r in report)} records; oldest record is {age} old.</p>",
+        "<h2>Records over time</h2>", _columns([(_ts(b, 1_000_000), float(c)) for b, c in series], "records over time"),
+        "<h2>Delivery-count histogram</h2>", _columns(hist, "delivery count"),
+        "<h2>By origin</h2>", _table(report, cols),
+        "<h2>Error messages</h2>", _hbars([(m, float(c)) for m, c in errors], css="bar2"),
+        "<h2>Replay plan</h2>", _table(plan, ["original_topic", "original_partition", "group_id", "records", "replay"]),
+    ]
+    return _page(title, sections)
+
+
+def text_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], limit: int = 40) -> str:
+    """A plain-text table for the terminal summary."""
+    shown = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows[:limit]]
+    widths = [max([len(c)] + [len(row[i]) for row in shown]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in shown]
+    if len(rows) > limit:
+        lines.append(f"... {len(rows) - limit} more")
+    return "\n".join(lines)

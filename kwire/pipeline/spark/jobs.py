@@ -1,0 +1,98 @@
+"""The pipeline jobs on Spark: read through the kwire data sources, write Parquet, aggregate in SQL.
+
+Same tables, same aggregation columns and the same HTML reports as ``kwire.pipeline.jobs``; the
+decoded tables are written first and read back for the aggregations, so nothing is decoded twice.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from kwire.pipeline.dlq import DLQ_REPORT_COLUMNS
+from kwire.pipeline.jobs import JobResult
+from kwire.pipeline.plan import expand_inputs
+from kwire.pipeline.report import dlq_html, traffic_html
+from kwire.pipeline.summary import TRAFFIC_SUMMARY_COLUMNS, TRAFFIC_SUMMARY_KEYS, sort_key, time_bucket_ns
+
+__all__ = ["traffic_job", "dlq_job", "traffic_summary_df", "dlq_report_df"]
+
+
+def _rows(df: Any, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [{c: r[c] for c in columns} for r in df.collect()]
+
+
+def _series(df: Any, col: str) -> list[tuple[int, int]]:
+    lo, hi = df.where(F.col(col).isNotNull() & (F.col(col) >= 0)).agg(F.min(col), F.max(col)).first()
+    if lo is None:
+        return []
+    width = time_bucket_ns(lo, hi)
+    b = (F.floor(F.col(col) / width) * width).cast("long").alias("b")
+    return sorted((r["b"], r["count"]) for r in df.where(F.col(col).isNotNull() & (F.col(col) >= 0))
+                  .groupBy(b).count().collect())
+
+
+def traffic_summary_df(ex: Any) -> Any:
+    return ex.where(F.col("api_key").isNotNull()).groupBy(*TRAFFIC_SUMMARY_KEYS).agg(
+        F.count(F.lit(1)).alias("exchanges"),
+        F.count("response_size").alias("answered"),
+        F.sum(F.when(F.size("error_codes") > 0, 1).otherwise(0)).alias("with_errors"),
+        F.coalesce(F.sum("latency_us"), F.lit(0)).alias("latency_us_sum"),
+        F.max("latency_us").alias("latency_us_max"),
+        F.coalesce(F.sum("request_size"), F.lit(0)).alias("request_bytes"),
+        F.coalesce(F.sum("response_size"), F.lit(0)).alias("response_bytes"),
+    )
+
+
+def traffic_job(spark: Any, inputs: list[str], out: str | Path, *, min_partitions: int | None = None) -> JobResult:
+    out = Path(out)
+    paths = ",".join(expand_inputs(inputs))
+    parts = str(min_partitions or spark.sparkContext.defaultParallelism)
+    res = JobResult()
+    for table in ("wire_exchanges", "capture_issues"):
+        (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts)
+         .option("table", table).load().write.mode("overwrite").parquet(str(out / table)))
+    ex = spark.read.parquet(str(out / "wire_exchanges"))
+    issues = spark.read.parquet(str(out / "capture_issues"))
+    res.tables = {"wire_exchanges": ex.count(), "capture_issues": issues.count()}
+    res.summary = sorted(_rows(traffic_summary_df(ex), TRAFFIC_SUMMARY_COLUMNS),
+                         key=lambda r: sort_key(r, TRAFFIC_SUMMARY_KEYS))
+    counts = {r["kind"]: r["count"] for r in issues.groupBy("kind").count().collect()}
+    res.report = out / "traffic_report.html"
+    res.report.write_text(traffic_html(res.summary, _series(ex, "request_ts_ns"), counts))
+    return res
+
+
+def dlq_report_df(d: Any) -> Any:
+    return d.groupBy("topic", "original_topic", "original_partition", "group_id", "convention").agg(
+        F.count(F.lit(1)).alias("records"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
+        F.min("timestamp_ms").alias("oldest_timestamp_ms"), F.max("timestamp_ms").alias("newest_timestamp_ms"),
+        F.min("original_offset").alias("min_original_offset"), F.max("original_offset").alias("max_original_offset"),
+        F.min("delivery_count").alias("min_delivery_count"), F.max("delivery_count").alias("max_delivery_count"),
+    )
+
+
+def dlq_job(spark: Any, root: str | Path, out: str | Path) -> JobResult:
+    from kwire.pipeline.logs import plan_log_slices
+
+    out = Path(out)
+    (spark.read.format("kwire-log").option("table", "dlq_records").load(str(root))
+     .write.mode("overwrite").parquet(str(out / "dlq_records")))
+    d = spark.read.parquet(str(out / "dlq_records"))
+    report_df = dlq_report_df(d)
+    report_df.write.mode("overwrite").parquet(str(out / "dlq_report"))
+    keys = ("topic", "original_topic", "original_partition", "group_id", "convention")
+    res = JobResult(summary=sorted(_rows(report_df, DLQ_REPORT_COLUMNS), key=lambda r: sort_key(r, keys)))
+    res.tables = {"dlq_records": d.count(), "dlq_report": len(res.summary)}
+    hist = {r["delivery_count"]: r["count"] for r in d.groupBy("delivery_count").count().collect()}
+    errors = sorted(((r["error_message"], r["count"]) for r in d.where(F.col("error_message").isNotNull())
+                     .groupBy("error_message").count().collect()), key=lambda kv: (-kv[1], kv[0]))[:20]
+    res.notes = [f"torn tail: {t.path} at byte {t.position} ({t.nbytes} bytes skipped)"
+                 for t in plan_log_slices(root)[1]]
+    res.report = out / "dlq_report.html"
+    res.report.write_text(dlq_html(res.summary, hist, _series(d, "timestamp_ms"), errors,
+                                   now_ms=int(time.time() * 1000)))
+    return res
