@@ -10,7 +10,8 @@ connection's SYN; otherwise (the capture began mid-connection) and after every g
 *resync*: a request stream at the first offset where a plausible request header sits (known api
 key and version, a client id that fits, and the following frame plausible too), a response
 stream at the first size prefix followed by the correlation id of a request still waiting for
-its answer. Skipped bytes are reported, never fatal.
+its answer; a candidate counts only once its whole frame decodes with kwire's codec (a response
+with its request's api key and version). Skipped bytes are reported, never fatal.
 
 Requests wait in the connection's pending table by correlation id; a response takes the oldest
 request with its id, and is later decoded with that request's api key and version. Requests
@@ -29,7 +30,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kwire.capture.pcap import ACK, FIN, RST, SYN, TcpSegment, iter_packets, parse_tcp
-from kwire.errors import UnknownApiKeyError
+from kwire.errors import KwireError, UnknownApiKeyError
+from kwire.protocol.framing import decode_request, decode_response
 from kwire.protocol.registry import api_info
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
 DEFAULT_BROKER_PORTS = frozenset({9092, 9093, 9094, 9095, 9096, 9097, 9192, 19092, 29092})
 MAX_FRAME_BYTES = 256 << 20  # larger size prefixes are taken as garbage (resync)
 MAX_HELD_BYTES = 4 << 20  # out-of-order bytes held before the hole is declared a gap
+MAX_RESYNC_FRAME_BYTES = 16 << 20  # a resync candidate claiming more is not waited for
 _I32 = struct.Struct(">i")
 _REQ_PREFIX = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
 _RESP_PREFIX = struct.Struct(">ii")
@@ -162,39 +165,63 @@ class _Framer:
             ts = t
         return ts
 
-    def _resync(self) -> bool:
-        buf, end = self.buf, len(self.buf)
-        start = self.pos
-        found = -1
-        if self.is_request:
-            p = start
-            while p + 14 <= end:
-                if _plausible_request(buf, p, end):
-                    found = p
-                    break
-                p += 1
-            if found < 0:
-                keep = max(start, end - 13)
-                self._drop(start, keep, "no request header found yet")
-                return False
-        else:
-            for corr in self.conn.pending:
-                needle = _I32.pack(corr)
-                p = buf.find(needle, start + 4)
-                while p >= 0:
-                    size = _I32.unpack_from(buf, p - 4)[0]
-                    if 4 <= size <= MAX_FRAME_BYTES and (found < 0 or p - 4 < found):
-                        found = p - 4
-                        break
-                    p = buf.find(needle, p + 1)
-            if found < 0:
-                if end - start > MAX_HELD_BYTES:
-                    self._drop(start, end - 8, "no answer to a seen request found yet")
-                return False
-        if found > start:
-            self._drop(start, found, "resynchronised")
-        self.synced = True
+    def _confirm(self, p: int) -> bool | None:
+        """Does a whole frame that decodes with kwire's codec start at ``p``? None: not all here yet."""
+        buf = self.buf
+        size = _I32.unpack_from(buf, p)[0]
+        if size > MAX_RESYNC_FRAME_BYTES:
+            return False
+        if p + 4 + size > len(buf):
+            return None
+        payload = bytes(buf[p + 4 : p + 4 + size])
+        try:
+            if self.is_request:
+                decode_request(payload)
+            else:
+                corr = _I32.unpack_from(payload, 0)[0]
+                req = self.conn.pending[corr][0].payload
+                key, version = struct.unpack_from(">hh", req, 0)
+                decode_response(payload, key, version)
+        except KwireError:
+            return False
         return True
+
+    def _candidates(self, start: int, end: int) -> Iterator[int]:
+        buf = self.buf
+        if self.is_request:
+            for p in range(start, end - 13):
+                if _plausible_request(buf, p, end):
+                    yield p
+            return
+        hits = []
+        for corr in self.conn.pending:
+            needle = _I32.pack(corr)
+            q = buf.find(needle, start + 4)
+            while q >= 0:
+                size = _I32.unpack_from(buf, q - 4)[0]
+                if 4 <= size <= MAX_FRAME_BYTES:
+                    hits.append(q - 4)
+                q = buf.find(needle, q + 1)
+        yield from sorted(hits)
+
+    def _resync(self) -> bool:
+        start, end = self.pos, len(self.buf)
+        waiting = -1
+        for p in self._candidates(start, end):
+            verdict = self._confirm(p)
+            if verdict:  # the first candidate whose whole frame decodes wins
+                self._drop(start, p, "resynchronised")
+                self.synced = True
+                return True
+            if verdict is None and waiting < 0:
+                waiting = p  # not all here yet: keep it in case nothing later decodes
+        if waiting >= 0:
+            self._drop(start, waiting, "resynchronising")
+        elif self.is_request:
+            self._drop(start, max(start, end - 13), "no request header found yet")
+        elif end - start > MAX_HELD_BYTES:
+            self._drop(start, end - 8, "no answer to a seen request found yet")
+        return False
 
     def _drop(self, start: int, stop: int, detail: str) -> None:
         if stop <= start:
