@@ -3,8 +3,9 @@
 Theory of operation. Packets arrive in capture order. Each TCP connection has two directions,
 and each direction a reassembler that turns sequence numbers into stream offsets: bytes at the
 expected offset are delivered, later ones wait (out of order), earlier ones are dropped and
-counted (retransmission). When waiting bytes pile up past ``MAX_HELD_BYTES`` or the capture
-ends, the missing range is declared a *gap*, reported, and skipped. Delivered bytes go to a
+counted (retransmission). When the peer acknowledges bytes past a hole (it got them; the capture
+did not), when waiting bytes pile up past ``MAX_HELD_BYTES``, or when the capture ends, the
+missing range is declared a *gap*, reported, and skipped. Delivered bytes go to a
 framer that cuts size-prefixed Kafka frames. A framer starts *synced* when the capture saw the
 connection's SYN; otherwise (the capture began mid-connection) and after every gap it must
 *resync*: a request stream at the first offset where a plausible request header sits (known api
@@ -319,10 +320,20 @@ class _Stream:
                 continue
             self._deliver(data[self.next_off - first :], ts)
 
-    def flush(self) -> None:
-        """Give up on the missing bytes: declare each hole a gap and deliver what was held."""
+    def acked(self, ack: int) -> None:
+        """The peer acknowledged up to ``ack``: a hole before that was received, just not captured."""
+        if not self.held:
+            return
+        delta = ((ack - self.next_seq + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+        if delta > 0:
+            self.flush(self.next_off + delta)
+
+    def flush(self, limit: int | None = None) -> None:
+        """Give up on missing bytes (those before ``limit``, or all): each hole is a gap."""
         while self.held:
             first = min(self.held)
+            if limit is not None and first > limit:
+                return
             if first > self.next_off:
                 missing = first - self.next_off
                 self.conn.issue(self.framer.direction, "gap", self.next_off, missing, self.held[first][1],
@@ -463,6 +474,10 @@ class KafkaCaptureReader:
             conn.framers[from_client] = framer
             stream = conn.streams[from_client] = _Stream(conn, framer, seg.seq, 0)
             conn.issue(framer.direction, "mid_stream", 0, 0, ts, "the capture starts inside this connection")
+        if seg.flags & ACK:
+            other = conn.streams[not from_client]
+            if other is not None:
+                other.acked(seg.ack)
         if len(seg.payload):
             stream.segment(seg.seq, seg.payload, ts)
         if seg.flags & (FIN | RST):
