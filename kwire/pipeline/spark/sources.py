@@ -45,15 +45,15 @@ def _paths(options: dict[str, str]) -> list[str]:
 
 class _PcapReader(DataSourceReader):
     def __init__(self, options: dict[str, str], table: Table) -> None:
-        self.options = dict(options)
+        self.options = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
         self.table = table
 
     def partitions(self) -> list[InputPartition]:
         from kwire.pipeline.plan import DEFAULT_CAPTURE_TARGET_BYTES, expand_inputs, plan_captures
 
-        target = int(self.options.get("targetPartitionBytes", DEFAULT_CAPTURE_TARGET_BYTES))
+        target = int(self.options.get("targetpartitionbytes", DEFAULT_CAPTURE_TARGET_BYTES))
         tasks = plan_captures(expand_inputs(_paths(self.options)), target,
-                              min_tasks=int(self.options.get("minPartitions", 1)))
+                              min_tasks=int(self.options.get("minpartitions", 1)))
         return [InputPartition(t.pieces) for t in tasks] or [InputPartition(())]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -62,8 +62,8 @@ class _PcapReader(DataSourceReader):
         from kwire.pipeline.traffic import capture_issue_rows, iter_traffic
 
         ports = DEFAULT_BROKER_PORTS
-        if self.options.get("brokerPorts"):
-            ports = frozenset(int(p) for p in self.options["brokerPorts"].split(","))
+        if self.options.get("brokerports"):
+            ports = frozenset(int(p) for p in self.options["brokerports"].split(","))
         want_issues = self.table.name == CAPTURE_ISSUES.name  # the reader is pickled: compare by name
 
         def rows() -> Iterator[dict[str, Any]]:
@@ -95,13 +95,13 @@ class PcapSource(DataSource):
 
 class _LogReader(DataSourceReader):
     def __init__(self, options: dict[str, str], table: Table) -> None:
-        self.options = dict(options)
+        self.options = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
         self.table = table
 
     def partitions(self) -> list[InputPartition]:
         from kwire.pipeline.logs import DEFAULT_TARGET_BYTES, pack, plan_log_slices
 
-        target = int(self.options.get("targetPartitionBytes", DEFAULT_TARGET_BYTES))
+        target = int(self.options.get("targetpartitionbytes", DEFAULT_TARGET_BYTES))
         slices = []
         for root in _paths(self.options):
             slices.extend(plan_log_slices(root, target)[0])
