@@ -49,3 +49,15 @@ def test_only_the_edge_touches_trio() -> None:
     for path in _files():
         if "trio" in {m.split(".")[0] for m in _imports(path)}:
             assert path in allowed, f"{path.relative_to(ROOT)} imports trio"
+
+
+def test_only_pipeline_spark_imports_pyspark() -> None:
+    for path in _files():
+        if "pyspark" in {m.split(".")[0] for m in _imports(path)}:
+            assert (ROOT / "pipeline" / "spark") in path.parents, f"{path.relative_to(ROOT)} imports pyspark"
+
+
+def test_capture_imports_only_protocol_and_errors_from_kwire() -> None:
+    for path in _files("capture"):
+        mods = {m for m in _imports(path) if m.startswith("kwire")}
+        assert all(m == "kwire.errors" or m.startswith(("kwire.protocol", "kwire.capture")) for m in mods), (path, mods)

@@ -31,9 +31,7 @@ def record_clients() -> list:
         p.close()
         c = KafkaConsumer("orders", bootstrap_servers=b.bootstrap, group_id="fixture-group", client_id="fixture-consumer",
                           auto_offset_reset="earliest", consumer_timeout_ms=8000)
-        got = 0
-        for _ in c:
-            got += 1
+        for got, _ in enumerate(c, 1):
             if got == 6:
                 break
         c.commit()

@@ -4,7 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+# The pipeline tests: tshark (cross-checks kwire's pcap reader) and a headless chromium (renders the
+# HTML reports); Java for Spark is in the base image.
+if ! command -v tshark >/dev/null || ! command -v chromium-headless-shell >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark chromium-headless-shell >/dev/null
+    else
+        echo "tshark/chromium-headless-shell missing and cannot apt-get: those tests will skip" >&2
+    fi
+fi
 if [ -f tools/install_clients.sh ]; then
     bash tools/install_clients.sh
 fi

@@ -430,9 +430,7 @@ class KafkaCaptureReader:
         syn_only = bool(seg.flags & SYN) and not seg.flags & ACK
         if syn_only:
             client, server = seg.src, seg.dst
-        elif bool(seg.flags & SYN):  # SYN-ACK first: its sender is the server
-            client, server = seg.dst, seg.src
-        elif self._port(seg.src) in self.broker_ports and self._port(seg.dst) not in self.broker_ports:
+        elif bool(seg.flags & SYN) or self._port(seg.src) in self.broker_ports and self._port(seg.dst) not in self.broker_ports:  # SYN-ACK first: its sender is the server
             client, server = seg.dst, seg.src
         elif self._port(seg.dst) in self.broker_ports:
             client, server = seg.src, seg.dst

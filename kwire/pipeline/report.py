@@ -60,7 +60,7 @@ def _columns(items: Sequence[tuple[str, float]], title: str) -> str:
         x = 50 + i * bw
         parts.append(f'<rect class="bar" x="{x}" y="{190 - hgt}" width="{bw - 2}" height="{hgt}">'
                      f"<title>{_esc(label)}: {v:g}</title></rect>")
-        if n <= 20 or i % max(1, n // 8) == 0:
+        if i % max(1, -(-len(label) * 6 // bw)) == 0:  # ~6 px a character: labels never overlap
             parts.append(f'<text x="{x}" y="205">{_esc(label)}</text>')
     parts.append(f'<text x="5" y="15">{top:g}</text><text x="5" y="190">0</text></svg>')
     return "".join(parts)

@@ -10,6 +10,7 @@ caught mid-stream has none.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from collections.abc import Iterator
@@ -68,10 +69,8 @@ def exchange_row(ex: WireExchange, source: str, software: dict[str, tuple[str | 
     codes: list[int] = []
     req, resp = ex.request, ex.response
     if req is not None:
-        try:
+        with contextlib.suppress(UnknownApiKeyError):
             api_name = api_info(ex.api_key).name
-        except UnknownApiKeyError:
-            pass
         try:
             frame = decode_request(req.payload)
             client_id = frame.client_id
@@ -130,7 +129,7 @@ def issue_row(issue: CaptureIssue, source: str) -> dict[str, Any]:
             "stream_offset": issue.offset, "nbytes": issue.nbytes, "ts_ns": issue.ts_ns, "detail": issue.detail}
 
 
-def open_bytes(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
+def open_bytes(path: str | os.PathLike[str]) -> Any:
     """The file's bytes, memory-mapped when it is not empty (captures can be large)."""
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
@@ -156,10 +155,8 @@ def iter_traffic(
             yield exchange_row(ex, src, software)
     finally:
         if isinstance(data, mmap.mmap):
-            try:
+            with contextlib.suppress(BufferError):  # a view still alive somewhere: the map goes with it
                 data.close()
-            except BufferError:
-                pass  # a view is still alive somewhere: the map goes with it
     if issues is not None:
         issues.extend(issue_row(i, src) for i in reader.issues)
 
@@ -179,10 +176,8 @@ def capture_issue_rows(
         reader.finish()
     finally:
         if isinstance(data, mmap.mmap):
-            try:
+            with contextlib.suppress(BufferError):
                 data.close()
-            except BufferError:
-                pass
     src = source if source is not None else str(path)
     return [issue_row(i, src) for i in reader.issues]
 
