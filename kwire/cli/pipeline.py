@@ -53,10 +53,10 @@ def run(args: argparse.Namespace) -> int:
         result = (jobs.traffic_job(args.inputs, args.out) if args.job == "traffic"
                   else jobs.dlq_job(args.inputs[0], args.out))
     else:
-        try:
-            import pyspark  # noqa: F401
-        except ImportError:
-            raise CliError("Spark is not installed: pip install 'kwire[spark]', or use --engine local") from None
+        import importlib.util
+
+        if importlib.util.find_spec("pyspark") is None:
+            raise CliError("Spark is not installed: pip install 'kwire[spark]', or use --engine local")
         from kwire.pipeline.spark import build_session
         from kwire.pipeline.spark import jobs as sjobs
 
