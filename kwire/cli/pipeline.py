@@ -1,8 +1,9 @@
-"""``kwire pipeline traffic|dlq INPUT --out DIR [--master URL | --engine local]``.
+"""``kwire pipeline traffic|dlq|conformance INPUT --out DIR [--master URL | --engine local]``.
 
 ``traffic`` reads pcap/pcapng captures (files, globs or directories) into ``wire_exchanges`` and
 ``capture_issues``; ``dlq`` reads a log dir of ``TOPIC-N/`` partition directories (or one) into
-``dlq_records`` and ``dlq_report``. Both write Parquet under ``--out``, an HTML report beside
+``dlq_records`` and ``dlq_report``; ``conformance`` checks the client-behaviour rules of
+``kwire.pipeline.conformance`` on captures into ``conformance_violations``. All write Parquet under ``--out``, an HTML report beside
 it, and print a summary table. Spark (``pip install 'kwire[spark]'``) runs them on ``local[*]``
 unless ``--master`` names another; ``--engine local`` runs the same code in this process.
 """
@@ -20,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="job", metavar="JOB")
     sub.required = True
     for name, help_ in (("traffic", "captures -> wire_exchanges, summary, HTML report"),
-                        ("dlq", "DLQ partition dirs -> dlq_records, dlq_report, HTML report")):
+                        ("dlq", "DLQ partition dirs -> dlq_records, dlq_report, HTML report"),
+                        ("conformance", "captures -> conformance_violations (client-behaviour rules)")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("inputs", nargs="+", metavar="INPUT")
         p.add_argument("--out", required=True, metavar="DIR", help="output directory (Parquet tables + report)")
@@ -50,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
         from kwire.pipeline import jobs
 
         print(f"running {args.job} in this process", file=sys.stderr)
-        result = (jobs.traffic_job(args.inputs, args.out) if args.job == "traffic"
-                  else jobs.dlq_job(args.inputs[0], args.out))
+        local = {"traffic": lambda: jobs.traffic_job(args.inputs, args.out),
+                 "dlq": lambda: jobs.dlq_job(args.inputs[0], args.out),
+                 "conformance": lambda: jobs.conformance_job(args.inputs, args.out)}
+        result = local[args.job]()
     else:
         import importlib.util
 
@@ -64,13 +68,17 @@ def run(args: argparse.Namespace) -> int:
         spark = build_session(args.master)
         try:
             print(f"running {args.job}", file=sys.stderr)
-            result = (sjobs.traffic_job(spark, args.inputs, args.out) if args.job == "traffic"
-                      else sjobs.dlq_job(spark, args.inputs[0], args.out))
+            on_spark = {"traffic": lambda: sjobs.traffic_job(spark, args.inputs, args.out),
+                        "dlq": lambda: sjobs.dlq_job(spark, args.inputs[0], args.out),
+                        "conformance": lambda: sjobs.conformance_job(spark, args.inputs, args.out)}
+            result = on_spark[args.job]()
         finally:
             spark.stop()
     if args.job == "traffic":
         _print(result, ("client_id", "client_software_name", "api_name", "api_version", "exchanges", "answered",
                         "with_errors", "latency_us_max"))
+    elif args.job == "conformance":
+        _print(result, ("rule_id", "severity", "api_key", "api_version", "violations"))
     else:
         _print(result, ("topic", "original_topic", "original_partition", "group_id", "convention", "records",
                         "min_delivery_count", "max_delivery_count"))

@@ -17,10 +17,11 @@ from kwire.pipeline.dlq import delivery_histogram, dlq_report_rows, dlq_row
 from kwire.pipeline.logs import iter_log_records, plan_log_slices
 from kwire.pipeline.plan import expand_inputs
 from kwire.pipeline.report import dlq_html, traffic_html
-from kwire.pipeline.summary import time_bucket_ns, time_series, traffic_summary
+from kwire.pipeline.summary import sort_key, time_bucket_ns, time_series, traffic_summary
 from kwire.pipeline.traffic import traffic_rows
 
-__all__ = ["JobResult", "traffic_job", "dlq_job", "top_errors", "write_tables"]
+__all__ = ["JobResult", "traffic_job", "dlq_job", "conformance_job", "violation_summary", "top_errors",
+           "write_tables"]
 
 
 @dataclass(slots=True)
@@ -54,6 +55,26 @@ def traffic_job(inputs: list[str], out: str | Path) -> JobResult:
     series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
     res.report = out / "traffic_report.html"
     res.report.write_text(traffic_html(res.summary, series, dict(Counter(i["kind"] for i in issues))))
+    return res
+
+
+def violation_summary(violations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Violations counted per (rule, severity, api key, version)."""
+    c = Counter((v["rule_id"], v["severity"], v["api_key"], v["api_version"]) for v in violations)
+    rows = [{"rule_id": k[0], "severity": k[1], "api_key": k[2], "api_version": k[3], "violations": n}
+            for k, n in c.items()]
+    return sorted(rows, key=lambda r: sort_key(r, ("rule_id", "severity", "api_key", "api_version")))
+
+
+def conformance_job(inputs: list[str], out: str | Path) -> JobResult:
+    from kwire.pipeline.conformance import check_rows
+    from kwire.pipeline.tables import CONFORMANCE_VIOLATIONS
+
+    out = Path(out)
+    rows, _ = traffic_rows(expand_inputs(inputs))
+    violations = check_rows(rows)
+    res = JobResult(tables=write_tables(out, {"conformance_violations": (CONFORMANCE_VIOLATIONS, violations)}))
+    res.summary = violation_summary(violations)
     return res
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Column", "Table", "WIRE_EXCHANGES", "CAPTURE_ISSUES", "LOG_RECORDS", "DLQ_RECORDS", "TABLES"]
+__all__ = ["Column", "Table", "WIRE_EXCHANGES", "CAPTURE_ISSUES", "CONFORMANCE_VIOLATIONS", "LOG_RECORDS", "DLQ_RECORDS", "TABLES"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -44,7 +44,13 @@ WIRE_EXCHANGES = _table(
     "api_name string, api_version int16, client_id string, client_software_name string,"
     "client_software_version string, request_offset int64, response_offset int64, request_ts_ns int64,"
     "response_ts_ns int64, latency_us int64, request_size int32, response_size int32, error_code int16,"
-    "error_codes list<int16>, decode_status string, decode_error string",
+    "error_codes list<int16>, decode_status string, decode_error string, advertised_versions string",
+)
+
+CONFORMANCE_VIOLATIONS = _table(
+    "conformance_violations",
+    "rule_id string, severity string, source string, conn_id string, correlation_id int32, api_key int16,"
+    "api_version int16, detail string",
 )
 
 CAPTURE_ISSUES = _table(
@@ -67,4 +73,4 @@ DLQ_RECORDS = _table(
     "original_offset int64, group_id string, delivery_count int32, error_class string, error_message string",
 )
 
-TABLES = {t.name: t for t in (WIRE_EXCHANGES, CAPTURE_ISSUES, LOG_RECORDS, DLQ_RECORDS)}
+TABLES = {t.name: t for t in (WIRE_EXCHANGES, CAPTURE_ISSUES, CONFORMANCE_VIOLATIONS, LOG_RECORDS, DLQ_RECORDS)}

@@ -5,12 +5,14 @@ how far decoding got: ``ok``; ``no_response`` (acks=0 produce, or the capture en
 ``unpaired_response`` (its request predates the capture); ``unknown_api``;
 ``unsupported_version``; ``malformed`` (``decode_error`` names field and offset). Client
 software name/version come from the connection's ApiVersions request (v3+), so a connection
-caught mid-stream has none.
+caught mid-stream has none. ``advertised_versions`` holds, on ApiVersions rows answered without
+error, the broker's ranges as JSON ``{"api key": [min, max]}`` (the conformance job's input).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import os
 from collections.abc import Iterator
@@ -67,6 +69,7 @@ def exchange_row(ex: WireExchange, source: str, software: dict[str, tuple[str | 
     client_id = api_name = None
     error_code: int | None = None
     codes: list[int] = []
+    advertised = None
     req, resp = ex.request, ex.response
     if req is not None:
         with contextlib.suppress(UnknownApiKeyError):
@@ -88,6 +91,9 @@ def exchange_row(ex: WireExchange, source: str, software: dict[str, tuple[str | 
                 body = decode_response(resp.payload, ex.api_key, ex.api_version).body
                 error_code = getattr(body, "error_code", None)
                 codes = error_codes_of(body)
+                if ex.api_key == _API_VERSIONS and error_code == 0:
+                    advertised = json.dumps({str(a.api_key): [a.min_version, a.max_version] for a in body.api_keys},
+                                            separators=(",", ":"))
             except KwireError as exc:
                 status, error = "malformed", f"response: {exc}"
         elif resp is None and status == "ok":
@@ -121,6 +127,7 @@ def exchange_row(ex: WireExchange, source: str, software: dict[str, tuple[str | 
         "error_codes": codes,
         "decode_status": status,
         "decode_error": error,
+        "advertised_versions": advertised,
     }
 
 

@@ -93,3 +93,19 @@ def test_local1_writes_the_same_tables_as_the_plain_path(tmp_path: Path) -> None
         spark_rows = pq.read_table(tmp_path / "s1" / sub / table).to_pylist()
         plain_rows = pq.read_table(tmp_path / "p" / sub / table).to_pylist()
         assert _canon(spark_rows) == _canon(plain_rows), table
+
+
+def test_conformance_job_finds_the_plain_violations(spark: Any, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from kwire.pipeline.spark import jobs as sjobs
+
+    from .bad_client import write_bad_client_capture
+
+    (tmp_path / "in").mkdir()
+    write_bad_client_capture(tmp_path / "in" / "bad.pcapng")
+    s = sjobs.conformance_job(spark, [str(tmp_path / "in"), str(FIXTURES)], tmp_path / "s")
+    p = jobs.conformance_job([str(tmp_path / "in"), str(FIXTURES)], tmp_path / "p")
+    assert s.summary == p.summary and s.tables == p.tables == {"conformance_violations": 5}
+    assert _canon(pq.read_table(tmp_path / "s" / "conformance_violations").to_pylist()) == _canon(
+        pq.read_table(tmp_path / "p" / "conformance_violations").to_pylist())

@@ -18,7 +18,7 @@ from kwire.pipeline.plan import expand_inputs
 from kwire.pipeline.report import dlq_html, traffic_html
 from kwire.pipeline.summary import TRAFFIC_SUMMARY_COLUMNS, TRAFFIC_SUMMARY_KEYS, sort_key, time_bucket_ns
 
-__all__ = ["traffic_job", "dlq_job", "traffic_summary_df", "dlq_report_df"]
+__all__ = ["traffic_job", "dlq_job", "conformance_job", "traffic_summary_df", "dlq_report_df"]
 
 
 def _rows(df: Any, columns: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -95,4 +95,44 @@ def dlq_job(spark: Any, root: str | Path, out: str | Path) -> JobResult:
     res.report = out / "dlq_report.html"
     res.report.write_text(dlq_html(res.summary, hist, _series(d, "timestamp_ms"), errors,
                                    now_ms=int(time.time() * 1000)))
+    return res
+
+
+def conformance_job(spark: Any, inputs: list[str], out: str | Path, *, min_partitions: int | None = None) -> JobResult:
+    """wire_exchanges first (Parquet), then the per-row rules in the executors and CR-2 as a group-by."""
+    import pyarrow as pa
+
+    from kwire.pipeline.arrow import arrow_schema, iter_batches
+    from kwire.pipeline.conformance import advertised_ranges, check_row, violation
+    from kwire.pipeline.jobs import violation_summary
+    from kwire.pipeline.spark.sources import spark_ddl
+    from kwire.pipeline.tables import CONFORMANCE_VIOLATIONS
+
+    out = Path(out)
+    paths = ",".join(expand_inputs(inputs))
+    parts = str(min_partitions or spark.sparkContext.defaultParallelism)
+    (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts).load()
+     .write.mode("overwrite").parquet(str(out / "wire_exchanges")))
+    ex = spark.read.parquet(str(out / "wire_exchanges"))
+    advertised = advertised_ranges(
+        r.asDict() for r in ex.where(F.col("advertised_versions").isNotNull())
+        .select("server", "response_ts_ns", "advertised_versions").collect())
+    table = CONFORMANCE_VIOLATIONS
+
+    def rules(batches: Any) -> Any:
+        for b in batches:
+            rows = pa.Table.from_batches([b]).to_pylist()
+            yield from iter_batches((v for r in rows for v in check_row(r, advertised)), table)
+
+    per_row = ex.mapInArrow(rules, spark_ddl(table))
+    dup = (ex.where(F.col("api_key").isNotNull()).groupBy("source", "conn_id", "correlation_id")
+           .agg(F.count(F.lit(1)).alias("n"), F.min_by(F.struct(*ex.columns), "request_offset").alias("first"))
+           .where("n > 1").collect())
+    dups = [violation("CR-2", "error", r["first"].asDict(), f"correlation id used by {r['n']} requests on this connection")
+            for r in dup]
+    extra = spark.createDataFrame(pa.Table.from_pylist(dups, schema=arrow_schema(table)).to_pandas(), spark_ddl(table))
+    per_row.unionByName(extra).write.mode("overwrite").parquet(str(out / "conformance_violations"))
+    v = spark.read.parquet(str(out / "conformance_violations"))
+    res = JobResult(tables={"conformance_violations": v.count()})
+    res.summary = violation_summary([r.asDict() for r in v.select("rule_id", "severity", "api_key", "api_version").collect()])
     return res
