@@ -177,6 +177,16 @@ def test_describe_cluster(broker: Broker) -> None:
     assert {"DESCRIBE", "ALTER", "CREATE", "IDEMPOTENT_WRITE"} <= ops
 
 
+def test_describe_topics_reports_exactly_the_topic_operations(broker: Broker) -> None:
+    """librdkafka decodes the topic's authorized operations: Kafka's topic set, no cluster-only bits."""
+    broker.create_topic("ops", partitions=1)
+    a = admin(broker)
+    req = ck.TopicCollection(["ops"])
+    desc = a.describe_topics(req, include_authorized_operations=True, request_timeout=TIMEOUT_S)["ops"].result(TIMEOUT_S)
+    assert {op.name for op in desc.authorized_operations} == {
+        "READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+
+
 def test_kafka_python_describe_cluster_uses_the_describe_cluster_api(broker: Broker) -> None:
     kafka_admin = pytest.importorskip("kafka.admin")
     broker.start_recording()
