@@ -44,6 +44,8 @@ HANDLER_MODULES = (
     "delete_groups",
     "incremental_alter_configs",
     "offset_delete",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
     "describe_cluster",
     "consumer_group_heartbeat",
     "consumer_group_describe",

@@ -301,6 +301,42 @@ def test_kafka_python_scram_login(sasl_broker: Broker) -> None:
         producer.close(timeout=5)
 
 
+def test_scram_users_managed_by_the_admin_client_log_in_and_persist(tmp_path: Path) -> None:
+    """AlterUserScramCredentials through librdkafka: the new user logs in over SCRAM, a deleted
+    credential stops working, and both survive a restart on the same data dir."""
+    data_dir = str(tmp_path / "data")
+    cfg = BrokerConfig(sasl=SaslConfig(users=USERS), data_dir=data_dir, log_connections=False)
+    with Broker(cfg) as b:
+        b.create_topic("secure", 1)
+        a = admin_mod.AdminClient(sasl_conf(b, "SCRAM-SHA-256", "alice", USERS["alice"]))
+        info = admin_mod.ScramCredentialInfo(admin_mod.ScramMechanism.SCRAM_SHA_256, 8192)
+        done = results(a.alter_user_scram_credentials([
+            admin_mod.UserScramCredentialUpsertion("carol", info, b"carol-secret"),
+            admin_mod.UserScramCredentialDeletion("bob", admin_mod.ScramMechanism.SCRAM_SHA_512)]))
+        assert all(v is None for v in done.values()), done
+        desc = results(a.describe_user_scram_credentials(["carol", "bob"]))
+        assert [(i.mechanism, i.iterations) for i in desc["carol"].scram_credential_infos] == [
+            (admin_mod.ScramMechanism.SCRAM_SHA_256, 8192)]
+        assert [i.mechanism for i in desc["bob"].scram_credential_infos] == [admin_mod.ScramMechanism.SCRAM_SHA_256]
+        produce(sasl_conf(b, "SCRAM-SHA-256", "carol", "carol-secret"), "secure", [(0, b"from carol")])
+        port = b.core.cluster.nodes[1].port
+    with Broker(BrokerConfig(sasl=SaslConfig(users=USERS), data_dir=data_dir, port=port,
+                             log_connections=False)) as b:
+        conf = sasl_conf(b, "SCRAM-SHA-256", "carol", "carol-secret")
+        assert consume_all(conf, "secure", 1, 1) == [(0, 0, b"from carol")]
+        a = admin_mod.AdminClient(conf)  # kept: a dropped client destroys its pending futures
+        desc = a.describe_user_scram_credentials().result(TIMEOUT_S)
+        assert sorted(desc) == ["alice", "bob", "carol"]
+        assert [i.mechanism for i in desc["bob"].scram_credential_infos] == [admin_mod.ScramMechanism.SCRAM_SHA_256]
+        errors: list[Any] = []
+        p = ck.Producer({**sasl_conf(b, "SCRAM-SHA-512", "bob", USERS["bob"]), "log_level": 0,
+                         "error_cb": errors.append})
+        deadline = time.monotonic() + TIMEOUT_S
+        while not errors and time.monotonic() < deadline:
+            p.poll(0.2)
+        assert errors and errors[0].code() == ck.KafkaError._AUTHENTICATION
+
+
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_kafka_python_as_a_0_11_client_uses_the_v0_handshake_with_bare_tokens(sasl_broker: Broker,
                                                                                mechanism: str) -> None:
