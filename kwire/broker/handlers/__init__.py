@@ -47,6 +47,7 @@ HANDLER_MODULES = (
     "describe_user_scram_credentials",
     "alter_user_scram_credentials",
     "describe_cluster",
+    "describe_topic_partitions",
     "consumer_group_heartbeat",
     "consumer_group_describe",
 )

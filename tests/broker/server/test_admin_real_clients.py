@@ -177,6 +177,17 @@ def test_describe_cluster(broker: Broker) -> None:
     assert {"DESCRIBE", "ALTER", "CREATE", "IDEMPOTENT_WRITE"} <= ops
 
 
+def test_manual_replica_assignments_are_honoured_and_described() -> None:
+    """librdkafka creates a topic with replica lists on a 3-broker cluster and describes it back."""
+    with Broker(BrokerConfig(brokers=3, log_connections=False)) as b:
+        a = admin(b)
+        topic = admin_mod.NewTopic("placed", num_partitions=3, replica_assignment=[[3, 1], [2, 3], [1, 2]])
+        assert results(a.create_topics([topic], request_timeout=TIMEOUT_S))["placed"] is None
+        desc = a.describe_topics(ck.TopicCollection(["placed"]), request_timeout=TIMEOUT_S)["placed"].result(TIMEOUT_S)
+        got = [(p.id, p.leader.id, [r.id for r in p.replicas]) for p in sorted(desc.partitions, key=lambda p: p.id)]
+        assert got == [(0, 3, [3, 1]), (1, 2, [2, 3]), (2, 1, [1, 2])]
+
+
 def test_describe_topics_reports_exactly_the_topic_operations(broker: Broker) -> None:
     """librdkafka decodes the topic's authorized operations: Kafka's topic set, no cluster-only bits."""
     broker.create_topic("ops", partitions=1)
