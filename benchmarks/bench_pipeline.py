@@ -1,0 +1,278 @@
+"""The ``traffic`` job on a generated capture: Spark ``local[2]`` against the plain single
+process (the same decoder) and against tshark decoding the same exchanges, in the same run.
+
+    python benchmarks/bench_pipeline.py [--size-mb 1024] [--keep]
+
+The capture (pcapng, synthetic TCP/IPv4 through ``kwire.capture.TcpFlow``, MSS 1448) carries a
+mix of 16 client connections to one broker port: Produce v11 (1-8 KB record sets), Fetch v16
+answers (0-32 KB), Metadata v12 (1-60 topics), Heartbeat v4, OffsetCommit v9, ApiVersions v3,
+and the share-group APIs ShareGroupHeartbeat v1 / ShareFetch v1 (keys 76 and 78, which
+tshark 4.0 cannot decode). Record sets are opaque bytes to the codec, so they are random.
+Every engine must find every exchange. Reported per engine: wall time, CPU seconds of the whole
+process tree (sampled from /proc every 0.1 s: the machine is shared, so compare CPU), MB/s and
+exchanges/s. Writes benchmarks/results/pipeline.json and pipeline.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kwire.capture import PcapngWriter, TcpFlow  # noqa: E402
+from kwire.protocol import encode_request, encode_response  # noqa: E402
+from kwire.protocol.registry import request_class, response_class  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _templates(rng: random.Random) -> list[tuple[int, bytes, bytes]]:
+    """(weight, request payload, response payload) with correlation id 0, patched per use."""
+    out: list[tuple[int, bytes, bytes]] = []
+
+    def add(weight: int, key: int, version: int, req: Any, resp: Any) -> None:
+        r = encode_request(req, version, correlation_id=0, client_id=f"bench-{key}", size_prefix=False)
+        a = encode_response(resp, version, correlation_id=0, size_prefix=False)
+        out.append((weight, r, a))
+
+    Produce, ProduceResp = request_class(0), response_class(0)
+    for size in (1024, 4096, 8192):
+        req = Produce(acks=-1, timeout_ms=30000, topic_data=[Produce.TopicProduceData(
+            name="orders", partition_data=[Produce.PartitionProduceData(index=p, records=rng.randbytes(size // 2))
+                                           for p in range(2)])])
+        resp = ProduceResp(responses=[ProduceResp.TopicProduceResponse(name="orders", partition_responses=[
+            ProduceResp.PartitionProduceResponse(index=p, base_offset=1000 + p) for p in range(2)])])
+        add(3, 0, 11, req, resp)
+    Fetch, FetchResp = request_class(1), response_class(1)
+    for size in (0, 2048, 16384, 32768):
+        req = Fetch(max_wait_ms=500, min_bytes=1, max_bytes=52428800, session_id=7, session_epoch=3, topics=[
+            Fetch.FetchTopic(topic_id=__import__("uuid").UUID(int=5), partitions=[
+                Fetch.FetchPartition(partition=p, fetch_offset=100, partition_max_bytes=1048576) for p in range(4)])])
+        resp = FetchResp(session_id=7, responses=[FetchResp.FetchableTopicResponse(
+            topic_id=__import__("uuid").UUID(int=5), partitions=[
+                FetchResp.PartitionData(partition_index=p, high_watermark=5000,
+                                        records=rng.randbytes(size // 4) if size else None) for p in range(4)])])
+        add(4, 1, 16, req, resp)
+    Meta, MetaResp = request_class(3), response_class(3)
+    for n in (1, 10, 60):
+        req = Meta(topics=[Meta.MetadataRequestTopic(name=f"topic-{i}") for i in range(n)])
+        resp = MetaResp(brokers=[MetaResp.MetadataResponseBroker(node_id=1, host="broker-1", port=9092)],
+                        topics=[MetaResp.MetadataResponseTopic(name=f"topic-{i}", partitions=[
+                            MetaResp.MetadataResponsePartition(partition_index=p, leader_id=1, replica_nodes=[1],
+                                                               isr_nodes=[1]) for p in range(6)]) for i in range(n)])
+        add(1, 3, 12, req, resp)
+    for key, version, weight in ((12, 4, 6), (8, 9, 2), (18, 3, 1), (76, 1, 3), (78, 1, 2)):
+        add(weight, key, version, request_class(key)(), response_class(key)())
+    return out
+
+
+def generate(path: Path, size_mb: int, seed: int = 1) -> dict[str, int]:
+    rng = random.Random(seed)
+    templates = _templates(rng)
+    weights = [w for w, _, _ in templates]
+    flows = [TcpFlow(f"10.0.{i // 200}.{i % 200 + 10}:{40000 + i}", "10.0.9.1:9092") for i in range(16)]
+    corr = [0] * len(flows)
+    ts = 1_763_900_000_000_000_000
+    target = size_mb << 20
+    exchanges = 0
+    with PcapngWriter(path) as w:
+        for f in flows:
+            for t, frame in f.handshake(ts):
+                w.write_packet(t, frame)
+        written = 0
+        while written < target:
+            i = rng.randrange(len(flows))
+            _, req, resp = rng.choices(templates, weights)[0]
+            corr[i] += 1
+            req_b = bytearray(req)
+            struct.pack_into(">i", req_b, 4, corr[i])
+            resp_b = bytearray(resp)
+            struct.pack_into(">i", resp_b, 0, corr[i])
+            ts += rng.randrange(20_000, 400_000)
+            pkts = flows[i].send(True, struct.pack(">i", len(req_b)) + req_b, ts)
+            pkts += flows[i].send(False, struct.pack(">i", len(resp_b)) + resp_b, ts + rng.randrange(100_000, 3_000_000))
+            for t, frame in pkts:
+                w.write_packet(t, frame)
+                written += len(frame) + 32
+            exchanges += 1
+    return {"exchanges": exchanges, "bytes": path.stat().st_size}
+
+
+class CpuSampler:
+    """CPU seconds of a process tree, sampled from /proc (children that exit between samples are
+    missed, which the 0.1 s period keeps small for long-lived workers)."""
+
+    def __init__(self, root_pid: int) -> None:
+        self.root = root_pid
+        self.best: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def _tree(self) -> list[int]:
+        kids: dict[int, list[int]] = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                kids.setdefault(ppid, []).append(int(d))
+        out, todo = [], [self.root]
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo.extend(kids.get(p, []))
+        return out
+
+    def _sample(self) -> None:
+        for pid in self._tree():
+            try:
+                f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                cpu = (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / self._tick
+            except (OSError, IndexError, ValueError):
+                continue
+            self.best[pid] = max(self.best.get(pid, 0.0), cpu)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self._sample()
+
+    def __enter__(self) -> CpuSampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sample()
+        self._stop.set()
+        self._t.join()
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.best.values())
+
+
+def run_timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    with CpuSampler(proc.pid) as cpu:
+        out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[:4]} failed: {err[-2000:]}")
+    return wall, cpu.seconds, out
+
+
+_PLAIN = """
+import sys, time
+from kwire.pipeline.traffic import iter_traffic
+n = sum(1 for r in iter_traffic(sys.argv[1]) if r["decode_status"] == "ok")
+print(n)
+"""
+
+_SPARK = """
+import sys
+from kwire.pipeline.spark import build_session
+spark = build_session(sys.argv[2], shuffle_partitions=2)
+import time
+t = time.perf_counter()
+df = spark.read.format("kwire-pcap").option("minPartitions", sys.argv[3]).load(sys.argv[1])
+n = df.where("decode_status = 'ok'").count()
+print(n, time.perf_counter() - t)
+spark.stop()
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--dir", default=None, help="where to write the capture (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    work = Path(args.dir or tempfile.mkdtemp(prefix="kwire-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    cap = work / "bench.pcapng"
+    t0 = time.perf_counter()
+    gen = generate(cap, args.size_mb)
+    print(f"generated {gen['bytes'] / 1e6:.0f} MB, {gen['exchanges']} exchanges in {time.perf_counter() - t0:.0f} s",
+          flush=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    mb = gen["bytes"] / 1e6
+    rows: list[dict[str, Any]] = []
+
+    wall, cpu, out = run_timed([sys.executable, "-c", _PLAIN, str(cap)], env)
+    assert int(out.split()[0]) == gen["exchanges"], (out, gen)
+    rows.append({"engine": "plain, 1 process", "wall_s": wall, "cpu_s": cpu, "exchanges": int(out.split()[0])})
+    print(rows[-1], flush=True)
+
+    wall, cpu, out = run_timed([sys.executable, "-c", _SPARK, str(cap), "local[2]", "4"], env)
+    n, job_s = out.split()[-2:]
+    assert int(n) == gen["exchanges"], (out, gen)
+    rows.append({"engine": "spark local[2], 4 connection shards", "wall_s": wall, "cpu_s": cpu,
+                 "exchanges": int(n), "job_s_without_startup": float(job_s)})
+    print(rows[-1], flush=True)
+
+    if shutil.which("tshark"):
+        # one pass: a response names its request (kafka.request_frame) once both were dissected
+        wall, cpu, out = run_timed(["tshark", "-r", str(cap), "-Y", "kafka.request_frame", "-T", "fields",
+                                    "-e", "kafka.api_key", "-e", "kafka.correlation_id"], env)
+        per_key: dict[str, int] = {}
+        for line in out.splitlines():
+            if line.strip():
+                key = line.split("\t")[0]
+                per_key[key] = per_key.get(key, 0) + 1
+        rows.append({"engine": "tshark (responses paired to their request)", "wall_s": wall, "cpu_s": cpu,
+                     "exchanges": sum(per_key.values()), "per_api_key": per_key})
+        print(rows[-1], flush=True)
+    for r in rows:
+        r["mb_per_s"] = round(mb / r["wall_s"], 1)
+        r["mb_per_cpu_s"] = round(mb / r["cpu_s"], 1) if r["cpu_s"] else None
+        r["exchanges_per_s"] = round(r["exchanges"] / r["wall_s"])
+        r["wall_s"], r["cpu_s"] = round(r["wall_s"], 2), round(r["cpu_s"], 2)
+    load = os.getloadavg()
+    meta = {"capture_mb": round(mb, 1), "exchanges": gen["exchanges"], "python": platform.python_version(),
+            "cores": os.cpu_count(), "load_avg_1_5_15": [round(x, 2) for x in load],
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "pipeline.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    lines = [
+        "# traffic job: Spark local[2] vs one process vs tshark",
+        "",
+        f"Generated capture: {meta['capture_mb']} MB pcapng, {meta['exchanges']} exchanges on 16 connections "
+        f"(`benchmarks/bench_pipeline.py`). {meta['cores']} cores, Python {meta['python']}, load average "
+        f"{meta['load_avg_1_5_15']} at the end (a shared machine: compare CPU seconds as well as wall time).",
+        "",
+        "| engine | exchanges found | wall s | cpu s | MB/s | MB/cpu-s | exchanges/s |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(f"| {r['engine']} | {r['exchanges']} | {r['wall_s']} | {r['cpu_s']} | {r['mb_per_s']} | "
+                     f"{r['mb_per_cpu_s']} | {r['exchanges_per_s']} |")
+    ours = rows[0]["exchanges"]
+    lines += ["", f"Every engine had to find {gen['exchanges']} exchanges. Per api key, tshark paired: "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(rows[-1].get("per_api_key", {}).items())) + f" (kwire: all {ours}).",
+              "", "tshark version: " + (subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout
+                                        .splitlines()[0] if shutil.which("tshark") else "not installed")]
+    (RESULTS / "pipeline.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    if not args.keep and not args.dir:
+        shutil.rmtree(work)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
