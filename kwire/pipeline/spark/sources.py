@@ -140,16 +140,34 @@ class LogSource(DataSource):
         return _LogReader(dict(self.options), self._table())
 
 
-class FramesSource(PcapSource):
-    """``kwire-frames``: kwire's own recordings, written as pcapng by ``kwire.capture.write_exchanges_pcapng``.
+class _FramesReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = {k.lower(): v for k, v in options.items()}
 
-    The recording format is that capture, so this is the pcap source under the name the
-    recordings are known by; kept separate so a dedicated frame-log format can replace it.
-    """
+    def partitions(self) -> list[InputPartition]:
+        # recordings are small: one task per export directory
+        return [InputPartition(p) for p in _paths(self.options)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        from kwire.pipeline.arrow import iter_batches
+        from kwire.pipeline.frames import recording_rows
+
+        yield from iter_batches(recording_rows(partition.value), WIRE_EXCHANGES)
+
+
+class FramesSource(DataSource):
+    """``kwire-frames``: kwire's own recordings (``kwire.recording.export_exchanges`` directories)
+    as ``wire_exchanges`` rows (no timestamps: recordings keep none per frame)."""
 
     @classmethod
     def name(cls) -> str:
         return "kwire-frames"
+
+    def schema(self) -> str:
+        return spark_ddl(WIRE_EXCHANGES)
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return _FramesReader(dict(self.options))
 
 
 def register_sources(spark: Any) -> None:
