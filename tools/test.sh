@@ -27,7 +27,7 @@ python3 tools/gen_protocol.py --check
 
 echo "== pytest"
 set +e
-python3 -m pytest -n 2 -p no:cacheprovider "$@"
+python3 -m pytest -n 2 --dist loadgroup -p no:cacheprovider "$@"  # loadgroup: Spark tests share one JVM
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

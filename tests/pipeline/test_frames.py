@@ -47,6 +47,7 @@ def test_export_rows_equal_capture_rows(recorded: list[Any], tmp_path: Path) -> 
 
 
 @pytest.mark.spark
+@pytest.mark.xdist_group("spark")
 def test_frames_source_gives_the_plain_rows(spark: Any, recorded: list[Any], tmp_path: Path) -> None:
     import json
 

@@ -19,7 +19,7 @@ from kwire.pipeline.traffic import traffic_rows
 from .dlq_dirs import write_dlq_dirs
 
 pytest.importorskip("pyspark")
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]  # one JVM per xdist worker: keep them on one
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "captures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,5 +107,7 @@ def test_conformance_job_finds_the_plain_violations(spark: Any, tmp_path: Path) 
     s = sjobs.conformance_job(spark, [str(tmp_path / "in"), str(FIXTURES)], tmp_path / "s")
     p = jobs.conformance_job([str(tmp_path / "in"), str(FIXTURES)], tmp_path / "p")
     assert s.summary == p.summary and s.tables == p.tables == {"conformance_violations": 5}
+    clean = sjobs.conformance_job(spark, [str(FIXTURES / "clients.pcapng")], tmp_path / "clean")
+    assert clean.tables == {"conformance_violations": 0} and clean.summary == []
     assert _canon(pq.read_table(tmp_path / "s" / "conformance_violations").to_pylist()) == _canon(
         pq.read_table(tmp_path / "p" / "conformance_violations").to_pylist())

@@ -130,8 +130,11 @@ def conformance_job(spark: Any, inputs: list[str], out: str | Path, *, min_parti
            .where("n > 1").collect())
     dups = [violation("CR-2", "error", r["first"].asDict(), f"correlation id used by {r['n']} requests on this connection")
             for r in dup]
-    extra = spark.createDataFrame(pa.Table.from_pylist(dups, schema=arrow_schema(table)).to_pandas(), spark_ddl(table))
-    per_row.unionByName(extra).write.mode("overwrite").parquet(str(out / "conformance_violations"))
+    if dups:
+        extra = spark.createDataFrame(pa.Table.from_pylist(dups, schema=arrow_schema(table)).to_pandas(),
+                                      spark_ddl(table))
+        per_row = per_row.unionByName(extra)
+    per_row.write.mode("overwrite").parquet(str(out / "conformance_violations"))
     v = spark.read.parquet(str(out / "conformance_violations"))
     res = JobResult(tables={"conformance_violations": v.count()})
     res.summary = violation_summary([r.asDict() for r in v.select("rule_id", "severity", "api_key", "api_version").collect()])
