@@ -18,6 +18,7 @@ formats are small and fixed. dpkt serves as the independent oracle in the tests.
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,7 +326,8 @@ class TcpFlow:
         self.mss = mss
         self.seq = {True: isn[0], False: isn[1]}  # next sequence number per side (True = client)
         self._ip_id = 1
-        self.sent: dict[bool, list[tuple[int, bytes]]] = {True: [], False: []}
+        # the last segments per side, for ``retransmit`` (bounded: long synthetic captures)
+        self.sent: dict[bool, deque[tuple[int, bytes]]] = {True: deque(maxlen=1024), False: deque(maxlen=1024)}
 
     def _packet(self, from_client: bool, seq: int, flags: int, payload: bytes) -> bytes:
         src, dst = (self.client, self.server) if from_client else (self.server, self.client)
@@ -364,7 +366,7 @@ class TcpFlow:
         return out
 
     def retransmit(self, from_client: bool, index: int, ts_ns: int) -> list[tuple[int, bytes]]:
-        """Send the ``index``-th segment this side sent again (negative counts from the end)."""
+        """Send one of the last 1024 segments this side sent again (``index`` into them; -1 = the last)."""
         seq, chunk = self.sent[from_client][index]
         return [(ts_ns, self._packet(from_client, seq, ACK | PSH, chunk))]
 

@@ -127,3 +127,19 @@ def test_connection_shards_partition_the_exchanges() -> None:
     assert sorted(_key(e) for p in parts for e in p) == sorted(map(_key, whole))
     conns = [{e.conn_id for e in p} for p in parts]
     assert sum(len(c) for c in conns) == len(set().union(*conns))
+
+
+def test_a_retransmitted_response_segment_is_dropped_once_delivered() -> None:
+    (r1, a1), (r2, a2) = _frames_of("clients.pcapng")[:2]
+    flow = TcpFlow("10.0.0.1:50001", "10.0.0.2:9092", mss=30)
+    pkts = flow.handshake(1_000_000)
+    pkts += flow.send(True, _size(r1), 2_000_000) + flow.send(False, _size(a1), 3_000_000)
+    pkts += flow.retransmit(False, -1, 3_500_000)
+    pkts += flow.send(True, _size(r2), 4_000_000) + flow.send(False, _size(a2), 5_000_000)
+    buf = io.BytesIO()
+    with PcapngWriter(buf) as w:
+        for ts, frame in pkts:
+            w.write_packet(ts, frame)
+    exchanges, issues = read_kafka_exchanges(buf.getvalue())
+    assert [(i.kind, i.direction) for i in issues] == [("retransmission", "response")]
+    assert [(e.request.payload, e.response.payload) for e in exchanges] == [(r1, a1), (r2, a2)]
