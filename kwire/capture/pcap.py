@@ -17,6 +17,7 @@ formats are small and fixed. dpkt serves as the independent oracle in the tests.
 
 from __future__ import annotations
 
+import socket
 import struct
 from collections import deque
 from collections.abc import Iterator
@@ -114,22 +115,34 @@ def _tsresol_ns(value: int) -> tuple[int, int]:
 def _iter_pcapng(view: memoryview) -> Iterator[tuple[int, int, memoryview]]:
     end = len(view)
     pos = 0
-    order = "<"
+    head = struct.Struct("<II")
+    epb = struct.Struct("<IIIII")  # interface, ts high, ts low, captured, original
     # per interface of the current section: (linktype, multiplier, divisor)
     ifaces: list[tuple[int, int, int]] = []
     while pos + 12 <= end:
-        btype_le = struct.unpack_from("<I", view, pos)[0]
-        if btype_le == _PCAPNG_SHB:
+        btype, blen = head.unpack_from(view, pos)
+        if btype == 6 and blen >= 32 and pos + blen <= end:  # Enhanced Packet Block: the hot path
+            iface, hi, lo, cap, _orig = epb.unpack_from(view, pos + 8)
+            if iface >= len(ifaces):
+                raise CaptureError(f"pcapng packet at {pos} names interface {iface}, which is not described")
+            linktype, mult, div = ifaces[iface]
+            ts = ((hi << 32) | lo) * mult
+            yield (ts // div if div != 1 else ts), linktype, view[pos + 28 : pos + 28 + cap]
+            pos += blen
+            continue
+        if struct.unpack_from("<I", view, pos)[0] == _PCAPNG_SHB:
             magic = bytes(view[pos + 8 : pos + 12])
             order = "<" if magic == b"\x4d\x3c\x2b\x1a" else ">"
             if struct.unpack_from(order + "I", view, pos + 8)[0] != _BYTE_ORDER_MAGIC:
                 raise CaptureError(f"pcapng section header at {pos} has a bad byte-order magic")
+            head, epb = struct.Struct(order + "II"), struct.Struct(order + "IIIII")
             ifaces = []
-        btype, blen = struct.unpack_from(order + "II", view, pos)
+            btype, blen = head.unpack_from(view, pos)
         if blen < 12 or blen % 4:
             raise CaptureError(f"pcapng block at {pos} has an impossible length {blen}")
         if pos + blen > end:
             return  # cut short mid-block
+        order = "<" if head.format.startswith("<") else ">"
         body = view[pos + 8 : pos + blen - 4]
         if btype == 1:  # Interface Description Block
             linktype = struct.unpack_from(order + "H", body, 0)[0]
@@ -138,12 +151,6 @@ def _iter_pcapng(view: memoryview) -> Iterator[tuple[int, int, memoryview]]:
                 if code == 9 and value:
                     mult, div = _tsresol_ns(value[0])
             ifaces.append((linktype, mult, div))
-        elif btype == 6:  # Enhanced Packet Block
-            iface, hi, lo, cap = struct.unpack_from(order + "IIII", body, 0)
-            if iface >= len(ifaces):
-                raise CaptureError(f"pcapng packet at {pos} names interface {iface}, which is not described")
-            linktype, mult, div = ifaces[iface]
-            yield ((hi << 32) | lo) * mult // div, linktype, body[20 : 20 + cap]
         elif btype == 3:  # Simple Packet Block: interface 0, no timestamp
             if not ifaces:
                 raise CaptureError(f"pcapng simple packet at {pos} before any interface")
@@ -178,11 +185,18 @@ class TcpSegment:
     payload: memoryview
 
 
+_IP_TEXT: dict[bytes, str] = {}
+
+
 def _ip_text(raw: bytes) -> str:
-    if len(raw) == 4:
-        return ".".join(str(b) for b in raw)
-    words = struct.unpack(">8H", raw)
-    return "[" + ":".join(f"{w:x}" for w in words) + "]"
+    """Dotted IPv4, or bracketed IPv6 (so ``addr:port`` stays unambiguous); cached per address."""
+    text = _IP_TEXT.get(raw)
+    if text is None:
+        if len(_IP_TEXT) > 65536:
+            _IP_TEXT.clear()
+        text = socket.inet_ntop(socket.AF_INET, raw) if len(raw) == 4 else f"[{socket.inet_ntop(socket.AF_INET6, raw)}]"
+        _IP_TEXT[raw] = text
+    return text
 
 
 def parse_tcp(linktype: int, frame: memoryview) -> TcpSegment | None:

@@ -35,23 +35,40 @@ __all__ = ["capture_issue_rows", "exchange_row", "issue_row", "iter_traffic", "t
 _API_VERSIONS = 18
 
 
+_PLAN: dict[type, tuple[tuple[str, bool], ...]] = {}  # class -> (attr, is_struct_array) to visit
+
+
+def _plan(cls: type) -> tuple[tuple[str, bool], ...]:
+    """Which fields of a generated class can hold an ErrorCode: itself, or a nested struct."""
+    plan = _PLAN.get(cls)
+    if plan is None:
+        steps = []
+        for f in cls._fields:  # type: ignore[attr-defined]
+            if f.kind == "struct":
+                steps.append((f.attr, f.is_array))
+            elif f.name == "ErrorCode":
+                steps.append((f.attr, False))  # always "error_code": the spec's ErrorCode
+        plan = _PLAN[cls] = tuple(steps)
+    return plan
+
+
 def error_codes_of(msg: Any) -> list[int]:
     """Every distinct non-zero ``ErrorCode`` anywhere in a decoded message, sorted."""
     found: set[int] = set()
     stack = [msg]
     while stack:
         obj = stack.pop()
-        for f in type(obj)._fields:
-            value = getattr(obj, f.attr, None)
+        for attr, is_array in _plan(type(obj)):
+            value = getattr(obj, attr, None)
             if value is None:
                 continue
-            if f.kind == "struct":
-                if f.is_array:
-                    stack.extend(value)
-                else:
-                    stack.append(value)
-            elif f.name == "ErrorCode" and value:
-                found.add(value)
+            if attr == "error_code":
+                if value:
+                    found.add(value)
+            elif is_array:
+                stack.extend(value)
+            else:
+                stack.append(value)
     return sorted(found)
 
 
