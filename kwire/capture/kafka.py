@@ -30,7 +30,17 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kwire.capture.pcap import ACK, FIN, LINKTYPE_ETHERNET, RST, SYN, TcpSegment, _ip_text, iter_packets, parse_tcp
+from kwire.capture.pcap import (
+    ACK,
+    FIN,
+    LINKTYPE_ETHERNET,
+    RST,
+    SYN,
+    TcpSegment,
+    _ip_text,
+    iter_packets,
+    parse_tcp,
+)
 from kwire.errors import KwireError, UnknownApiKeyError
 from kwire.protocol.framing import decode_request, decode_response
 from kwire.protocol.registry import api_info
