@@ -154,9 +154,12 @@ class _Framer:
     def jump(self, off: int) -> None:
         """A gap: bytes up to ``off`` are lost; whatever partial frame was buffered is dropped."""
         left = len(self.buf) - self.pos
-        if left and self.synced:
-            self.conn.issue(self.direction, "truncated", self.buf_off + self.pos, left, self._ts_at(self.buf_off + self.pos),
-                            "partial frame before a gap")
+        if left:
+            at = self.buf_off + self.pos
+            if self.synced:
+                self.conn.issue(self.direction, "truncated", at, left, self._ts_at(at), "partial frame before a gap")
+            else:
+                self.conn.issue(self.direction, "resync", at, left, self._ts_at(at), "unsynchronised bytes before a gap")
         self.buf = bytearray()
         self.pos = 0
         self.buf_off = off
