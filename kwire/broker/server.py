@@ -237,6 +237,8 @@ class BrokerServer:
 
     def flush(self) -> None:
         """Deliver completed deferred responses and re-arm the deadline task."""
+        # Wake-ups noted outside a request or timer (control calls: produce, leader moves).
+        self.core.run_wakeups()
         for conn_id, data in self.core.take_outbox():
             c = self._conns.get(conn_id)
             if c is None:
