@@ -205,6 +205,9 @@ class BrokerServer:
             if not conn.closed:
                 conn.connection_lost()
             self._conns.pop(conn.conn_id, None)
+            # A disconnect changes core state too (what it held goes, waiters may wake): route
+            # what it completed and report progress (``Broker.wait_until``).
+            self.flush()
             reason = conn.close_reason or "closed"
             self._line(f"broker {broker_id}: connection {conn.conn_id} closed ({reason})")
             c.raw.detach()
