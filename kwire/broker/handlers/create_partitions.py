@@ -4,8 +4,9 @@ Behaviour, per topic, as the controller checks it: a topic named twice → INVAL
 unknown → UNKNOWN_TOPIC_OR_PARTITION; a count below the current one, or equal to it →
 INVALID_PARTITIONS; manual assignments must give one replica list per new partition, each
 non-empty, without repeats, of registered brokers and as long as the existing partitions'
-lists, else INVALID_REPLICA_ASSIGNMENT. New partitions are led by the first replica of
-their assignment, or spread round-robin over the live brokers. ``validate_only`` checks
+lists, with at least one live broker, else INVALID_REPLICA_ASSIGNMENT (brokers checked in id
+order, as Kafka sorts them). New partitions are led by the first live replica of their
+assignment, or spread round-robin over the live brokers. ``validate_only`` checks
 without creating. Subsystems hear ``on_partition_created`` for each new partition.
 Version notes: v2+ is flexible; v3 only changes the throttling behaviour.
 Deviations: none.
@@ -55,24 +56,9 @@ def _check(ctx: RequestContext, t: CreatePartitionsRequest_CreatePartitionsTopic
                          f"{len(t.assignments)} assignment(s) were specified.")
     rf = len(topic.partitions[0].replicas)
     out = []
-    for a in t.assignments:
-        ids = list(a.broker_ids)
-        if not ids:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "The manual partition assignment includes an empty replica list.")
-        for b in ids:
-            if b not in cluster.nodes:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"The manual partition assignment includes broker {b}, but no such broker is "
-                                 "registered.")
-            if ids.count(b) > 1:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"The manual partition assignment includes the broker {b} more than once.")
-        if len(ids) != rf:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"The manual partition assignment includes a partition with {len(ids)} replica(s), "
-                             f"but this is not consistent with previous partitions, which have {rf} replica(s).")
-        out.append(ids)
+    for i, a in enumerate(t.assignments):
+        cluster.check_manual_assignment(list(a.broker_ids), rf, have + i)
+        out.append(list(a.broker_ids))
     return out
 
 
@@ -89,17 +75,10 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartition
             assignments = _check(ctx, t)
             if req.validate_only:
                 continue
-            before = len(core.cluster.topics[t.name].partitions)
-            topic = core.create_partitions(t.name, t.count)
+            core.create_partitions(t.name, t.count, assignments)
         except TopicError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
-        if assignments is not None:
-            for p, replicas in zip(topic.partitions[before:], assignments, strict=True):
-                p.replicas = replicas
-                live = [r for r in replicas if core.cluster.nodes[r].up]
-                p.leader_id = live[0] if live else -1
-            core.metadata_changed()
     return CreatePartitionsResponse(results=results)
 
 

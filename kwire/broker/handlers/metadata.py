@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import TopicError, validate_topic_name
-from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
-from kwire.broker.handlers.describe_cluster import CLUSTER_OPERATIONS
+from kwire.broker.handlers._common import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.metadata import (
     MetadataRequest,
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.METADATA
 VERSIONS = (0, 13)
 
-ALL_TOPIC_OPERATIONS = 0b1111111111000  # READ..DESCRIBE_CONFIGS, ALTER_CONFIGS bits (AclOperation ids 3-12)
 
 
 def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse_MetadataResponseTopic:
@@ -49,7 +47,7 @@ def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse
         ))
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=t.name, topic_id=t.topic_id, is_internal=t.internal, partitions=parts,
-        topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS,
+        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS,
     )
 
 
