@@ -7,7 +7,8 @@ non-empty, without repeats, of registered brokers and as long as the existing pa
 lists, with at least one live broker, else INVALID_REPLICA_ASSIGNMENT (brokers checked in id
 order, as Kafka sorts them). New partitions are led by the first live replica of their
 assignment, or spread round-robin over the live brokers. ``validate_only`` checks
-without creating. Subsystems hear ``on_partition_created`` for each new partition.
+without creating. More than 10,000 new partitions in one request fail it whole with
+POLICY_VIOLATION (the controller's bounded record list). Subsystems hear ``on_partition_created`` for each new partition.
 Version notes: v2+ is flexible; v3 only changes the throttling behaviour.
 Deviations: none.
 """
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
+
+MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController: one record per new partition, at most this many
 
 Result = CreatePartitionsResponse_CreatePartitionsTopicResult
 
@@ -66,19 +69,31 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartition
     core = ctx.core
     names = [t.name for t in req.topics]
     results = []
+    plans = []
+    records = 0
     for t in req.topics:
         res = Result(name=t.name, error_code=ErrorCode.NONE, error_message=None)
         results.append(res)
         try:
             if names.count(t.name) > 1:
                 raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-            assignments = _check(ctx, t)
-            if req.validate_only:
-                continue
-            core.create_partitions(t.name, t.count, assignments)
+            plans.append((t, res, _check(ctx, t)))
         except TopicError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
+        records += t.count - len(core.cluster.topics[t.name].partitions)
+    if records > MAX_RECORDS_PER_USER_OP:
+        for t, res in zip(req.topics, results, strict=True):
+            if names.count(t.name) == 1:
+                res.error_code = ErrorCode.POLICY_VIOLATION
+                res.error_message = "Unable to perform excessively large batch operation."
+        return CreatePartitionsResponse(results=results)
+    if not req.validate_only:
+        for t, res, assignments in plans:
+            try:
+                core.create_partitions(t.name, t.count, assignments)
+            except TopicError as exc:
+                res.error_code, res.error_message = exc.code, exc.message
     return CreatePartitionsResponse(results=results)
 
 

@@ -8,7 +8,9 @@ partitions, as the controller does); manual assignments (with NumPartitions and
 ReplicationFactor -1, else INVALID_REQUEST) give each partition its replicas, led by the first
 live one; they must cover partitions 0..n-1 once each with the same number of distinct,
 registered brokers, at least one of them live (INVALID_REPLICA_ASSIGNMENT with Kafka's
-messages). ``validate_only`` checks without creating. v5+ answers with the partition count,
+messages). A request whose topics would take more than 10,000 metadata records (a topic, its
+configs and its partitions each count one) fails whole with POLICY_VIOLATION, as the
+controller's bounded record list makes it. ``validate_only`` checks without creating. v5+ answers with the partition count,
 replication factor and configs of the topic.
 Deviations: none known.
 """
@@ -25,6 +27,7 @@ from kwire.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsRequest_CreatableTopic,
     CreateTopicsResponse,
+    CreateTopicsResponse_CreatableTopicResult,
 )
 from kwire.protocol.registry import ApiKey
 
@@ -33,6 +36,11 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (2, 7)
+
+# QuorumController.MAX_RECORDS_PER_USER_OP: one request may create at most this many metadata
+# records (a topic, its configs, one per partition); more fails the whole request with
+# POLICY_VIOLATION, which also bounds what one request can make the broker allocate.
+MAX_RECORDS_PER_USER_OP = 10_000
 
 
 def _validate(ctx: RequestContext, t: CreateTopicsRequest_CreatableTopic) -> tuple[int, int, list[list[int]] | None]:
@@ -93,6 +101,9 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
     core = ctx.core
     names = [t.name for t in req.topics]
     results = []
+    plans: list[tuple[CreateTopicsRequest_CreatableTopic, CreateTopicsResponse_CreatableTopicResult, int, int,
+                      list[list[int]] | None]] = []
+    records = 0
     for t in req.topics:
         res = CreateTopicsResponse.CreatableTopicResult(name=t.name)
         results.append(res)
@@ -102,9 +113,24 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
             continue
         try:
             parts, rf, assignments = _validate(ctx, t)
-            if req.validate_only:
-                res.num_partitions, res.replication_factor = parts, rf
-                continue
+        except TopicError as exc:
+            res.error_code, res.error_message = exc.code, exc.message
+            continue
+        plans.append((t, res, parts, rf, assignments))
+        records += 1 + len(t.configs) + parts  # TopicRecord, ConfigRecords, PartitionRecords
+    if records > MAX_RECORDS_PER_USER_OP:
+        # The controller's record list is bounded; the whole operation fails (EventHandlerExceptionInfo).
+        for t, res in zip(req.topics, results, strict=True):
+            if names.count(t.name) == 1:
+                res.error_code = ErrorCode.POLICY_VIOLATION
+                res.error_message = "Unable to perform excessively large batch operation."
+                res.num_partitions = res.replication_factor = -1
+        return CreateTopicsResponse(topics=results)
+    for t, res, parts, rf, assignments in plans:
+        if req.validate_only:
+            res.num_partitions, res.replication_factor = parts, rf
+            continue
+        try:
             topic = core.create_topic(t.name, parts, rf, {c.name: c.value for c in t.configs if c.value is not None},
                                       assignments=assignments)
         except TopicError as exc:

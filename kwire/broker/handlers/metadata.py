@@ -20,6 +20,7 @@ from kwire.protocol.messages.metadata import (
     MetadataResponse,
     MetadataResponse_MetadataResponseTopic,
 )
+from kwire.protocol.primitives import ZERO_UUID
 from kwire.protocol.registry import ApiKey
 
 if TYPE_CHECKING:
@@ -58,6 +59,10 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     include_ops = bool(req.include_topic_authorized_operations)
     allow_create = req.allow_auto_topic_creation if v >= 4 else True
     topics: list[MetadataResponse_MetadataResponseTopic] = []
+    if req.topics is not None and v < 12:
+        bad = _ids_before_v12(v, req)
+        if bad is not None:
+            return bad
     if req.topics is None or (v == 0 and not req.topics):
         # v0 has no null: an empty list meant "all topics" there.
         topics = [_topic(ctx, t, include_ops) for t in cluster.topics.values()]
@@ -96,6 +101,20 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
         cluster_authorized_operations=(CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations
                                        else NO_AUTHORIZED_OPERATIONS),
     )
+
+
+def _ids_before_v12(v: int, req: MetadataRequest) -> MetadataResponse | None:
+    """KafkaApis.handleTopicMetadataRequest: before v12 a topic needs a name and no id, else the
+    request fails as a whole with INVALID_REQUEST (MetadataRequest.getErrorResponse: every topic,
+    a null name as "", nothing else filled in)."""
+    assert req.topics is not None
+    if all(rt.name is not None and rt.topic_id == ZERO_UUID for rt in req.topics):
+        return None
+    return MetadataResponse(brokers=[], cluster_id=None, controller_id=-1, topics=[
+        MetadataResponse.MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=rt.name or "",
+                                               topic_id=rt.topic_id, is_internal=False, partitions=[],
+                                               topic_authorized_operations=NO_AUTHORIZED_OPERATIONS)
+        for rt in req.topics], cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS)
 
 
 def error_response(ctx: RequestContext, req: MetadataRequest, code: int) -> MetadataResponse:

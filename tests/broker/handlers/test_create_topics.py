@@ -128,3 +128,36 @@ def test_create_partitions_assignment_on_fenced_brokers_only_is_refused() -> Non
         "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled "
         "shutdown.")
     assert len(core.cluster.topics["t"].partitions) == 1
+
+
+def test_more_than_ten_thousand_records_fail_the_whole_request_with_policy_violation() -> None:
+    """QuorumController.MAX_RECORDS_PER_USER_OP and EventHandlerExceptionInfo: a flipped bit asking
+    for 2^31-1 partitions is refused at once, allocates nothing, and other topics in the request
+    fail with it; 9,999 partitions (+ the topic record) still fit."""
+    core, _ = make_core()
+    c = CoreClient(core)
+    huge = CreateTopicsRequest.CreatableTopic(name="huge", num_partitions=2**31 - 1, replication_factor=1)
+    small = CreateTopicsRequest.CreatableTopic(name="small", num_partitions=1, replication_factor=1)
+    dup = CreateTopicsRequest.CreatableTopic(name="dup", num_partitions=1, replication_factor=1)
+    resp = c.send(CreateTopicsRequest(topics=[huge, small, dup, dup], timeout_ms=1000), 7)
+    assert [(r.name, r.error_code) for r in resp.topics] == [
+        ("huge", ErrorCode.POLICY_VIOLATION), ("small", ErrorCode.POLICY_VIOLATION),
+        ("dup", ErrorCode.INVALID_REQUEST), ("dup", ErrorCode.INVALID_REQUEST)]
+    assert resp.topics[0].error_message == "Unable to perform excessively large batch operation."
+    assert not core.cluster.topics
+    edge = CreateTopicsRequest.CreatableTopic(name="edge", num_partitions=9_999, replication_factor=1)
+    assert c.send(CreateTopicsRequest(topics=[edge], timeout_ms=1000, validate_only=True), 7).topics[0] \
+        .error_code == ErrorCode.NONE
+    edge.configs = [CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="1000")]
+    assert c.send(CreateTopicsRequest(topics=[edge], timeout_ms=1000, validate_only=True), 7).topics[0] \
+        .error_code == ErrorCode.POLICY_VIOLATION
+
+
+def test_create_partitions_beyond_ten_thousand_new_partitions_is_policy_violation() -> None:
+    core, _ = make_core()
+    core.create_topic("t", 1)
+    req = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+        name="t", count=2**31 - 1, assignments=None)], timeout_ms=1000, validate_only=False)
+    res = CoreClient(core).send(req, 3).results[0]
+    assert res.error_code == ErrorCode.POLICY_VIOLATION
+    assert len(core.cluster.topics["t"].partitions) == 1
