@@ -220,7 +220,9 @@ class BrokerCore:
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)
         self.configs = ConfigStore()
         for k, v in config.settings.items():
-            self.configs.set(ResourceType.BROKER, "", k, v)
+            self.configs.set(ResourceType.BROKER, "", k, v, static=True)
+        if "socket.request.max.bytes" in config.settings:
+            config.max_request_bytes = self.configs.get_int(ResourceType.BROKER, "", "socket.request.max.bytes")
         self.deadlines = Deadlines()
         self.faults = Faults()
         self.outbox: list[tuple[int, bytes | FramePieces | None]] = []
