@@ -78,6 +78,7 @@ __all__ = [
     "TransactionListing",
     "ProducerDescription",
     "describe_producers",
+    "txn_coordinator",
     "offsets_partition_for",
     "tv_for_request",
     "OFFSETS_TOPIC",
@@ -552,9 +553,17 @@ class TransactionCoordinator:
     # --- TxnOffsetCommit (TX-23) --------------------------------------------------------------
     def txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str,
                           offsets: Mapping[TopicPartition, CommittedOffset], api_version: int = 4) -> None:
-        """Stage offsets in the transaction; visible only once it commits.
+        """Stage offsets in the transaction; visible only once it commits (TX-23).
 
-        The group's offsets partition is verified (v<5) or added (v5+ under TV2) as Kafka's
+        ``verify_txn_offset_commit`` then ``stage_txn_offsets``; a handler runs the group
+        coordinator's own checks between the two, as Kafka verifies first.
+        """
+        self.verify_txn_offset_commit(transactional_id, producer_id, producer_epoch, group_id, api_version)
+        self.stage_txn_offsets(transactional_id, producer_id, group_id, offsets)
+
+    def verify_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                 group_id: str, api_version: int) -> None:
+        """The group's offsets partition is verified (v<5) or added (v5+ under TV2), as Kafka's
         AddPartitionsToTxnManager does before the group coordinator stages the offsets.
 
         Raises:
@@ -568,8 +577,11 @@ class TransactionCoordinator:
                                    generic_errors=api_version >= 4)
         if code:
             raise KafkaError(code)
-        meta = self.transactions[transactional_id]
-        meta.groups.add(group_id)
+
+    def stage_txn_offsets(self, transactional_id: str, producer_id: int, group_id: str,
+                          offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+        """Hold offsets back in the offset store until the transaction's markers (after verification)."""
+        self.transactions[transactional_id].groups.add(group_id)
         for (topic, partition), committed in offsets.items():
             self.offsets.stage(group_id, producer_id, topic, partition, committed)
 
@@ -840,12 +852,14 @@ class TransactionCoordinator:
                                       meta.producer_id, meta.producer_epoch, tuple(sorted(meta.partitions)))
 
     def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
-             duration_ms: int = -1) -> tuple[list[TransactionListing], list[str]]:
+                          duration_ms: int = -1,
+                          id_matches: Callable[[str], bool] | None = None) -> tuple[list[TransactionListing], list[str]]:
         """ListTransactions: the matching transactions and the state filters that name no state.
 
         A transaction matches when its state is among ``states`` (if any), its producer id
         among ``producer_ids`` (if any) and, with ``duration_ms`` >= 0, it has been running
-        longer than that (now - start > duration, as upstream computes it, start -1 included).
+        longer than that (now - start > duration, as upstream computes it, start -1 included),
+        and ``id_matches`` (ListTransactions v2's TransactionalIdPattern) accepts its id.
         """
         wanted = set(states)
         unknown = sorted(s for s in wanted if s not in _BY_NAME)
@@ -862,6 +876,8 @@ class TransactionCoordinator:
             if wanted and meta.state not in state_filter:
                 continue
             if duration_ms >= 0 and now - meta.start_ms <= duration_ms:
+                continue
+            if id_matches is not None and not id_matches(tid):
                 continue
             out.append(TransactionListing(tid, meta.producer_id, meta.state.kafka_name))
         return out, unknown
@@ -913,6 +929,12 @@ class TransactionCoordinator:
 
     def producer_transactional_id(self, producer_id: int) -> str | None:
         return self._by_producer_id.get(producer_id)
+
+
+def txn_coordinator(core: Any) -> TransactionCoordinator | None:
+    """The core's transaction coordinator, when one is installed (``subsystems["transactions"]``)."""
+    got = core.subsystems.get("transactions")
+    return got if isinstance(got, TransactionCoordinator) else None
 
 
 def describe_producers(partition: Partition) -> list[ProducerDescription]:
