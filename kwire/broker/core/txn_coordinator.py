@@ -79,6 +79,8 @@ __all__ = [
     "ProducerDescription",
     "describe_producers",
     "txn_coordinator",
+    "coordinator_for_core",
+    "settings_from",
     "offsets_partition_for",
     "tv_for_request",
     "OFFSETS_TOPIC",
@@ -929,6 +931,27 @@ class TransactionCoordinator:
 
     def producer_transactional_id(self, producer_id: int) -> str | None:
         return self._by_producer_id.get(producer_id)
+
+
+def settings_from(configs: Any) -> Callable[[], TxnCoordinatorConfig]:
+    """The coordinator's settings read from a ``ConfigStore`` at each use (so ``--set`` and
+    AlterConfigs on the broker take effect at once)."""
+    from kwire.broker.core.configs import ResourceType
+
+    def read() -> TxnCoordinatorConfig:
+        def get(key: str) -> int:
+            return int(configs.get_int(ResourceType.BROKER, "", key))
+
+        return TxnCoordinatorConfig(get("transaction.max.timeout.ms"), get("transactional.id.expiration.ms"),
+                                    get("transaction.version"), get("offsets.topic.num.partitions"))
+
+    return read
+
+
+def coordinator_for_core(core: Any, markers: MarkerWriter) -> TransactionCoordinator:
+    """A coordinator on a BrokerCore's clock, deadlines, producer ids, offset store and configs."""
+    return TransactionCoordinator(core.clock, core.deadlines.at, core.subsystems["producer_ids"].allocate, markers,
+                                  core.subsystems["offsets"], settings_from(core.configs))
 
 
 def txn_coordinator(core: Any) -> TransactionCoordinator | None:
