@@ -77,6 +77,7 @@ __all__ = [
     "TransactionDescription",
     "TransactionListing",
     "ProducerDescription",
+    "TxnCoordinatorStats",
     "describe_producers",
     "txn_coordinator",
     "coordinator_for_core",
@@ -191,7 +192,11 @@ class Cancellable(Protocol):
 
 
 class MarkerWriter(Protocol):
-    """Writes COMMIT/ABORT control batches (TX-18) and answers an error code per partition."""
+    """Writes COMMIT/ABORT control batches (TX-18) and answers an error code per partition.
+
+    NONE means written (or nothing to write: a partition that no longer exists); any other
+    code leaves that partition pending and the coordinator retries it on the clock.
+    """
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       partitions: list[TopicPartition]) -> Mapping[TopicPartition, int]: ...
@@ -309,6 +314,14 @@ class TransactionListing:
     transactional_id: str
     producer_id: int
     state: str
+
+
+@dataclass(slots=True, frozen=True)
+class TxnCoordinatorStats:
+    coordinator_epoch: int
+    transactional_ids: int
+    by_state: dict[str, int]
+    pending_markers: int
 
 
 @dataclass(slots=True, frozen=True)
@@ -924,6 +937,26 @@ class TransactionCoordinator:
                 self._schedule_expiry(meta)
 
     # --- hooks ----------------------------------------------------------------------------------
+    def on_topic_deleted(self, topic: Any) -> None:
+        """A deleted topic's partitions leave every transaction; markers no longer wait for them
+        (Kafka's marker channel drops markers for partitions that are gone)."""
+        name = topic.name
+        for tid in sorted(self.transactions):
+            meta = self.transactions[tid]
+            meta.partitions = {tp for tp in meta.partitions if tp[0] != name}
+            before = len(meta.pending_markers)
+            meta.pending_markers = {tp for tp in meta.pending_markers if tp[0] != name}
+            if before and not meta.pending_markers and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                self._cancel(meta, "retry_handle")
+                self._complete(meta, meta.state is S.PREPARE_COMMIT)
+
+    def statistics(self) -> TxnCoordinatorStats:
+        by_state: dict[str, int] = {}
+        for meta in self.transactions.values():
+            by_state[meta.state.kafka_name] = by_state.get(meta.state.kafka_name, 0) + 1
+        return TxnCoordinatorStats(self.coordinator_epoch, len(self.transactions), dict(sorted(by_state.items())),
+                                   sum(len(m.pending_markers) for m in self.transactions.values()))
+
     def on_close(self) -> None:
         for meta in self.transactions.values():
             for slot in ("timeout_handle", "retry_handle", "expire_handle"):

@@ -573,3 +573,15 @@ def test_illegal_move_raises_and_leaves_state(h):
     with pytest.raises(IllegalTransition):
         h.coord._move(meta, Trigger.MARKERS_DONE)
     assert meta.state is TransactionState.EMPTY
+
+
+def test_deleted_topic_releases_pending_markers(h):
+    """Markers stop waiting for a deleted topic's partitions; the transaction then completes."""
+    got = open_txn(h, tps=(TP0, ("u", 0)))
+    h.markers.failures[TP0] = 99
+    h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 3)
+    assert h.state("tx") == "PREPARE_COMMIT"
+    h.coord.on_topic_deleted(SimpleNamespace(name="t"))
+    assert h.state("tx") == "COMPLETE_COMMIT"
+    stats = h.coord.statistics()
+    assert (stats.transactional_ids, stats.by_state, stats.pending_markers) == (1, {"CompleteCommit": 1}, 0)

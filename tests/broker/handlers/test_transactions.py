@@ -12,6 +12,7 @@ from kwire.broker.handlers import HandlerSpec
 from kwire.protocol.error_codes import ErrorCode as E
 from kwire.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kwire.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kwire.protocol.messages.describe_producers import DescribeProducersRequest
 from kwire.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kwire.protocol.messages.end_txn import EndTxnRequest
 from kwire.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -25,7 +26,7 @@ from tests.broker.core.txn_helpers import FakeMarkers
 from tests.broker.helpers import CoreClient, batch, make_core
 
 TXN_HANDLERS = ("add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
-                "describe_transactions", "list_transactions")
+                "describe_transactions", "list_transactions", "describe_producers")
 
 
 def txn_core(**settings: str):
@@ -255,3 +256,17 @@ def test_not_coordinator_on_the_wrong_broker():
     assert init(c).error_code == E.NOT_COORDINATOR
     assert end(c, "tx", 1, 0, True, 3).error_code == E.NOT_COORDINATOR
     assert init(CoreClient(core, home)).error_code == 0
+
+
+def test_describe_producers_reports_open_transaction():
+    """DescribeProducers: the transactional producer with its epoch, sequence and open transaction."""
+    _, _, _, c = txn_core()
+    a = init(c, "a")
+    produce_txn(c, "a", a.producer_id, a.producer_epoch, 0, 12)
+    resp = c.send(DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
+        name="t", partition_indexes=[0, 1, 9])]), 0)
+    p0, p1, p9 = resp.topics[0].partitions
+    assert [(s.producer_id, s.producer_epoch, s.last_sequence, s.current_txn_start_offset)
+            for s in p0.active_producers] == [(a.producer_id, a.producer_epoch, 0, 0)]
+    assert (p1.error_code, p1.active_producers) == (0, [])
+    assert p9.error_code == E.UNKNOWN_TOPIC_OR_PARTITION
