@@ -34,16 +34,17 @@ Theory of operation
   is listed in the transaction (DescribeTransactions shows it) but is not given to the
   ``MarkerWriter``; its "marker" is the offset store's ``complete``.
 * Timeouts (TX-17) and ``transactional.id.expiration.ms`` are deadlines on the scheduler.
+* TV1 or TV2 (TX-24): as in Kafka, each request's version decides (EndTxn v5+, Produce v12+,
+  TxnOffsetCommit v5+ are TV2 clients: ``tv_for_request``); the finalized
+  ``transaction.version`` feature is what clients read in ApiVersions to pick those versions
+  (the Java producer caps Produce at v11 and EndTxn at v4 under TV1). New metadata records
+  the finalized level.
 
 Deviations (kept on purpose)
 ----------------------------
 * Kafka scans for timed-out transactions every 10 s
   (``transaction.abort.timed.out.transaction.cleanup.interval.ms``) and for expired ids every
   hour; kwire fires at the exact deadline, so ``advance`` by the timeout is enough in tests.
-* The transaction version used for a request is the one the request's version signals
-  (EndTxn v5+, AddPartitionsToTxn v5+, Produce v12+, TxnOffsetCommit v5+ => TV2), capped by
-  the finalized ``transaction.version`` feature (TX-24): a broker whose level is below 2
-  never runs the TV2 flow, whatever a client sends.
 * A fenced transaction (InitProducerId over an Ongoing one, or a timeout) is aborted with the
   bumped epoch and ``last_producer_epoch`` reset in both versions (Kafka's TV1 behaviour).
 """
@@ -350,21 +351,22 @@ def offsets_partition_for(group_id: str, partitions: int = DEFAULT_OFFSETS_TOPIC
     return (_java_string_hash(group_id) & 0x7FFFFFFF) % partitions
 
 
-def tv_for_request(api: str, version: int, feature_level: int) -> int:
-    """The transaction version a request runs under (TX-16, TX-13, TX-23, TX-24).
+def tv_for_request(api: str, version: int) -> int:
+    """The transaction version a request runs under: 2 when its version says the client knows
+    TV2, else 0 (TX-16, TX-13, TX-23; TransactionVersion.transactionVersionFor*).
 
-    ``api`` is one of "end_txn", "add_partitions", "produce", "txn_offset_commit". The request
-    signals TV2 by its version; the finalized feature level caps it.
+    ``api`` is one of "end_txn" (v5+), "add_partitions" (v4+: broker form, sent for TV2
+    clients), "produce" (v12+: implicit add), "txn_offset_commit" (v5+: implicit add). The
+    finalized ``transaction.version`` feature plays no part here: clients read it from
+    ApiVersions and pick these request versions from it (TX-24).
     """
     signals_tv2 = {
         "end_txn": version >= 5,
-        "add_partitions": version >= 5,
+        "add_partitions": version >= 4,
         "produce": version >= 12,
         "txn_offset_commit": version >= 5,
     }[api]
-    if signals_tv2 and feature_level >= 2:
-        return 2
-    return min(feature_level, 1)
+    return 2 if signals_tv2 else 0
 
 
 def _fenced(code: int, api_version: int, since: int) -> int:
@@ -524,7 +526,7 @@ class TransactionCoordinator:
         except KafkaError as exc:
             raise KafkaError(_fenced(exc.code, api_version, 2), exc.message) from None
         tv = transaction_version if transaction_version is not None else tv_for_request(
-            "add_partitions", api_version, self._feature())
+            "add_partitions", api_version)
         self._add(meta, tps, tv)
 
     def _add(self, meta: TransactionMetadata, tps: set[TopicPartition], tv: int) -> None:
@@ -562,7 +564,7 @@ class TransactionCoordinator:
         """
         tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.settings().offsets_topic_partitions))
         self.add_partitions(transactional_id, producer_id, producer_epoch, [tp], api_version=api_version,
-                            transaction_version=min(self._feature(), 1))
+                            transaction_version=0)
         self.transactions[transactional_id].groups.add(group_id)
 
     # --- TxnOffsetCommit (TX-23) --------------------------------------------------------------
@@ -587,7 +589,7 @@ class TransactionCoordinator:
                 partition not in the transaction) or INVALID_TXN_STATE (v0-3).
         """
         tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.settings().offsets_topic_partitions))
-        tv = tv_for_request("txn_offset_commit", api_version, self._feature())
+        tv = tv_for_request("txn_offset_commit", api_version)
         code = self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=tv >= 2,
                                    generic_errors=api_version >= 4)
         if code:
@@ -642,7 +644,7 @@ class TransactionCoordinator:
         """
         if leader_has_open_txn:
             return ErrorCode.NONE
-        add = tv_for_request("produce", produce_version, self._feature()) >= 2
+        add = tv_for_request("produce", produce_version) >= 2
         return self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=add,
                                    generic_errors=produce_version >= 11)
 
@@ -667,7 +669,7 @@ class TransactionCoordinator:
         """
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id must not be empty")
-        tv = tv_for_request("end_txn", api_version, self._feature())
+        tv = tv_for_request("end_txn", api_version)
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.state is S.DEAD:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
@@ -690,7 +692,7 @@ class TransactionCoordinator:
         current = ProducerIdAndEpoch(meta.producer_id, meta.producer_epoch)
         state = meta.state
         if state is S.ONGOING:
-            self._prepare_end(meta, commit, tv=1, bump=False)
+            self._prepare_end(meta, commit, tv=0, bump=False)
             return current
         if state is (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
             return current  # TX-15: a retry of the same result

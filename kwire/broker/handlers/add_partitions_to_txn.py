@@ -7,8 +7,8 @@ UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for the rest (TX-1
 the coordinator's one verdict for all of them (TX-11: INVALID_PRODUCER_ID_MAPPING,
 PRODUCER_FENCED, CONCURRENT_TRANSACTIONS; success → Ongoing). VerifyOnly (v4+) only checks
 membership: TRANSACTION_ABORTABLE for a partition not in the transaction (TX-12).
-Version notes: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2; v5 runs under TV2 when
-``transaction.version`` is 2.
+Version notes: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2; v4+ come from TV2 clients'
+leaders (the transaction is recorded as TV2).
 Deviations: v4+ needs no CLUSTER_ACTION permission (kwire has no authorizer; neither does a
 Kafka broker without one).
 """

@@ -3,7 +3,7 @@
 Behaviour: not the transactional id's coordinator → NOT_COORDINATOR; then the coordinator's
 TV1 rules (TX-15: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS while
 markers are written, INVALID_TXN_STATE for the opposite result or no transaction, a retry of
-the same result succeeds) or, v5 with ``transaction.version`` 2, TV2 (TX-16: every end bumps
+the same result succeeds) or, v5 (a TV2 client, whatever the finalized level), TV2 (TX-16: every end bumps
 the epoch and the response carries the new producer id and epoch).
 Version notes: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2; v5 adds ProducerId and
 ProducerEpoch to the response (-1 on error).

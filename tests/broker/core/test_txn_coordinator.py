@@ -463,27 +463,30 @@ def test_txn_offset_commit_v5_adds_offsets_partition_under_tv2(h):
 
 
 @pytest.mark.rule("TX-24")
-def test_feature_level_one_runs_tv1_flow(h):
-    """TX-24: with transaction.version 1 the TV2 flow never runs: EndTxn v5 does not bump and
-    Produce v12 / TxnOffsetCommit v5 only verify."""
+def test_request_versions_choose_the_flow_whatever_the_feature_level(h):
+    """TX-24: clients pick TV1 or TV2 from the finalized feature; the coordinator follows the
+    request versions they then send (Kafka's transactionVersionFor*): on a level-1 cluster a
+    TV1 client (Produce v11, EndTxn v4) gets the TV1 flow, and an EndTxn v5 still bumps."""
     h.set_config(transaction_version=1)
     got = h.coord.init_producer_id("tx", 60_000)
-    assert h.coord.verify_append(got.producer_id, got.producer_epoch, TP0, 12, False) == E.TRANSACTION_ABORTABLE
-    assert code_of(h.coord.txn_offset_commit, "tx", got.producer_id, got.producer_epoch, "g",
-                   {("in", 0): CommittedOffset(1)}, 5) == E.TRANSACTION_ABORTABLE
-    assert code_of(h.coord.end_txn, "tx", got.producer_id, got.producer_epoch, False, 5) == E.INVALID_TXN_STATE
-    h.coord.add_partitions("tx", got.producer_id, got.producer_epoch, [TP0])
-    assert h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 5) == got
+    assert h.coord.transactions["tx"].transaction_version == 1  # new metadata records the level
+    assert h.coord.verify_append(got.producer_id, got.producer_epoch, TP0, 11, False) == E.TRANSACTION_ABORTABLE
+    h.coord.add_partitions("tx", got.producer_id, got.producer_epoch, [TP0], api_version=3)
+    assert h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 4) == got
+    assert h.coord.transactions["tx"].transaction_version == 0
+    h.coord.add_partitions("tx", got.producer_id, got.producer_epoch, [TP0], api_version=3)
+    bumped = h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 5)
+    assert bumped.producer_epoch == got.producer_epoch + 1
+    assert h.coord.transactions["tx"].transaction_version == 2
 
 
 @pytest.mark.rule("TX-24")
-def test_tv_for_request_levels():
-    """TX-24: the request's version signals TV2; the finalized level caps it."""
-    assert tv_for_request("end_txn", 5, 2) == 2
-    assert tv_for_request("end_txn", 4, 2) == 1
-    assert tv_for_request("end_txn", 5, 1) == 1
-    assert tv_for_request("produce", 12, 2) == 2 and tv_for_request("produce", 11, 2) == 1
-    assert tv_for_request("txn_offset_commit", 5, 0) == 0
+def test_tv_for_request_follows_request_versions():
+    """TX-24, TX-16: EndTxn v5+, AddPartitionsToTxn v4+, Produce v12+, TxnOffsetCommit v5+ are TV2."""
+    assert [tv_for_request("end_txn", v) for v in (4, 5)] == [0, 2]
+    assert [tv_for_request("add_partitions", v) for v in (3, 4)] == [0, 2]
+    assert [tv_for_request("produce", v) for v in (11, 12)] == [0, 2]
+    assert [tv_for_request("txn_offset_commit", v) for v in (4, 5)] == [0, 2]
 
 
 # --- expiration, describe, list, persistence ------------------------------------------------------
