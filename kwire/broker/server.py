@@ -205,6 +205,9 @@ class BrokerServer:
             if not conn.closed:
                 conn.connection_lost()
             self._conns.pop(conn.conn_id, None)
+            # A disconnect changes core state too (what it held goes, waiters may wake): route
+            # what it completed and report progress (``Broker.wait_until``).
+            self.flush()
             reason = conn.close_reason or "closed"
             self._line(f"broker {broker_id}: connection {conn.conn_id} closed ({reason})")
             c.raw.detach()
@@ -237,6 +240,8 @@ class BrokerServer:
 
     def flush(self) -> None:
         """Deliver completed deferred responses and re-arm the deadline task."""
+        # Wake-ups noted outside a request or timer (control calls: produce, leader moves).
+        self.core.run_wakeups()
         for conn_id, data in self.core.take_outbox():
             c = self._conns.get(conn_id)
             if c is None:
