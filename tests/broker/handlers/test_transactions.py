@@ -270,3 +270,19 @@ def test_describe_producers_reports_open_transaction():
             for s in p0.active_producers] == [(a.producer_id, a.producer_epoch, 0, 0)]
     assert (p1.error_code, p1.active_producers) == (0, [])
     assert p9.error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.rule("TX-17")
+def test_timeout_on_the_core_clock_fences_the_producer():
+    """TX-17: on the core's clock (``core.advance``) an Ongoing transaction is aborted at its
+    deadline with a bumped epoch; the old epoch's EndTxn is then PRODUCER_FENCED."""
+    core, _, markers, c = txn_core()
+    a = init(c, "a", version=3, timeout_ms=30_000)
+    add_v3(c, "a", a.producer_id, a.producer_epoch, {"t": [0]})
+    core.advance(29_999)
+    assert markers.calls == []
+    core.advance(1)
+    assert (markers.calls[-1].commit, markers.calls[-1].producer_epoch) == (False, a.producer_epoch + 1)
+    assert end(c, "a", a.producer_id, a.producer_epoch, True, 3).error_code == E.PRODUCER_FENCED
+    d = c.send(DescribeTransactionsRequest(transactional_ids=["a"]), 0).transaction_states[0]
+    assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", a.producer_epoch + 1)
