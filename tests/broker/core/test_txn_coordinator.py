@@ -588,3 +588,74 @@ def test_deleted_topic_releases_pending_markers(h):
     assert h.state("tx") == "COMPLETE_COMMIT"
     stats = h.coord.statistics()
     assert (stats.transactional_ids, stats.by_state, stats.pending_markers) == (1, {"CompleteCommit": 1}, 0)
+
+
+# --- every (state, request) pair (h2-style) --------------------------------------------------------
+def _to_state(h: TxnHarness, state: str):
+    """Drive ``tx`` into ``state`` with real requests; returns its current (pid, epoch)."""
+    got = h.coord.init_producer_id("tx", 60_000)
+    pid, ep = got.producer_id, got.producer_epoch
+    if state == "EMPTY":
+        return pid, ep
+    h.coord.add_partitions("tx", pid, ep, [TP0])
+    if state == "ONGOING":
+        return pid, ep
+    commit = state.endswith("COMMIT")
+    if state.startswith("PREPARE"):
+        h.markers.fail_all = True
+    h.coord.end_txn("tx", pid, ep, commit, 3)
+    return pid, ep
+
+
+REQUESTS = {
+    "init": lambda c, pid, ep: c.init_producer_id("tx", 60_000),
+    "init_current": lambda c, pid, ep: c.init_producer_id("tx", 60_000, 4, pid, ep),
+    "add_v3": lambda c, pid, ep: c.add_partitions("tx", pid, ep, [TP1], api_version=3),
+    "add_v5": lambda c, pid, ep: c.add_partitions("tx", pid, ep, [TP1], api_version=5),
+    "produce_v12": lambda c, pid, ep: c.verify_append(pid, ep, TP1, 12, False),
+    "produce_v11": lambda c, pid, ep: c.verify_append(pid, ep, TP1, 11, False),
+    "verify": lambda c, pid, ep: c.verify_partitions("tx", pid, ep, [TP1]),
+    "add_offsets": lambda c, pid, ep: c.add_offsets("tx", pid, ep, "g"),
+    "offsets_v3": lambda c, pid, ep: c.txn_offset_commit("tx", pid, ep, "g", {("in", 0): CommittedOffset(1)}, 3),
+    "offsets_v5": lambda c, pid, ep: c.txn_offset_commit("tx", pid, ep, "g", {("in", 0): CommittedOffset(1)}, 5),
+    "commit_v3": lambda c, pid, ep: c.end_txn("tx", pid, ep, True, 3),
+    "abort_v3": lambda c, pid, ep: c.end_txn("tx", pid, ep, False, 3),
+    "commit_v5": lambda c, pid, ep: c.end_txn("tx", pid, ep, True, 5),
+    "abort_v5": lambda c, pid, ep: c.end_txn("tx", pid, ep, False, 5),
+    "stale_epoch_commit": lambda c, pid, ep: c.end_txn("tx", pid, ep - 1, True, 3),
+    "wrong_pid_add": lambda c, pid, ep: c.add_partitions("tx", pid + 100, ep, [TP1]),
+}
+
+
+@pytest.mark.rule("TX-14")
+@pytest.mark.parametrize("state", ["EMPTY", "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT",
+                                   "COMPLETE_ABORT"])
+@pytest.mark.parametrize("request_name", sorted(REQUESTS))
+def test_every_state_and_request_is_a_table_move_or_an_error_without_change(state, request_name):
+    """TX-14: from every state each request either moves along the table or raises a typed Kafka
+    error (or answers a per-partition code) with the transaction unchanged. The one error that
+    moves is InitProducerId over an Ongoing transaction (TX-3: fence, abort, retry)."""
+    h = TxnHarness()
+    pid, ep = _to_state(h, state)
+    assert h.state("tx") == state
+    moves = []
+    h.coord.on_move.append(lambda tid, old, trig, new: moves.append((old, trig, new)))
+    before = json.dumps(h.coord.transactions["tx"].to_json(), sort_keys=True)
+    try:
+        result = REQUESTS[request_name](h.coord, pid, ep)
+    except KafkaError as exc:
+        assert exc.code in set(E), exc
+        result = exc.code
+    failed = (isinstance(result, int) and result != 0) or (
+        isinstance(result, dict) and any(result.values()))
+    fence = state == "ONGOING" and request_name.startswith("init")
+    if fence:
+        assert result == E.CONCURRENT_TRANSACTIONS and h.state("tx") == "COMPLETE_ABORT"
+    elif failed or not moves:
+        assert moves == []
+        assert json.dumps(h.coord.transactions["tx"].to_json(), sort_keys=True) == before
+    for old, trig, new in moves:
+        assert MOVES[(old, trig)] is new
+    if moves:
+        assert moves[0][0].name == state
+        assert h.state("tx") == moves[-1][2].name
