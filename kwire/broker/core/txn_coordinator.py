@@ -952,6 +952,18 @@ class TransactionCoordinator:
                 self._cancel(meta, "retry_handle")
                 self._complete(meta, meta.state is S.PREPARE_COMMIT)
 
+    def inspect(self) -> list[dict[str, Any]]:
+        """Every transactional id as plain data for the control API: the persisted fields plus
+        the Kafka state name and, for an Ongoing transaction, when it times out (TX-17)."""
+        out = []
+        for tid in sorted(self.transactions):
+            meta = self.transactions[tid]
+            row = meta.to_json()
+            row["state_name"] = meta.state.kafka_name
+            row["timeout_deadline_ms"] = meta.start_ms + meta.timeout_ms if meta.state is S.ONGOING else None
+            out.append(row)
+        return out
+
     def statistics(self) -> TxnCoordinatorStats:
         by_state: dict[str, int] = {}
         for meta in self.transactions.values():

@@ -659,3 +659,14 @@ def test_every_state_and_request_is_a_table_move_or_an_error_without_change(stat
     if moves:
         assert moves[0][0].name == state
         assert h.state("tx") == moves[-1][2].name
+
+
+@pytest.mark.rule("TX-17")
+def test_inspect_shows_timeout_deadline_of_open_transactions(h):
+    """TX-17: the control view names when an Ongoing transaction will be aborted."""
+    open_txn(h, "a", timeout_ms=7_000)
+    h.coord.init_producer_id("b", 60_000)
+    rows = {r["transactional_id"]: r for r in h.coord.inspect()}
+    assert rows["a"]["timeout_deadline_ms"] == START_MS + 7_000 and rows["a"]["state_name"] == "Ongoing"
+    assert rows["b"]["timeout_deadline_ms"] is None and rows["a"]["partitions"] == [["t", 0]]
+    json.dumps(rows)
