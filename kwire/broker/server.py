@@ -19,6 +19,7 @@ import trio
 from kwire.broker.config import BrokerConfig
 from kwire.broker.connection import Connection
 from kwire.broker.core.broker_core import BrokerCore
+from kwire.broker.handlers import load_handlers
 from kwire.clock import Clock, ManualClock, SystemClock
 
 __all__ = ["BrokerServer"]
@@ -82,7 +83,7 @@ class BrokerServer:
                  on_line: Callable[[str], None] | None = None) -> None:
         self.config = config
         self.clock = clock if clock is not None else SystemClock()
-        self.core = core if core is not None else BrokerCore(config, self.clock)
+        self.core = core if core is not None else BrokerCore(config, self.clock, handlers=load_handlers())
         self.on_line = on_line
         # Called after every batch of work (requests handled, deadlines fired, responses routed),
         # so a controller in another thread can wait for a condition without sleeping.

@@ -14,9 +14,10 @@ from typing import Protocol
 
 from kwire.broker.core.log import PartitionLog
 from kwire.broker.core.producer_state import ProducerStateManager
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
-__all__ = ["Rng", "SeededRng", "BrokerNode", "Partition", "Topic", "Cluster", "TopicError", "validate_topic_name",
+__all__ = ["Rng", "SeededRng", "BrokerNode", "Partition", "Topic", "Cluster", "validate_topic_name",
            "MAX_TOPIC_NAME_LENGTH"]
 
 MAX_TOPIC_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
@@ -57,23 +58,14 @@ class SeededRng:
         return out >> (bits - k)
 
 
-class TopicError(Exception):
-    """A topic operation refused with a Kafka error code."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        self.code = code
-        self.message = message
-        super().__init__(message)
-
-
 def validate_topic_name(name: str | None) -> None:
     if not name or name in (".", ".."):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
     if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
     if not _LEGAL.match(name):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'")
 
 
@@ -154,12 +146,12 @@ class Cluster:
                      internal: bool = False, topic_id: uuid.UUID | None = None) -> Topic:
         validate_topic_name(name)
         if name in self.topics:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         if num_partitions < 1:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
         live = self.live_nodes()
         if replication_factor < 1 or replication_factor > len(live):
-            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"replication factor {replication_factor} is not within 1..{len(live)} live brokers")
         tid = topic_id or self.new_uuid()
         topic = Topic(name, tid, [], internal)
@@ -182,10 +174,10 @@ class Cluster:
     def create_partitions(self, name: str, total: int) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         have = len(topic.partitions)
         if total <= have:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"topic {name!r} has {have} partitions; the new count must be larger, not {total}")
         rf = len(topic.partitions[0].replicas) if topic.partitions else 1
         self._add_partitions(topic, total - have, rf)
@@ -194,7 +186,7 @@ class Cluster:
     def delete_topic(self, name: str) -> Topic:
         topic = self.topics.pop(name, None)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         self.topics_by_id.pop(topic.topic_id, None)
         return topic
 
@@ -208,9 +200,9 @@ class Cluster:
     def move_leader(self, topic: str, index: int, node_id: int) -> Partition:
         p = self.partition(topic, index)
         if p is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
         if node_id not in self.nodes:
-            raise TopicError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
         if node_id not in p.replicas:
             p.replicas = [node_id, *[r for r in p.replicas if r != node_id]][: max(1, len(p.replicas))]
         p.leader_id = node_id

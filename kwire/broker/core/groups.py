@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 from kwire.broker.core._group_common import GroupError, broker_int, java_uuid_string
 from kwire.broker.core.consumer_groups import ConsumerGroup, ConsumerGroupManager, GroupStats
 from kwire.broker.core.offsets import offset_store
+from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KwireError
 from kwire.protocol.error_codes import ErrorCode
 
@@ -321,7 +322,7 @@ class ClassicGroup:
 
 
 # --- the coordinator ----------------------------------------------------------------------------
-class GroupCoordinator:
+class GroupCoordinator(Subsystem):
     """Every group on the cluster (coordinator checks are the handlers' job)."""
 
     def __init__(self, core: Any) -> None:
@@ -863,4 +864,4 @@ class GroupCoordinator:
 
 def group_coordinator(core: Any) -> GroupCoordinator:
     """The core's group coordinator (installed by ``subsystems.install``)."""
-    return cast(GroupCoordinator, core.subsystems["groups"])
+    return core.subsystems.groups

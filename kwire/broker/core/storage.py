@@ -45,10 +45,10 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.cluster import TopicError
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.log import AbortedTxn
-from kwire.errors import ConfigError, RecordError, SegmentError
+from kwire.broker.core.subsystems import Subsystem
+from kwire.errors import ConfigError, KafkaError, RecordError, SegmentError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.records import (
     BatchInfo,
@@ -90,7 +90,7 @@ def batch_info(batch: RecordBatch) -> BatchInfo:
     )
 
 
-class Storage:
+class Storage(Subsystem):
     """Keeps a core's topics, logs and configs in a data dir and brings them back on start."""
 
     def __init__(self, core: BrokerCore, data_dir: str | os.PathLike[str]) -> None:
@@ -277,12 +277,8 @@ class Storage:
         groups = {name: dict(v) for (rtype, name), v in overrides.items() if rtype is ResourceType.GROUP and v}
         out: dict[str, Any] = {"version": METADATA_VERSION, "cluster_id": core.cluster.cluster_id, "topics": topics,
                                "broker_configs": broker, "group_configs": groups}
-        ids = core.subsystems.get("producer_ids")
-        if ids is not None:
-            out["next_producer_id"] = ids.next_id
-        offsets = self._offsets_snapshot()
-        if offsets is not None:
-            out["offsets"] = offsets
+        out["next_producer_id"] = core.subsystems.producer_ids.next_id
+        out["offsets"] = self._offsets_snapshot()
         return out
 
     def save_metadata(self) -> None:
@@ -324,7 +320,7 @@ class Storage:
         path = self.root / OFFSETS_JOURNAL
         if not path.exists():
             return
-        store = self.core.subsystems.get("offsets")
+        store = self.core.subsystems.offsets
         from kwire.broker.core.offsets import CommittedOffset
 
         try:
@@ -335,7 +331,7 @@ class Storage:
         for n, line in enumerate(lines, 1):
             try:
                 group, topic, partition, fields = json.loads(line)
-                if store is None or topic not in self.core.cluster.topics:
+                if topic not in self.core.cluster.topics:
                     continue
                 if fields is None:
                     store.delete(group, topic, int(partition))
@@ -361,21 +357,15 @@ class Storage:
             return None
         return meta
 
-    def _offsets_snapshot(self) -> dict[str, Any] | None:
-        store = self.core.subsystems.get("offsets")
-        if store is None or not hasattr(store, "groups") or not hasattr(store, "partitions"):
-            return None
+    def _offsets_snapshot(self) -> dict[str, Any]:
+        store = self.core.subsystems.offsets
         out: dict[str, Any] = {}
         for group in store.groups():
             out[group] = [[t, p, dataclasses.asdict(c)] for (t, p), c in store.partitions(group).items()]
         return out
 
     def _restore_offsets(self, saved: dict[str, Any]) -> None:
-        store = self.core.subsystems.get("offsets")
-        if store is None or not hasattr(store, "commit"):
-            if saved:
-                self._report("committed offsets in the data dir, but this broker has no offset store")
-            return
+        store = self.core.subsystems.offsets
         from kwire.broker.core.offsets import CommittedOffset
 
         for group, rows in saved.items():
@@ -398,9 +388,7 @@ class Storage:
             self._report_orphans()
         finally:
             self._restoring = False
-        store = self.core.subsystems.get("offsets")
-        if store is not None and hasattr(store, "on_change"):
-            store.on_change.append(self._journal_offset)
+        self.core.subsystems.offsets.on_change.append(self._journal_offset)
         self.save_metadata()
         if self._last_saved:  # the replayed journal is in the metadata now
             with contextlib.suppress(OSError):
@@ -433,9 +421,7 @@ class Storage:
         Ids allocated after the last metadata write are unknown after a crash; like the
         controller's id blocks, allocation resumes at the next block boundary past them.
         """
-        ids = self.core.subsystems.get("producer_ids")
-        if ids is None:
-            return
+        ids = self.core.subsystems.producer_ids
         seen = [pid for t in self.core.cluster.topics.values() for p in t.partitions for pid in p.producers.entries]
         floor = max([saved_next, *(pid + 1 for pid in seen)])
         if floor > ids.next_id:
@@ -472,13 +458,13 @@ class Storage:
             try:
                 topic = core.create_topic(name, max(1, len(parts)), rf, configs, internal=bool(t.get("internal")),
                                           topic_id=topic_id)
-            except TopicError as exc:
+            except KafkaError as exc:
                 if exc.code != ErrorCode.INVALID_CONFIG:  # keep the topic, drop its configs
                     raise
                 self._report(f"topic {name!r}: configs not restored ({exc.message})")
                 topic = core.create_topic(name, max(1, len(parts)), rf, None, internal=bool(t.get("internal")),
                                           topic_id=topic_id)
-        except TopicError as exc:
+        except KafkaError as exc:
             self._report(f"topic {name!r} not restored: {exc.message}")
             return
         for p, saved in zip(topic.partitions, parts, strict=False):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.cluster import TopicError
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
@@ -35,22 +35,22 @@ Result = CreatePartitionsResponse_CreatePartitionsTopicResult
 
 
 def _check(ctx: RequestContext, t: CreatePartitionsRequest_CreatePartitionsTopic) -> list[list[int]] | None:
-    """The manual assignments of the new partitions (None: spread them); raises TopicError."""
+    """The manual assignments of the new partitions (None: spread them); raises KafkaError."""
     cluster = ctx.core.cluster
     topic = cluster.topics.get(t.name)
     if topic is None:
-        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
     have = len(topic.partitions)
     if t.count < have:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS,
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                          f"The topic {t.name} currently has {have} partition(s); {t.count} would not be an increase.")
     if t.count == have:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
     if t.assignments is None:
         return None
     additional = t.count - have
     if len(t.assignments) != additional:
-        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          f"Attempted to add {additional} additional partition(s), but only "
                          f"{len(t.assignments)} assignment(s) were specified.")
     rf = len(topic.partitions[0].replicas)
@@ -58,18 +58,18 @@ def _check(ctx: RequestContext, t: CreatePartitionsRequest_CreatePartitionsTopic
     for a in t.assignments:
         ids = list(a.broker_ids)
         if not ids:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "The manual partition assignment includes an empty replica list.")
         for b in ids:
             if b not in cluster.nodes:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes broker {b}, but no such broker is "
                                  "registered.")
             if ids.count(b) > 1:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes the broker {b} more than once.")
         if len(ids) != rf:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"The manual partition assignment includes a partition with {len(ids)} replica(s), "
                              f"but this is not consistent with previous partitions, which have {rf} replica(s).")
         out.append(ids)
@@ -85,13 +85,13 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartition
         results.append(res)
         try:
             if names.count(t.name) > 1:
-                raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             assignments = _check(ctx, t)
             if req.validate_only:
                 continue
             before = len(core.cluster.topics[t.name].partitions)
             topic = core.create_partitions(t.name, t.count)
-        except TopicError as exc:
+        except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
         if assignments is not None:

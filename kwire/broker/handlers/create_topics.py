@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.cluster import TopicError, validate_topic_name
+from kwire.broker.core.cluster import validate_topic_name
 from kwire.broker.core.configs import ResourceType
-from kwire.errors import ConfigError
+from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_topics import (
     CreateTopicsRequest,
@@ -32,14 +32,14 @@ VERSIONS = (2, 7)
 
 
 def _validate(ctx: RequestContext, t: CreateTopicsRequest_CreatableTopic) -> tuple[int, int]:
-    """(partitions, replication factor) after checks; raises TopicError."""
+    """(partitions, replication factor) after checks; raises KafkaError."""
     core = ctx.core
     validate_topic_name(t.name)
     if t.name in core.cluster.topics:
-        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+        raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
     if t.assignments:
         if t.num_partitions != -1 or t.replication_factor != -1:
-            raise TopicError(ErrorCode.INVALID_REQUEST,
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
                              "both numPartitions or replicationFactor and replicasAssignments were set")
         parts, rf = len(t.assignments), len(t.assignments[0].broker_ids)
     else:
@@ -48,21 +48,21 @@ def _validate(ctx: RequestContext, t: CreateTopicsRequest_CreatableTopic) -> tup
         rf = t.replication_factor if t.replication_factor != -1 else core.configs.get_int(
             ResourceType.BROKER, "", "default.replication.factor")
     if parts < 1:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
     live = len(core.cluster.live_nodes())
     if rf < 1 or rf > live:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
                          f"cannot be reached because only {live} broker(s) are registered.")
     defs = core.configs.definitions(ResourceType.TOPIC)
     for c in t.configs:
         d = defs.get(c.name)
         if d is None:
-            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {c.name}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {c.name}")
         try:
             d.validate(c.value)
         except ConfigError as exc:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
     return parts, rf
 
 
@@ -83,7 +83,7 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
                 res.num_partitions, res.replication_factor = parts, rf
                 continue
             topic = core.create_topic(t.name, parts, rf, {c.name: c.value for c in t.configs if c.value is not None})
-        except TopicError as exc:
+        except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
         res.topic_id = topic.topic_id

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.fetch_sessions import FetchSessionError, SessionTarget
+from kwire.broker.core.fetch_sessions import SessionTarget
 from kwire.broker.handlers._common import epoch_error, leader_error, node_endpoints
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.fetch import FetchRequest, FetchResponse, FetchResponse_PartitionData
 from kwire.protocol.registry import ApiKey
@@ -109,11 +110,11 @@ def _changed(pd: PD, t: SessionTarget) -> bool:
 
 def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     core = ctx.core
-    sessions = core.subsystems["fetch_sessions"]
+    sessions = core.subsystems.fetch_sessions
     updates, forgotten = _targets(ctx, req)
     try:
         sctx = sessions.begin(req.session_id, req.session_epoch, ctx.conn.conn_id, updates, forgotten)
-    except FetchSessionError as exc:
+    except KafkaError as exc:
         return FetchResponse(error_code=exc.code, session_id=0)
     committed = req.isolation_level == READ_COMMITTED
     by_id = ctx.api_version >= 13

@@ -105,7 +105,7 @@ def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
     if info.producer_id >= 0 and info.producer_epoch < 0:
         raise _Reject(ErrorCode.INVALID_RECORD, "a batch with a producer id needs a producer epoch")
     now = ctx.now_ms
-    txn = core.subsystems.get("transactions")
+    txn = core.subsystems.transactions
     if txn is not None:
         code = txn.check_produce(ctx, p, info)
         if code:
@@ -138,7 +138,7 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     by_id = ctx.api_version >= 13
     if req.acks not in (-1, 0, 1):
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
-    txn = core.subsystems.get("transactions")
+    txn = core.subsystems.transactions
     if req.transactional_id is not None and txn is None:
         return error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     responses = []

@@ -28,7 +28,9 @@ from tests.broker.helpers import CoreClient, batch, make_core
 
 def start(data_dir: Path, **kw: Any) -> tuple[BrokerCore, CoreClient, Storage]:
     core, _ = make_core(data_dir=str(data_dir), **kw)
-    return core, CoreClient(core), core.subsystems["storage"]
+    storage = core.subsystems.storage
+    assert storage is not None
+    return core, CoreClient(core), storage
 
 
 def produce(c: CoreClient, topic: str, records: bytes, partition: int = 0) -> Any:
@@ -189,10 +191,10 @@ def test_cluster_id_is_kept(tmp_path: Path) -> None:
 def test_committed_offsets_survive_a_clean_stop(tmp_path: Path) -> None:
     core, _, _ = start(tmp_path)
     core.create_topic("t", 1)
-    core.subsystems["offsets"].commit("g", "t", 0, CommittedOffset(5, 0, "meta", 123))
+    core.subsystems.offsets.commit("g", "t", 0, CommittedOffset(5, 0, "meta", 123))
     core.close()
     core2, _, _ = start(tmp_path)
-    assert core2.subsystems["offsets"].get("g", "t", 0) == CommittedOffset(5, 0, "meta", 123)
+    assert core2.subsystems.offsets.get("g", "t", 0) == CommittedOffset(5, 0, "meta", 123)
 
 
 def test_open_and_aborted_transactions_are_rebuilt(tmp_path: Path) -> None:
@@ -247,11 +249,11 @@ def test_write_failure_is_logged_and_the_produce_still_answers(tmp_path: Path, c
 def test_producer_ids_are_not_handed_out_again_after_a_restart(tmp_path: Path) -> None:
     core, c, _ = start(tmp_path)
     core.create_topic("t", 1)
-    pid = core.subsystems["producer_ids"].allocate()
+    pid = core.subsystems.producer_ids.allocate()
     produce(c, "t", batch([b"x"], producer_id=pid, producer_epoch=0, base_sequence=0))
     core.close()
     core2, _, _ = start(tmp_path)
-    fresh = core2.subsystems["producer_ids"].allocate()
+    fresh = core2.subsystems.producer_ids.allocate()
     assert fresh > pid and fresh % 1000 == 0
 
 
@@ -264,7 +266,7 @@ def test_a_topic_that_exists_at_start_gets_its_data_back(tmp_path: Path) -> None
     core2, _ = make_core(seed=5)  # another seed: another id for the topic made at start
     core2.create_topic("__internal", 1)
     storage = Storage(core2, tmp_path)
-    core2.subsystems["storage"] = storage
+    core2.subsystems.storage = storage
     storage.restore()
     assert values(fetch_bytes(CoreClient(core2), "__internal")[1]) == [(0, b"kept")]
     assert any("another id" in p for p in storage.problems)
@@ -274,7 +276,7 @@ def test_committed_offsets_survive_a_crash_right_after_the_commit(tmp_path: Path
     """Each change is in the offsets journal before the OffsetCommit is answered."""
     core, _ = make_core(data_dir=str(tmp_path))
     core.create_topic("t", 2)
-    store = core.subsystems["offsets"]
+    store = core.subsystems.offsets
     store.commit("g", "t", 0, CommittedOffset(9, 0, "m", 1))
     store.commit("g", "t", 1, CommittedOffset(4))
     store.commit("g", "t", 0, CommittedOffset(11))
@@ -283,7 +285,7 @@ def test_committed_offsets_survive_a_crash_right_after_the_commit(tmp_path: Path
     assert store.delete_group("h") == 1
     # No close() and no time passed: as after a crash.
     core2, _, _ = start(tmp_path)
-    store2 = core2.subsystems["offsets"]
+    store2 = core2.subsystems.offsets
     assert store2.get("g", "t", 0) == CommittedOffset(11)
     assert store2.get("g", "t", 1) is None and store2.groups() == ["g"]
     # The replayed journal is folded into the metadata; the periodic rewrite empties it.
@@ -299,9 +301,9 @@ def test_committed_offsets_survive_a_crash_right_after_the_commit(tmp_path: Path
 def test_a_torn_journal_line_is_reported_and_the_lines_before_it_kept(tmp_path: Path) -> None:
     core, _ = make_core(data_dir=str(tmp_path))
     core.create_topic("t", 1)
-    core.subsystems["offsets"].commit("g", "t", 0, CommittedOffset(3))
+    core.subsystems.offsets.commit("g", "t", 0, CommittedOffset(3))
     with open(tmp_path / OFFSETS_JOURNAL, "a") as f:
         f.write('["g", "t", 0, {"offset": 7, "lea')  # the process died mid-write
     core2, _, storage = start(tmp_path)
-    assert core2.subsystems["offsets"].get("g", "t", 0) == CommittedOffset(3)
+    assert core2.subsystems.offsets.get("g", "t", 0) == CommittedOffset(3)
     assert any("line 2 unreadable" in p for p in storage.problems)
