@@ -494,7 +494,7 @@ class BrokerCore:
     # --- topics (shared by CreateTopics, Metadata auto-create, Produce, the control API) ----
     def create_topic(self, name: str, num_partitions: int | None = None, replication_factor: int | None = None,
                      configs: dict[str, str] | None = None, *, internal: bool = False,
-                     topic_id: uuid.UUID | None = None) -> Topic:
+                     topic_id: uuid.UUID | None = None, assignments: list[list[int]] | None = None) -> Topic:
         if num_partitions is None or num_partitions == -1:
             num_partitions = self.configs.get_int(ResourceType.BROKER, "", "num.partitions")
         if replication_factor is None or replication_factor == -1:
@@ -510,7 +510,7 @@ class BrokerCore:
             except KwireError as exc:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         topic = self.cluster.create_topic(name, num_partitions, replication_factor, internal=internal,
-                                          topic_id=topic_id)
+                                          topic_id=topic_id, assignments=assignments)
         for k, v in (configs or {}).items():
             self.configs.set(ResourceType.TOPIC, name, k, v)
         for p in topic.partitions:
@@ -524,9 +524,9 @@ class BrokerCore:
         for sub in self.subsystems.installed():
             sub.on_partition_created(p)
 
-    def create_partitions(self, name: str, total: int) -> Topic:
+    def create_partitions(self, name: str, total: int, assignments: list[list[int]] | None = None) -> Topic:
         before = len(self.cluster.topics[name].partitions) if name in self.cluster.topics else 0
-        topic = self.cluster.create_partitions(name, total)
+        topic = self.cluster.create_partitions(name, total, assignments)
         for p in topic.partitions[before:]:
             self._attach_partition(p)
         return topic

@@ -4,7 +4,8 @@ Layout of ``BrokerConfig.data_dir``::
 
     kwire-metadata.json                          topics (ids, partitions, leaders, leader-epoch
                                                  history, log start offsets, configs), dynamic
-                                                 broker and group configs, committed offsets
+                                                 broker and group configs, committed offsets,
+                                                 altered SCRAM credentials
     <topic>-<partition>/00000000000000000000.log the batches, back to back, as a broker writes them
 
 Theory of operation
@@ -279,6 +280,9 @@ class Storage(Subsystem):
                                "broker_configs": broker, "group_configs": groups}
         out["next_producer_id"] = core.subsystems.producer_ids.next_id
         out["offsets"] = self._offsets_snapshot()
+        scram = core.subsystems.scram_credentials.snapshot()
+        if scram:
+            out["scram_credentials"] = scram
         return out
 
     def save_metadata(self) -> None:
@@ -414,6 +418,11 @@ class Storage(Subsystem):
         self._restore_offsets(meta.get("offsets", {}))
         self._replay_journal()
         self._restore_producer_ids(int(meta.get("next_producer_id", 0)))
+        if meta.get("scram_credentials"):
+            try:
+                core.subsystems.scram_credentials.restore(meta["scram_credentials"])
+            except (KeyError, TypeError, ValueError) as exc:
+                self._report(f"SCRAM credentials unreadable ({exc}); the configured users remain")
 
     def _restore_producer_ids(self, saved_next: int) -> None:
         """Never hand out a producer id again that a batch in the logs (or the last run) used.

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.producer_ids import ProducerIdManager
     from kwire.broker.core.retention import LogRetention
     from kwire.broker.core.sasl import SaslAuthority
+    from kwire.broker.core.scram_credentials import ScramCredentialStore
     from kwire.broker.core.storage import Storage
     from kwire.records.batch import BatchInfo
 
@@ -86,16 +87,17 @@ class TransactionCoordinator(SubsystemHooks, Protocol):
 class Subsystems:
     """The core's subsystems, one typed attribute each; ``installed()`` lists the present ones."""
 
-    __slots__ = ("producer_ids", "fetch_sessions", "offsets", "groups", "retention", "sasl", "transactions",
-                 "share_groups", "share_sessions", "extra", "storage")
+    __slots__ = ("producer_ids", "fetch_sessions", "offsets", "groups", "retention", "scram_credentials", "sasl",
+                 "transactions", "share_groups", "share_sessions", "extra", "storage")
 
     def __init__(self, producer_ids: ProducerIdManager, fetch_sessions: FetchSessionCache, offsets: OffsetStore,
-                 groups: GroupCoordinator, retention: LogRetention) -> None:
+                 groups: GroupCoordinator, retention: LogRetention, scram_credentials: ScramCredentialStore) -> None:
         self.producer_ids = producer_ids
         self.fetch_sessions = fetch_sessions
         self.offsets = offsets
         self.groups = groups
         self.retention = retention
+        self.scram_credentials = scram_credentials  # with or without SASL: the SCRAM credential APIs
         self.sasl: SaslAuthority | None = None
         self.transactions: TransactionCoordinator | None = None
         # The share-group coordinator and the share-session cache (KIP-932): their issue narrows
@@ -113,6 +115,7 @@ class Subsystems:
         yield self.offsets
         yield self.groups
         yield self.retention
+        yield self.scram_credentials
         for sub in (self.sasl, self.transactions, self.share_groups, self.share_sessions):
             if sub is not None:
                 yield sub
@@ -132,14 +135,15 @@ def install(core: BrokerCore) -> Subsystems:
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
     from kwire.broker.core.retention import LogRetention
+    from kwire.broker.core.scram_credentials import ScramCredentialStore
 
     subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupCoordinator(core),
-                      LogRetention(core))
+                      LogRetention(core), ScramCredentialStore(core.config.sasl, core.rng))
     core.subsystems = subs
     if core.config.sasl is not None:
         from kwire.broker.core.sasl import SaslAuthority
 
-        subs.sasl = SaslAuthority(core.config.sasl, core.rng)
+        subs.sasl = SaslAuthority(core.config.sasl, core.rng, subs.scram_credentials.get)
     if core.config.data_dir is not None:
         from kwire.broker.core.storage import Storage
 

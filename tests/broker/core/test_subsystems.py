@@ -15,6 +15,7 @@ from kwire.broker.core.offsets import OffsetStore
 from kwire.broker.core.producer_ids import ProducerIdManager
 from kwire.broker.core.retention import LogRetention
 from kwire.broker.core.sasl import SaslAuthority
+from kwire.broker.core.scram_credentials import ScramCredentialStore
 from kwire.broker.core.storage import Storage
 from kwire.broker.core.subsystems import Subsystem
 from tests.broker.helpers import make_core
@@ -55,6 +56,7 @@ def test_each_subsystem_has_its_typed_attribute() -> None:
     assert isinstance(subs.offsets, OffsetStore)
     assert isinstance(subs.groups, GroupCoordinator)
     assert isinstance(subs.retention, LogRetention)
+    assert isinstance(subs.scram_credentials, ScramCredentialStore)  # the SCRAM APIs work without SASL too
     assert subs.sasl is None and subs.storage is None
     assert subs.transactions is None and subs.share_groups is None and subs.share_sessions is None
     assert all(isinstance(s, Subsystem) for s in subs.installed())
