@@ -4,10 +4,11 @@
 # Builds kwire/protocol/_cdecode.c and kwire/records/_speedups.c with
 # -fsanitize=address,undefined into a private copy of the tree (the normal builds are never
 # touched), then runs the decode tests against them: the Hypothesis differential of the C decoder
-# (tests/protocol/test_cdecode.py), the golden frames and the record tests (fixture batches,
-# corruption, properties; C and Python loops). Any sanitizer report aborts the run.
+# (tests/protocol/test_cdecode.py), the golden frames, the bad-input and null-element decode tests
+# and the record tests (fixture batches, corruption, properties; C and Python loops). Any
+# sanitizer report aborts the run.
 #
-# Usage: bash tools/sanitize.sh [extra pytest args]     (CC=clang also works)
+# Usage: bash tools/sanitize.sh [extra pytest args]     (CC=clang picks clang's ASan runtime)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -58,8 +59,9 @@ int kwire_ub(int i) { return INT_MAX + i; }
 EOF
 probe() {  # probe SANITIZER FUNCTION EXPECTED-REPORT
     $CC -O1 -g -fsanitize="$1" -fno-sanitize-recover=all -shared -fPIC probe.c -o "probe-$1.so"
-    if ($PY -c 'import ctypes, sys; getattr(ctypes.CDLL(sys.argv[1]), sys.argv[2])(8)' "$work/probe-$1.so" "$2") \
-            2>probe.err; then
+    # (the trailing exit keeps bash from exec'ing the probe, so the abort notice lands in probe.err)
+    if ($PY -c 'import ctypes, sys; getattr(ctypes.CDLL(sys.argv[1]), sys.argv[2])(8)' "$work/probe-$1.so" "$2";
+            exit $?) 2>probe.err; then
         echo "sanitize: $2 went unnoticed: $1 is not active" >&2
         exit 1
     fi
@@ -87,4 +89,5 @@ EOF
 echo "== decode tests under the sanitizers"
 $PY -m pytest -p no:cacheprovider -q -x \
     tests/protocol/test_cdecode.py tests/protocol/test_golden_frames.py tests/protocol/test_bad_input.py \
+    tests/protocol/test_null_array_elements.py \
     tests/records "$@"
