@@ -33,6 +33,7 @@ from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.faults import FaultAction, Faults
+from kwire.broker.core.log import LogConfig
 from kwire.clock import Clock, ManualClock
 from kwire.errors import DecodeError, KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol.error_codes import ErrorCode
@@ -616,6 +617,16 @@ class BrokerCore:
             hook = getattr(sub, "on_close", None)
             if hook is not None:
                 hook()
+
+    def log_config(self, topic: str) -> LogConfig:
+        """The settings an append to ``topic`` needs, from the config store."""
+        c = self.configs
+        return LogConfig(
+            segment_bytes=c.get_int(ResourceType.TOPIC, topic, "segment.bytes"),
+            segment_ms=c.get_int(ResourceType.TOPIC, topic, "segment.ms"),
+            max_message_bytes=c.get_int(ResourceType.TOPIC, topic, "max.message.bytes"),
+            log_append_time=c.get(ResourceType.TOPIC, topic, "message.timestamp.type") == "LogAppendTime",
+        )
 
     def auto_create_enabled(self) -> bool:
         return self.configs.get_bool(ResourceType.BROKER, "", "auto.create.topics.enable")
