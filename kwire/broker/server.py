@@ -160,18 +160,26 @@ class BrokerServer:
                 await stream.aclose()
             return
         self._per_ip[host] = self._per_ip.get(host, 0) + 1
+        held = [True]  # released once, as soon as the connection is gone from the core
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                left = self._per_ip[host] - 1
+                if left:
+                    self._per_ip[host] = left
+                else:
+                    del self._per_ip[host]
+
         try:
             while len(self._conns) >= self._limit("max.connections"):
                 await self._slot_freed.wait()
-            await self._serve_accepted(stream, broker_id, host, peer)
+            await self._serve_accepted(stream, broker_id, host, peer, release)
         finally:
-            left = self._per_ip[host] - 1
-            if left:
-                self._per_ip[host] = left
-            else:
-                del self._per_ip[host]
+            release()
 
-    async def _serve_accepted(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str) -> None:
+    async def _serve_accepted(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
+                              release: Callable[[], None]) -> None:
         conn = Connection(self.core, broker_id, peer)
         try:
             c = _Conn(conn, stream, broker_id)
@@ -249,6 +257,7 @@ class BrokerServer:
             if not conn.closed:
                 conn.connection_lost()
             self._conns.pop(conn.conn_id, None)
+            release()
             self._slot_freed.set()
             self._slot_freed = trio.Event()
             # A disconnect changes core state too (what it held goes, waiters may wake): route

@@ -21,7 +21,7 @@ __all__ = ["install"]
 
 def install(core: BrokerCore) -> None:
     from kwire.broker.core.fetch_sessions import FetchSessionCache
-    from kwire.broker.core.groups import GroupCoordinator
+    from kwire.broker.core.group_table import GroupTable
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
     from kwire.broker.core.retention import LogRetention
@@ -29,7 +29,7 @@ def install(core: BrokerCore) -> None:
     core.subsystems["producer_ids"] = ProducerIdManager()
     core.subsystems["fetch_sessions"] = FetchSessionCache()
     core.subsystems["offsets"] = OffsetStore()
-    core.subsystems["groups"] = GroupCoordinator(core)
+    core.subsystems["groups"] = GroupTable(core)
     core.subsystems["retention"] = LogRetention(core)
     from kwire.broker.core.scram_credentials import ScramCredentialStore
 
