@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from kwire.broker.core.log import PartitionLog
@@ -87,7 +87,11 @@ class Partition:
     leader_epoch: int
     replicas: list[int]
     log: PartitionLog
-    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        """The log's producer state (kept with the log, as Kafka's UnifiedLog keeps it)."""
+        return self.log.producers
 
     @property
     def isr(self) -> list[int]:

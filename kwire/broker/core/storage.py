@@ -47,19 +47,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType
-from kwire.broker.core.log import AbortedTxn
+from kwire.broker.core.log import AppendOrigin
 from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import ConfigError, KafkaError, RecordError, SegmentError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.records import (
     BatchInfo,
-    ControlRecordType,
     RecordBatch,
     SegmentWriter,
     TornTail,
     iter_partition_dir,
     list_segments,
-    parse_control_key,
     partition_dir_name,
 )
 
@@ -201,21 +199,19 @@ class Storage(Subsystem):
         if not d.is_dir():
             return
         plog = p.log
-        seg_bytes = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.bytes")
-        seg_ms = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.ms")
         reader = iter_partition_dir(d, recover=True)
+        config = self.core.log_config(p.topic)
         try:
             for batch in reader:
                 info = batch_info(batch)
-                if info.base_offset < plog.log_end_offset:
-                    self._report(f"{d}: batch at offset {info.base_offset} overlaps the log end "
-                                 f"{plog.log_end_offset}; skipped")
-                    continue
                 if not plog.batches:
                     plog.log_start_offset = max(plog.log_start_offset, info.base_offset)
-                plog.roll_if_needed(info.size_in_bytes, info.max_timestamp, seg_bytes, seg_ms)
-                plog.load(bytes(batch.buffer), info)
-                self._rebuild_producer_state(p, batch, info)
+                try:
+                    # The one append path rebuilds producer state and the transaction index too.
+                    plog.append(bytearray(batch.buffer), AppendOrigin.RESTORE, now_ms=self.core.clock.now_ms(),
+                                config=config, info=info)
+                except KafkaError as exc:
+                    self._report(f"{d}: {exc}; skipped")
         except (SegmentError, RecordError, OSError) as exc:
             self._report(f"{d}: cannot read further: {exc}; serving what was read")
         for tail in reader.torn_tails:
@@ -226,33 +222,6 @@ class Storage(Subsystem):
                 os.truncate(tail.path, tail.position)
             except OSError as exc:
                 self._report(f"cannot cut the torn tail off {tail.path}: {exc}")
-
-    @staticmethod
-    def _rebuild_producer_state(p: Partition, batch: RecordBatch, info: BatchInfo) -> None:
-        """What Produce (and transaction markers) did when the batch was appended, replayed."""
-        pid = info.producer_id
-        if pid < 0:
-            return
-        plog = p.log
-        if info.is_control:
-            try:
-                _, kind = parse_control_key(next(iter(batch)).key)
-            except (StopIteration, RecordError):
-                return
-            if kind not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                return
-            entry = p.producers.entries.get(pid)
-            first = plog.open_txn_first_offsets.pop(pid, None)
-            if entry is not None:
-                first = entry.txn_first_offset if first is None else first
-                entry.txn_first_offset = None
-                entry.epoch = max(entry.epoch, info.producer_epoch)
-            if kind == ControlRecordType.ABORT and first is not None:
-                plog.aborted_txns.append(AbortedTxn(pid, first, info.last_offset))
-            return
-        entry = p.producers.record(info, info.base_offset, info.max_timestamp)
-        if entry is not None and info.is_transactional:
-            plog.open_txn_first_offsets.setdefault(pid, entry.txn_first_offset or info.base_offset)
 
     # --- metadata ---------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore, RequestContext
     from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.fetch_sessions import FetchSessionCache
-    from kwire.broker.core.groups import GroupCoordinator
+    from kwire.broker.core.group_table import GroupTable
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
     from kwire.broker.core.retention import LogRetention
@@ -91,7 +91,7 @@ class Subsystems:
                  "transactions", "share_groups", "share_sessions", "extra", "storage")
 
     def __init__(self, producer_ids: ProducerIdManager, fetch_sessions: FetchSessionCache, offsets: OffsetStore,
-                 groups: GroupCoordinator, retention: LogRetention, scram_credentials: ScramCredentialStore) -> None:
+                 groups: GroupTable, retention: LogRetention, scram_credentials: ScramCredentialStore) -> None:
         self.producer_ids = producer_ids
         self.fetch_sessions = fetch_sessions
         self.offsets = offsets
@@ -131,13 +131,13 @@ class Subsystems:
 def install(core: BrokerCore) -> Subsystems:
     """Create the subsystems the config asks for and hand them to ``core.subsystems``."""
     from kwire.broker.core.fetch_sessions import FetchSessionCache
-    from kwire.broker.core.groups import GroupCoordinator
+    from kwire.broker.core.group_table import GroupTable
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
     from kwire.broker.core.retention import LogRetention
     from kwire.broker.core.scram_credentials import ScramCredentialStore
 
-    subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupCoordinator(core),
+    subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupTable(core),
                       LogRetention(core), ScramCredentialStore(core.config.sasl, core.rng))
     core.subsystems = subs
     if core.config.sasl is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from kwire.broker.core.broker_core import BrokerCore
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.log import AppendOrigin
 from kwire.broker.core.offsets import CommittedOffset
 from kwire.broker.core.storage import METADATA_FILE, OFFSETS_JOURNAL, Storage
 from kwire.protocol.error_codes import ErrorCode
@@ -18,10 +19,7 @@ from kwire.protocol.messages.fetch import FetchRequest
 from kwire.protocol.messages.produce import ProduceRequest
 from kwire.records import (
     Compression,
-    ControlRecordType,
-    build_control_batch,
     iter_batches,
-    validate_and_assign,
 )
 from tests.broker.helpers import CoreClient, batch, make_core
 
@@ -198,34 +196,28 @@ def test_committed_offsets_survive_a_clean_stop(tmp_path: Path) -> None:
 
 
 def test_open_and_aborted_transactions_are_rebuilt(tmp_path: Path) -> None:
+    """TX-20, TX-21: a restart rebuilds the open transactions (LSO) and the aborted ones, through
+    the same append path the live broker used."""
     core, c, _ = start(tmp_path)
     core.create_topic("t", 1)
     p = core.cluster.topics["t"].partitions[0]
     produce(c, "t", batch([b"plain"]))
-
-    def append(raw: bytes) -> None:
-        buf = bytearray(raw)
-        info = validate_and_assign(buf, p.log.log_end_offset, p.leader_epoch)
-        if not info.is_control:
-            entry = p.producers.record(info, info.base_offset, info.max_timestamp)
-            assert entry is not None
-            p.log.open_txn_first_offsets.setdefault(info.producer_id, info.base_offset)
-        p.log.append(bytes(buf), info)
-
-    append(batch([b"t1", b"t2"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True))
+    txn = batch([b"t1", b"t2"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    p.log.append(bytearray(txn), AppendOrigin.CLIENT, now_ms=core.clock.now_ms(), leader_epoch=p.leader_epoch)
     core.close()
     core2, _, _ = start(tmp_path)
     p2 = core2.cluster.topics["t"].partitions[0]
     assert p2.log.open_txn_first_offsets == {7: 1}
     assert (p2.log.last_stable_offset, p2.log.high_watermark) == (1, 3)
-    p, core = p2, core2
-    append(build_control_batch(ControlRecordType.ABORT, 7, 0, 0))
+    assert p2.producers.entries[7].txn_first_offset == 1
+    p2.log.append_marker(7, 0, False, coordinator_epoch=0, now_ms=core2.clock.now_ms(), transaction_version=1)
     core2.close()
     core3, _, _ = start(tmp_path)
     p3 = core3.cluster.topics["t"].partitions[0]
     assert p3.log.open_txn_first_offsets == {}
     assert [(a.producer_id, a.first_offset, a.last_offset) for a in p3.log.aborted_txns] == [(7, 1, 3)]
     assert p3.log.last_stable_offset == 4
+    assert p3.producers.entries[7].txn_first_offset is None
 
 
 def test_unreadable_metadata_is_reported_not_fatal(tmp_path: Path) -> None:
