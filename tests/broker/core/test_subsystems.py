@@ -10,7 +10,7 @@ from pathlib import Path
 from kwire.broker.config import SaslConfig
 from kwire.broker.core.cluster import Partition, Topic
 from kwire.broker.core.fetch_sessions import FetchSessionCache
-from kwire.broker.core.groups import GroupCoordinator
+from kwire.broker.core.group_table import GroupTable
 from kwire.broker.core.offsets import OffsetStore
 from kwire.broker.core.producer_ids import ProducerIdManager
 from kwire.broker.core.retention import LogRetention
@@ -54,7 +54,7 @@ def test_each_subsystem_has_its_typed_attribute() -> None:
     assert isinstance(subs.producer_ids, ProducerIdManager)
     assert isinstance(subs.fetch_sessions, FetchSessionCache)
     assert isinstance(subs.offsets, OffsetStore)
-    assert isinstance(subs.groups, GroupCoordinator)
+    assert isinstance(subs.groups, GroupTable)
     assert isinstance(subs.retention, LogRetention)
     assert isinstance(subs.scram_credentials, ScramCredentialStore)  # the SCRAM APIs work without SASL too
     assert subs.sasl is None and subs.storage is None
