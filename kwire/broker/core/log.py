@@ -147,6 +147,12 @@ class PartitionLog:
     segments: list[Segment] = field(default_factory=list)
     # producer id -> epoch, last batches, open transaction (Kafka's ProducerStateManager)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    # Persistence before the append counts: called with each live batch before any state
+    # changes; raising KafkaError (KAFKA_STORAGE_ERROR) refuses the batch (a data dir's writer).
+    write_ahead: Callable[[Buffer, BatchInfo], None] | None = None
+    # Why the log is offline (its data dir failed), or None: every read and write is refused
+    # with KAFKA_STORAGE_ERROR, as a partition in an offline log dir is.
+    offline: str | None = None
 
     @property
     def high_watermark(self) -> int:
@@ -195,6 +201,11 @@ class PartitionLog:
             set_log_append_time(buf, now_ms)
             info = info._replace(max_timestamp=now_ms, timestamp_type=1)
             append_time = now_ms
+        if origin is not AppendOrigin.RESTORE:
+            if self.offline is not None:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, self.offline)
+            if self.write_ahead is not None:
+                self.write_ahead(buf, info)  # raises KafkaError: nothing has changed yet
         if info.producer_id >= 0:
             if info.is_control:
                 self._complete_txn(buf, info)

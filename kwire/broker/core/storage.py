@@ -11,9 +11,12 @@ Layout of ``BrokerConfig.data_dir``::
 Theory of operation
 -------------------
 * This module is the persistence edge: the only place in the core that touches files. It is
-  synchronous and simple: a batch is written and flushed from the log's ``on_append`` callback,
-  so it is in the file before the Produce response leaves (no fsync: a process crash loses
-  nothing acknowledged, a machine crash may).
+  synchronous and simple: a batch is written and flushed from the log's ``write_ahead`` hook,
+  before the log takes it, so it is in the file before the Produce response leaves (no fsync: a
+  process crash loses nothing acknowledged, a machine crash may). A write that fails (ENOSPC,
+  EIO, a file size limit) takes the data dir offline as Kafka's LogDirFailureChannel does: the
+  batch and every later read or write of the partitions is answered KAFKA_STORAGE_ERROR, the
+  rest of the broker keeps serving, and nothing unwritten is ever acknowledged.
 * Metadata is rewritten whole (temporary file, then rename) whenever it changes: the topic
   hooks, ``BrokerCore.metadata_changed()`` (config changes, DeleteRecords, leader moves) and
   ``on_close``.
@@ -65,7 +68,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.deadlines import Deadline
-    from kwire.broker.core.log import StoredBatch
+    from kwire.protocol.splice import Buffer
 
 __all__ = ["Storage", "METADATA_FILE", "METADATA_VERSION", "batch_info"]
 
@@ -105,6 +108,7 @@ class Storage(Subsystem):
         self._sync: Deadline | None = None
         self._closed = False
         self._journal: Any = None  # open offsets journal (text file), once something was written
+        self.offline: str | None = None  # why the data dir went offline (a failed write), if it did
 
     @property
     def metadata_path(self) -> Path:
@@ -119,10 +123,12 @@ class Storage(Subsystem):
 
     # --- hooks (called by the core) ---------------------------------------------------------
     def on_partition_created(self, p: Partition) -> None:
-        def persist(batch: StoredBatch) -> None:
-            self._append(p, batch)
+        def persist(buf: Buffer, info: BatchInfo) -> None:
+            self._write(p, buf, info)
 
-        p.log.on_append.append(persist)
+        p.log.write_ahead = persist
+        if self.offline is not None:
+            p.log.offline = self.offline
         if not self._restoring and p.topic in self._known_topics:
             self.save_metadata()  # CreatePartitions: the topic hook does not run
 
@@ -184,15 +190,31 @@ class Storage(Subsystem):
             self._writers[key] = w
         return w
 
-    def _append(self, p: Partition, batch: StoredBatch) -> None:
+    def _write(self, p: Partition, buf: Buffer, info: BatchInfo) -> None:
+        """Write and flush a batch before the log takes it. A failure takes the data dir offline
+        (Kafka's LogDirFailureChannel): this batch and every later read or write of its
+        partitions is answered KAFKA_STORAGE_ERROR, so nothing unwritten is acknowledged."""
         try:
             w = self._writer(p)
-            w.append(batch.data)
+            w.append(buf)
             w.flush()
         except (OSError, RecordError) as exc:
-            # The batch is in memory and acknowledged; it will not survive a restart.
-            log.error("data dir %s: cannot write %s-%d at offset %d: %s", self.root, p.topic, p.index,
-                      batch.base_offset, exc)
+            self._go_offline(f"cannot write {p.topic}-{p.index} at offset {info.base_offset}: {exc}")
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, self.offline) from None
+
+    def _go_offline(self, reason: str) -> None:
+        if self.offline is not None:
+            return
+        self.offline = f"the data dir {self.root} is offline: {reason}"
+        log.error("%s; its partitions answer KAFKA_STORAGE_ERROR until the broker restarts", self.offline)
+        self.problems.append(self.offline)
+        for t in self.core.cluster.topics.values():
+            for part in t.partitions:
+                part.log.offline = self.offline
+        for w in self._writers.values():
+            with contextlib.suppress(OSError):
+                w.close()
+        self._writers.clear()
 
     def _load_partition(self, p: Partition) -> None:
         d = self.partition_dir(p.topic, p.index)

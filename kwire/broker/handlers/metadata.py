@@ -39,9 +39,10 @@ def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse
     for p in t.partitions:
         leader = p.leader_id
         code = ErrorCode.NONE
-        if leader == -1 or not nodes[leader].up:
+        offline_log = p.log.offline is not None  # its data dir failed: no replica can lead it
+        if leader == -1 or not nodes[leader].up or offline_log:
             leader, code = -1, ErrorCode.LEADER_NOT_AVAILABLE
-        live = [r for r in p.replicas if r in nodes and nodes[r].up]
+        live = [r for r in p.replicas if r in nodes and nodes[r].up and not offline_log]
         parts.append(MetadataResponse.MetadataResponsePartition(
             error_code=code, partition_index=p.index, leader_id=leader, leader_epoch=p.leader_epoch,
             replica_nodes=list(p.replicas), isr_nodes=live,

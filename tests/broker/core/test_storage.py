@@ -230,12 +230,37 @@ def test_unreadable_metadata_is_reported_not_fatal(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="permissions")
-def test_write_failure_is_logged_and_the_produce_still_answers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    core, c, _ = start(tmp_path)
+def test_a_failed_write_is_never_acknowledged_and_takes_the_data_dir_offline(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's LogDirFailureChannel: the failed append answers KAFKA_STORAGE_ERROR, every
+    partition of the dir refuses reads and writes from then on, Metadata shows them leaderless,
+    the rest of the broker keeps serving; after a restart nothing acknowledged is missing."""
+    from kwire.protocol.messages.find_coordinator import FindCoordinatorRequest
+    from kwire.protocol.messages.metadata import MetadataRequest
+
+    core, c, storage = start(tmp_path)
     core.create_topic("t", 1)
-    (tmp_path / "t-0").write_text("a file where the partition directory should be")
-    assert produce(c, "t", batch([b"x"])).error_code == 0
-    assert any("cannot write" in r.getMessage() for r in caplog.records)
+    core.create_topic("other", 1)
+    assert produce(c, "t", batch([b"kept"])).error_code == 0
+    core.subsystems.storage._writers.clear()  # type: ignore[union-attr]
+    seg = next((tmp_path / "t-0").glob("*.log"))
+    seg.rename(tmp_path / "kept.log")
+    seg.mkdir()  # the segment cannot be opened for writing now
+    assert produce(c, "t", batch([b"lost"])).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert produce(c, "other", batch([b"x"])).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert core.cluster.topics["t"].partitions[0].log.log_end_offset == 1  # nothing unwritten was taken
+    assert storage.offline is not None and any("offline" in r.getMessage() for r in caplog.records)
+    meta = c.send(MetadataRequest(topics=None), 12)
+    assert {(t.name, p.leader_id, p.error_code) for t in meta.topics for p in t.partitions} == {
+        ("t", -1, ErrorCode.LEADER_NOT_AVAILABLE), ("other", -1, ErrorCode.LEADER_NOT_AVAILABLE)}
+    assert c.send(FindCoordinatorRequest(key="g", key_type=0), 3).error_code == ErrorCode.NONE
+    core.close()
+    seg.rmdir()
+    (tmp_path / "kept.log").rename(seg)  # the disk is fixed
+    core2, c2, storage2 = start(tmp_path)
+    assert storage2.offline is None
+    assert [r.value for b in iter_batches(c2.core.cluster.topics["t"].partitions[0].log.batches[0].data)
+            for r in b] == [b"kept"]
 
 
 def test_producer_ids_are_not_handed_out_again_after_a_restart(tmp_path: Path) -> None:
