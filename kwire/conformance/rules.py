@@ -15,6 +15,7 @@ connection a rule forgets what it tracked instead of guessing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -142,7 +143,9 @@ class Violation:
         }
 
 
-Check = Callable[[Sequence[Frame]], list[tuple[str, str, tuple[Frame, ...]]]]
+# (connection, explanation, offending frames) per violation
+Found = list[tuple[str, str, tuple[Frame, ...]]]
+Check = Callable[[Sequence[Frame]], Found]
 
 
 @dataclass(slots=True, frozen=True)
@@ -190,10 +193,8 @@ def frames_from_exchanges(exchanges: Iterable[Any]) -> list[Frame]:
         request, client_id = ex.request, ex.client_id
         key, version, corr = ex.api_key, ex.api_version, ex.correlation_id
         if request is None and ex.request_bytes:
-            try:
+            with contextlib.suppress(DecodeError):
                 key, version, corr, client_id, request = _lenient_decode(ex.request_bytes)
-            except DecodeError:
-                pass
         response = ex.response
         if response is None and ex.response_bytes is not None and key >= 0:
             try:
@@ -238,9 +239,9 @@ def _top_error(msg: Any) -> int:
 # --- CR-1 --------------------------------------------------------------------------------------
 
 
-def _check_versions(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_versions(frames: Sequence[Frame]) -> Found:
     adv = _advertised(frames)
-    out = []
+    out: Found = []
     for f in frames:
         if f.api_key == _API_VERSIONS:
             continue  # KIP-511: the client may ask in any version; the broker answers in v0 if it must
@@ -259,9 +260,9 @@ def _check_versions(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame
 # --- CR-2 --------------------------------------------------------------------------------------
 
 
-def _check_correlation_ids(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_correlation_ids(frames: Sequence[Frame]) -> Found:
     seen: dict[tuple[int, int], dict[int, Frame]] = {}
-    out = []
+    out: Found = []
     for f in frames:
         ids = seen.setdefault((f.broker_id, f.conn_id), {})
         first = ids.get(f.correlation_id)
@@ -313,10 +314,10 @@ def _produce_errors(f: Frame) -> set[tuple[str, int]]:
     return bad
 
 
-def _check_sequences(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_sequences(frames: Sequence[Frame]) -> Found:
     fresh: set[tuple[int, int]] = set()  # (producer id, epoch) handed out by InitProducerId
     state: dict[tuple[int, int, str, int], _SeqState] = {}
-    out = []
+    out: Found = []
     for f in frames:
         if f.request is None:
             continue
@@ -358,9 +359,9 @@ def _check_sequences(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Fram
 # --- CR-4 --------------------------------------------------------------------------------------
 
 
-def _check_fetch_sessions(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_fetch_sessions(frames: Sequence[Frame]) -> Found:
     expected: dict[tuple[int, int], tuple[int, Frame]] = {}  # (broker, session id) -> next epoch
-    out = []
+    out: Found = []
     for f in frames:
         if f.api_key != _FETCH or f.request is None or f.api_version < 7:
             continue
@@ -385,10 +386,10 @@ def _check_fetch_sessions(frames: Sequence[Frame]) -> list[tuple[str, str, tuple
 # --- CR-5 --------------------------------------------------------------------------------------
 
 
-def _check_share_sessions(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_share_sessions(frames: Sequence[Frame]) -> Found:
     # (broker, group, member) -> (connection, next epoch, last frame); SS-1 keys, SS-8 ties it to the connection
     sessions: dict[tuple[int, str, str], tuple[int, int, Frame]] = {}
-    out = []
+    out: Found = []
     for f in frames:
         if f.api_key not in (_SHARE_FETCH, _SHARE_ACKNOWLEDGE) or f.request is None:
             continue
@@ -432,9 +433,9 @@ def _ack_batches(req: Any) -> Iterable[tuple[Any, int, Any]]:
                 yield t.topic_id, int(p.partition_index), b
 
 
-def _check_renew_advertised(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_renew_advertised(frames: Sequence[Frame]) -> Found:
     adv = _advertised(frames)
-    out = []
+    out: Found = []
     for f in frames:
         if f.api_key not in (_SHARE_FETCH, _SHARE_ACKNOWLEDGE) or f.request is None:
             continue
@@ -452,8 +453,8 @@ def _check_renew_advertised(frames: Sequence[Frame]) -> list[tuple[str, str, tup
     return out
 
 
-def _check_renew_only_zeros(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
-    out = []
+def _check_renew_only_zeros(frames: Sequence[Frame]) -> Found:
+    out: Found = []
     for f in frames:
         if f.api_key != _SHARE_FETCH or f.request is None or not getattr(f.request, "is_renew_ack", False):
             continue
@@ -486,9 +487,9 @@ def _txn_added(f: Frame) -> tuple[str | None, set[tuple[str, int]]]:
     return (txns[0].transactional_id if txns else None), ok
 
 
-def _check_txn_partitions(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_txn_partitions(frames: Sequence[Frame]) -> Found:
     added: dict[str, set[tuple[str, int]]] = {}
-    out = []
+    out: Found = []
     for f in frames:
         if f.request is None:
             continue
@@ -548,9 +549,9 @@ class _Ranges:
         return any(a <= lo and hi <= b for a, b in self.spans)
 
 
-def _check_acks_held(frames: Sequence[Frame]) -> list[tuple[str, str, tuple[Frame, ...]]]:
+def _check_acks_held(frames: Sequence[Frame]) -> Found:
     held: dict[tuple[str, str, Any, int], _Ranges] = {}
-    out = []
+    out: Found = []
     for f in frames:
         if f.api_key not in (_SHARE_FETCH, _SHARE_ACKNOWLEDGE) or f.request is None:
             continue
