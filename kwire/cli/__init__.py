@@ -18,6 +18,9 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "records": ("kwire.cli.records", "inspect record batches and log segments"),
     "broker": ("kwire.cli.broker", "run the mock broker"),
     "demo": ("kwire.cli.demo", "start the broker and run a produce/consume demo"),
+    "conform": ("kwire.cli.conform", "run real Kafka clients through the conformance scenarios"),
+    "fuzz": ("kwire.cli.fuzz", "fuzz a broker it starts (mutated and generated requests)"),
+    "replay": ("kwire.cli.replay", "replay recorded requests against a broker and diff the responses"),
 }
 
 
@@ -48,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
     args = parser.parse_args(argv)
+    args._argv = list(argv)  # the command line as given, for reports that cite it
     from kwire.errors import KwireError
 
     try:
