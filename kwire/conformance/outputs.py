@@ -48,7 +48,7 @@ def render_junit(results: Sequence[ScenarioResult], info: RunInfo) -> str:
             root, "testsuite", name=c, tests=str(len(mine)),
             failures=str(sum(r.outcome is Outcome.FAIL for r in mine)), errors="0",
             skipped=str(sum(r.outcome is Outcome.SKIP for r in mine)),
-            time=f"{sum(r.elapsed_s for r in mine):.3f}", timestamp=info.started.replace(" UTC", ""),
+            time=f"{sum(r.elapsed_s for r in mine):.3f}", timestamp=info.started.replace(" UTC", "").replace(" ", "T"),
         )
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="target", value=info.target)
