@@ -317,6 +317,7 @@ def _produce_errors(f: Frame) -> set[tuple[str, int]]:
 def _check_sequences(frames: Sequence[Frame]) -> Found:
     fresh: set[tuple[int, int]] = set()  # (producer id, epoch) handed out by InitProducerId
     state: dict[tuple[int, int, str, int], _SeqState] = {}
+    started: set[tuple[int, int, str, int]] = set()  # keys that ever sent a batch (state may be reset)
     out: Found = []
     for f in frames:
         if f.request is None:
@@ -335,10 +336,11 @@ def _check_sequences(frames: Sequence[Frame]) -> Found:
             last = (base + count - 1) % (_INT32_MAX + 1)
             st = state.get(key)
             if st is None:
-                if (pid, epoch) in fresh and base != 0:
+                if (pid, epoch) in fresh and key not in started and base != 0:
                     out.append((f.connection, f"producer {pid} epoch {epoch} starts {topic}-{partition} at "
                                               f"sequence {base}, not 0", (f,)))
                 state[key] = _SeqState(last, {(base, count)}, f)
+                started.add(key)
                 continue
             if (base, count) in st.sent:
                 continue  # a retry of a batch already sent: same sequences

@@ -151,6 +151,19 @@ def test_cr3_producer_sequence_gap_is_reported_and_retries_are_not(broker: Broke
     assert v.frames[-1].api_key == 0
 
 
+def test_cr3_retry_after_an_error_answer_is_not_a_fresh_start(broker: Broker) -> None:
+    """CR-3: a batch answered NOT_LEADER_OR_FOLLOWER and then resent (as during failover) is no violation."""
+    with _client(broker) as c:
+        init = c.request(22, 4, {"TransactionalId": None, "TransactionTimeoutMs": 60000,
+                                 "ProducerId": -1, "ProducerEpoch": -1})
+        pid, epoch = init.producer_id, init.producer_epoch
+        c.request(0, 9, _produce(pid, epoch, 0, 2))
+        broker.inject_error(api_key=0, error_code=6, times=1)
+        assert c.request(0, 9, _produce(pid, epoch, 2, 2)).responses[0].partition_responses[0].error_code == 6
+        assert c.request(0, 9, _produce(pid, epoch, 2, 2)).responses[0].partition_responses[0].error_code == 0
+    assert _violations(broker, "CR-3") == []
+
+
 def test_cr3_fresh_producer_epoch_must_start_at_zero(broker: Broker) -> None:
     """CR-3: the first batch of an epoch handed out by InitProducerId starts at sequence 0."""
     with _client(broker) as c:
