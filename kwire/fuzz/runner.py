@@ -137,6 +137,8 @@ class _Fuzzer:
         self.ledger_acks: list[tuple[int, int, bytes]] = []  # (partition, offset, value)
         self.ledger_seq = 0
         self.canary: WireClient | None = None
+        # The frame sent before the current one on the fuzz connection: a late answer is its fault.
+        self.previous: tuple[bytes, str, str] | None = None
 
     # --- connections ------------------------------------------------------------------------
     def _connect(self) -> socket.socket:
@@ -146,6 +148,7 @@ class _Fuzzer:
         return s
 
     def _drop(self) -> None:
+        self.previous = None
         if self.conn is not None:
             self.conn.close()
             self.conn = None
@@ -224,6 +227,7 @@ class _Fuzzer:
             self._settle(before, payload, origin)
             return
         if not _expects_answer(payload):
+            self.previous = (payload, origin, transport)
             self._settle(before, payload, origin)
             return
         outcome = self._read_answer(sock, self.corr, time.monotonic() + self.cfg.hang_s)
@@ -237,8 +241,14 @@ class _Fuzzer:
             self._drop()
             self._finding("hang", f"no answer and no close within {self.cfg.hang_s}s", payload, origin)
         elif outcome != "answer":
+            prev = self.previous
             self._drop()
-            self._finding("crash", outcome, payload, origin)
+            if prev is not None and outcome.startswith("wrong correlation"):
+                # An answer to the frame before: the broker answered what it must not (acks=0).
+                self._finding("crash", f"{outcome}: the previous frame ({prev[2]}) was answered", prev[0], prev[1])
+            else:
+                self._finding("crash", outcome, payload, origin)
+        self.previous = (payload, origin, transport) if self.conn is not None else None
         self._settle(before, payload, origin)
 
     def _settle(self, before: int, payload: bytes, origin: str) -> None:
