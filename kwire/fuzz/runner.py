@@ -45,6 +45,7 @@ _SIZE = struct.Struct(">i")
 _FIRST_WAIT_S = 0.25
 # Minimisation attempts per finding (each is one connection and one request).
 _MINIMISE_TRIES = 300
+_MINIMISE_TRIES_HANG = 12
 
 
 @dataclass(slots=True)
@@ -106,21 +107,39 @@ def _with_corr(payload: bytes, corr: int) -> bytes:
     return payload[:4] + struct.pack(">i", corr) + payload[8:]
 
 
-def _expects_answer(payload: bytes) -> bool:
-    """False for a request the broker must not answer (Produce with acks=0)."""
-    from kwire.protocol import request_header_version, schema_class
+# Request fields that ask the broker to hold the request: a long poll, a rebalance, a timeout.
+_WAIT_FIELDS = ("max_wait_ms", "rebalance_timeout_ms", "session_timeout_ms", "timeout_ms")
+
+
+def _lenient_body(payload: bytes) -> Any:
+    """The request body as the broker reads it (trailing bytes ignored); None if undecodable."""
+    from kwire.protocol import peek_request_header, request_header_version, schema_class
     from kwire.protocol.registry import api_info
 
+    try:
+        key, version, _ = peek_request_header(payload)
+        header, pos = schema_class("RequestHeader").decode_from(payload, 0, request_header_version(key, version))
+        body, _ = api_info(key).request_class.decode_from(memoryview(payload)[pos:], 0, version)
+    except Exception:  # noqa: BLE001 - undecodable: the broker closes, which counts as an answer
+        return None
+    return body
+
+
+def _declared_wait_ms(payload: bytes) -> int:
+    body = _lenient_body(payload)
+    if body is None:
+        return 0
+    waits = [getattr(body, f, 0) for f in _WAIT_FIELDS]
+    # A negative wait is "the default" to some handlers, or a value they reject; both may park.
+    return max([abs(int(w)) for w in waits if isinstance(w, int)] or [0])
+
+
+def _expects_answer(payload: bytes) -> bool:
+    """False for a request the broker must not answer (Produce with acks=0)."""
     if len(payload) < 4 or struct.unpack(">h", payload[:2])[0] != 0:
         return True
-    try:
-        # As the broker reads it: bytes after the body are ignored (see broker_core._decode_request).
-        version = struct.unpack(">h", payload[2:4])[0]
-        header, pos = schema_class("RequestHeader").decode_from(payload, 0, request_header_version(0, version))
-        body, _ = api_info(0).request_class.decode_from(memoryview(payload)[pos:], 0, version)
-    except Exception:  # noqa: BLE001 - undecodable: the broker closes, which counts as an answer
-        return True
-    return int(body.acks) != 0
+    body = _lenient_body(payload)
+    return body is None or int(body.acks) != 0
 
 
 class _Fuzzer:
@@ -153,13 +172,17 @@ class _Fuzzer:
             self.conn.close()
             self.conn = None
 
-    def _parked_with_deadline(self) -> bool:
+    def _parked(self) -> bool:
         core = self.broker.core
-        return bool(self.broker.call(lambda: (core._parked or any(c.busy for c in core.connections.values()))
-                                     and core.next_deadline_ms() is not None))
+        return bool(self.broker.call(lambda: core._parked or any(c.busy for c in core.connections.values())))
 
-    def _read_answer(self, sock: socket.socket, corr: int, deadline: float) -> str:
-        """'answer', 'closed', 'parked' or 'hang' for the request just sent."""
+    def _read_answer(self, sock: socket.socket, corr: int, deadline: float, payload: bytes = b"") -> str:
+        """'answer', 'closed', 'parked' or 'hang' for the request just sent.
+
+        'parked': the broker holds the request and the request itself asked for a wait (a long
+        poll, a rebalance); a request that asked for none and is not answered by ``deadline``
+        is a hang, parked or not.
+        """
         asked = False
         buf = b""
         while True:
@@ -173,7 +196,7 @@ class _Fuzzer:
             except TimeoutError:
                 if not asked:
                     asked = True
-                    if self._parked_with_deadline():
+                    if _declared_wait_ms(payload) > 0 and self._parked():
                         return "parked"
                 continue
             except OSError:
@@ -230,7 +253,7 @@ class _Fuzzer:
             self.previous = (payload, origin, transport)
             self._settle(before, payload, origin)
             return
-        outcome = self._read_answer(sock, self.corr, time.monotonic() + self.cfg.hang_s)
+        outcome = self._read_answer(sock, self.corr, time.monotonic() + self.cfg.hang_s, payload)
         if outcome == "answer" and transport == "pipelined":
             self.corr = (self.corr + 1) & 0x7FFFFFFF
             # Whatever is left of the first answer was consumed with the second's prefix; start clean.
@@ -278,7 +301,7 @@ class _Fuzzer:
         try:
             s.sendall(_SIZE.pack(len(payload)) + payload)
             corr = _SIZE.unpack_from(payload, 4)[0] if len(payload) >= 8 else 0
-            outcome = self._read_answer(s, corr, time.monotonic() + self.cfg.hang_s) \
+            outcome = self._read_answer(s, corr, time.monotonic() + self.cfg.hang_s, payload) \
                 if _expects_answer(payload) else "none"
         except OSError:
             outcome = "closed"
@@ -291,12 +314,14 @@ class _Fuzzer:
     def _minimise(self, kind: str, payload: bytes) -> bytes:
         if not self._trips(kind, payload):
             return payload  # needs the frames before it on its connection; saved as found
+        # A hang costs up to hang_s per try: fewer of them.
+        limit = _MINIMISE_TRIES if kind == "crash" else _MINIMISE_TRIES_HANG
         best, tries = payload, 0
         chunk = max(1, len(best) // 2)
-        while chunk >= 1 and tries < _MINIMISE_TRIES:
+        while chunk >= 1 and tries < limit:
             progressed = False
             i = 8  # keep the header's key, version and correlation id
-            while i < len(best) and tries < _MINIMISE_TRIES:
+            while i < len(best) and tries < limit:
                 cand = best[:i] + best[i + chunk :]
                 tries += 1
                 if self._trips(kind, cand):
@@ -307,7 +332,7 @@ class _Fuzzer:
                 chunk //= 2
         # Simpler bytes: zero what can be zeroed.
         for i in range(8, len(best)):
-            if tries >= _MINIMISE_TRIES or best[i] == 0:
+            if tries >= limit or best[i] == 0:
                 continue
             cand = best[:i] + b"\0" + best[i + 1 :]
             tries += 1
@@ -451,7 +476,10 @@ def run_fuzz(cfg: FuzzConfig) -> FuzzReport:
     logger.propagate = False  # the broker's tracebacks are findings, counted here, not console noise
     start = time.monotonic()
     try:
-        with Broker(BrokerConfig(brokers=1, log_connections=False, seed=cfg.seed)) as broker:
+        # No initial rebalance delay: a JoinGroup is then held only as long as it asks to be.
+        config = BrokerConfig(brokers=1, log_connections=False, seed=cfg.seed,
+                              settings={"group.initial.rebalance.delay.ms": "0"})
+        with Broker(config) as broker:
             fz = _Fuzzer(cfg, broker, errors)
             broker.create_topic(fz.ledger_topic, 2)
             broker.create_topic("fuzz", 3)
