@@ -141,7 +141,8 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     txn = core.subsystems.get("transactions")
     if req.transactional_id is not None and txn is None:
         if req.acks == 0:
-            return _close_unanswered(ctx, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+            _close_unanswered(ctx, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+            return None
         return error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     responses = []
     leaders: set[int] = set()
@@ -181,7 +182,9 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     if req.acks == 0:
         failed = sorted({ErrorCode(r.error_code).name for t in responses for r in t.partition_responses
                          if r.error_code})
-        return _close_unanswered(ctx, ", ".join(failed)) if failed else None
+        if failed:
+            _close_unanswered(ctx, ", ".join(failed))
+        return None
     resp = ProduceResponse(responses=responses)
     if leaders and ctx.api_version >= 10:
         resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
