@@ -34,7 +34,20 @@ def run(args: argparse.Namespace) -> int:
     from kwire.cli import CliError
 
     if args.decoders:
-        raise CliError("--decoders needs atheris, which does not install for this Python here; not available")
+        import importlib.util
+
+        if importlib.util.find_spec("atheris") is None:
+            raise CliError("--decoders needs atheris (pip install atheris)")
+        from kwire.fuzz.decoders import run_decoders
+
+        seconds = args.seconds if args.seconds is not None or args.budget is not None else 60.0
+        drun = run_decoders(seconds, args.budget, args.seed, args.out)
+        for a in drun.artifacts:
+            print(f"crash: decoder raised something other than a KwireError -> {a}")
+        if drun.crashes and not drun.artifacts:
+            print(drun.output[-3000:], file=sys.stderr)
+        print(f"fuzz: frames: {drun.executions}, crashes: {drun.crashes}, hangs: 0, lost: 0")
+        return 1 if drun.crashes else 0
     from kwire.conformance.paths import repo_root
     from kwire.fuzz.runner import FuzzConfig, FuzzReport, run_fuzz
 

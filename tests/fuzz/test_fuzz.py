@@ -100,3 +100,14 @@ def test_an_acknowledged_record_not_stored_is_lost(tmp_path: Path) -> None:
     assert report.acked >= 6
     assert report.lost == report.acked
     assert all(f.kind == "lost" and "offset 5000" in f.detail for f in report.findings if f.kind == "lost")
+
+
+def test_decoders_mode_runs_atheris_and_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--decoders``: coverage-guided (atheris) over every request/response decoder and the batch reader."""
+    pytest.importorskip("atheris", reason="atheris is not installed (pip install atheris)")
+    rc = main(["fuzz", "--decoders", "--budget", "3000", "--seed", "3", "--out", str(tmp_path)])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    m = SUMMARY.match(last)
+    assert m is not None, last
+    assert int(m.group(1)) >= 3000 and m.groups()[1:] == ("0", "0", "0")
+    assert rc == 0
