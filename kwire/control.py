@@ -157,8 +157,9 @@ class Broker:
                 raise TimeoutError(f"broker condition not reached within {timeout} s")
 
     def parked_requests(self) -> int:
-        """How many requests are waiting (long polls, rebalances, injected latency)."""
-        return self.call(lambda: len(self.core._parked) + sum(1 for c in self.core.connections.values() if c.busy))
+        """How many requests are waiting for their answer (long polls, group joins and syncs,
+        injected latency or swallowed requests)."""
+        return self._peek(self.core.unanswered_requests)
 
     # --- topics and configs -----------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
@@ -273,16 +274,15 @@ class Broker:
 
     # --- time -------------------------------------------------------------------------------
     def advance(self, ms: int) -> int:
-        """Move a manual broker clock forward and fire everything that became due."""
-        clock = self.clock
-        if not isinstance(clock, ManualClock):
-            raise KwireError("advance() needs a broker started with manual_clock=True")
+        """Move a manual broker clock forward by ``ms``, stepping through every deadline on the way.
 
-        def run() -> int:
-            now = clock.advance(ms)
-            self.core.fire_due()
-            return now
-        return self.call(run)
+        Each timer fires with the broker's time at its own due time, and timers it sets fire too
+        if they fall due within ``ms`` (a 10 ms periodic timer fires 3 times in ``advance(35)``).
+        Answers those timers complete are sent when the call returns. Returns the new time.
+        """
+        if not isinstance(self.clock, ManualClock):
+            raise KwireError("advance() needs a broker started with manual_clock=True")
+        return self.call(lambda: self.core.advance(ms))
 
     # --- recording --------------------------------------------------------------------------
     def start_recording(self) -> None:

@@ -220,8 +220,13 @@ class KafkaProtocolError(KafkaError):
         super().__init__(type(self).error_code, message)
 
 
+class WireClientError(KwireError):
+    """kwire's blocking wire client could not complete a request (connection, versions, bad answer)."""
+
+
 class ConformanceError(KwireError):
     """A real-client conformance run that could not be carried out (client crashed, timed out, bad reply)."""
 
 
 __all__.append("ConformanceError")
+__all__.append("WireClientError")

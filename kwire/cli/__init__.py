@@ -17,6 +17,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "apis": ("kwire.cli.apis", "list the API keys and versions the codec supports"),
     "records": ("kwire.cli.records", "inspect record batches and log segments"),
     "broker": ("kwire.cli.broker", "run the mock broker"),
+    "topics": ("kwire.cli.topics", "list a cluster's topics, partitions and offsets"),
+    "groups": ("kwire.cli.groups", "list a cluster's groups with members and lag"),
     "demo": ("kwire.cli.demo", "start the broker and run a produce/consume demo"),
     "conform": ("kwire.cli.conform", "run real Kafka clients through the conformance scenarios"),
     "fuzz": ("kwire.cli.fuzz", "fuzz a broker it starts (mutated and generated requests)"),

@@ -24,3 +24,18 @@ def read_input(path: str | None, *, hex_text: bool) -> bytes:
         except ValueError as exc:
             raise CliError(f"input is not valid hex: {exc}") from None
     return data
+
+
+def print_table(headers: list[str], rows: list[list[object]]) -> None:
+    """Columns padded to their widest cell; numbers right-aligned."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    numeric = [all(isinstance(r[i], int) for r in rows) and bool(rows) for i in range(len(headers))]
+
+    def fmt(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
+
+    print(fmt(headers))
+    for r in cells:
+        print(fmt(r))

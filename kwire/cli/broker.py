@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
     def line(text: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
 
+    topics = [_topic_spec(spec) for spec in args.topic]
     broker = Broker(config, on_line=line).start()
-    for spec in args.topic:
-        name, _, parts = spec.partition(":")
-        broker.create_topic(name, int(parts or 1))
-    print(f"kwire broker: bootstrap servers {broker.bootstrap}", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
+        for name, parts in topics:
+            _ensure_topic(broker, name, parts)
+        print(f"kwire broker: bootstrap servers {broker.bootstrap}", flush=True)
         while not done.wait(0.5):
             pass
     except KeyboardInterrupt:
@@ -62,3 +63,32 @@ def run(args: argparse.Namespace) -> int:
         broker.stop()
         print("kwire broker: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _topic_spec(spec: str) -> tuple[str, int]:
+    """NAME[:PARTITIONS] -> (name, partitions), checked before the broker starts."""
+    from kwire.cli import CliError
+
+    name, sep, parts = spec.partition(":")
+    if not name:
+        raise CliError(f"--topic takes NAME[:PARTITIONS], got {spec!r}")
+    if not sep:
+        return name, 1
+    try:
+        count = int(parts)
+    except ValueError:
+        raise CliError(f"--topic {spec!r}: PARTITIONS must be a whole number, got {parts!r}") from None
+    if count < 1:
+        raise CliError(f"--topic {spec!r}: PARTITIONS must be at least 1")
+    return name, count
+
+
+def _ensure_topic(broker: Any, name: str, partitions: int) -> None:
+    """Create the topic, or accept it as it is when a restored data dir already has it."""
+    from kwire.cli import CliError
+
+    have = broker.call(lambda: len(t.partitions) if (t := broker.core.cluster.topics.get(name)) else None)
+    if have is None:
+        broker.create_topic(name, partitions)
+    elif have != partitions:
+        raise CliError(f"--topic {name}:{partitions}: the topic already exists with {have} partition(s)")

@@ -241,8 +241,8 @@ read_fixed(Ctx *c, int kind, Py_ssize_t *pos)
     }
 }
 
-/* string, bytes or records. A field maps -1 to None only where nullable; an array element
- * always does (primitives read_elem_*), and its records are bytes, not slices. */
+/* string, bytes or records. A field maps -1 to None only where nullable; an array element never
+ * does (Kafka refuses a null element), and its records are bytes, not slices. */
 static PyObject *
 read_blob(Ctx *c, Py_ssize_t *pos, int kind, int compact, int nullable, int element)
 {
@@ -301,7 +301,7 @@ read_array(Ctx *c, const Op *op, Py_ssize_t *pos, int depth)
         else if (elem <= K_UUID)
             item = read_fixed(c, elem, pos);
         else
-            item = read_blob(c, pos, elem, op->flags & F_COMPACT, 1, 1);
+            item = read_blob(c, pos, elem, op->flags & F_COMPACT, 0, 1);
         if (item == NULL) {
             Py_DECREF(list);
             return NULL;

@@ -165,14 +165,29 @@ def _read_blob(buf: bytes | memoryview, pos: int, compact: bool, short: bool) ->
     return buf[pos:end], end
 
 
-def read_elem_string(buf: bytes | memoryview, pos: int, compact: bool) -> tuple[str | None, int]:
-    raw, pos = _read_blob(buf, pos, compact, True)
-    return (None if raw is None else str(raw, "utf-8")), pos
+# Array elements are never nullable: a spec's "[]string" has no nullableVersions for its elements,
+# and Kafka's generated readers refuse a null element ("non-nullable field ... element was
+# serialized as null") before the request is acted on.
 
 
-def read_elem_bytes(buf: bytes | memoryview, pos: int, compact: bool) -> tuple[bytes | None, int]:
-    raw, pos = _read_blob(buf, pos, compact, False)
-    return (None if raw is None else bytes(raw)), pos
+def _read_elem_blob(buf: bytes | memoryview, pos: int, compact: bool, short: bool) -> tuple[bytes | memoryview, int]:
+    n, start = _read_len(buf, pos, compact, short)
+    if n < 0:
+        raise null_err(n, pos)
+    end = start + n
+    if end > len(buf):
+        raise short_err(n, start)
+    return buf[start:end], end
+
+
+def read_elem_string(buf: bytes | memoryview, pos: int, compact: bool) -> tuple[str, int]:
+    raw, pos = _read_elem_blob(buf, pos, compact, True)
+    return str(raw, "utf-8"), pos
+
+
+def read_elem_bytes(buf: bytes | memoryview, pos: int, compact: bool) -> tuple[bytes, int]:
+    raw, pos = _read_elem_blob(buf, pos, compact, False)
+    return bytes(raw), pos
 
 
 read_elem_records = read_elem_bytes
@@ -201,11 +216,15 @@ def _write_blob(out: bytearray, data: bytes | None, compact: bool, short: bool) 
     out += data
 
 
-def write_elem_string(out: bytearray, s: str | None, compact: bool) -> None:
-    _write_blob(out, None if s is None else s.encode(), compact, True)
+def write_elem_string(out: bytearray, s: str, compact: bool) -> None:
+    if s is None:
+        raise EncodeError("an array element cannot be null")
+    _write_blob(out, s.encode(), compact, True)
 
 
-def write_elem_bytes(out: bytearray, b: bytes | None, compact: bool) -> None:
+def write_elem_bytes(out: bytearray, b: bytes, compact: bool) -> None:
+    if b is None:
+        raise EncodeError("an array element cannot be null")
     _write_blob(out, b, compact, False)
 
 

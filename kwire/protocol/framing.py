@@ -57,9 +57,13 @@ class FrameBuffer:
     one copy from the socket, none after. ``receive_buffer``/``received`` let the I/O edge
     receive straight into it. Payloads are bytearrays, so a broker may rewrite a batch's
     offsets in place.
+
+    The frame's own buffer grows with the bytes that actually arrive (doubling, up to the
+    claimed size), so a size prefix alone pins at most ``_DIRECT_AT`` bytes: a client that
+    claims 100 MiB and sends 14 bytes costs 64 KiB, not 100 MiB.
     """
 
-    __slots__ = ("_buf", "_pos", "_big", "_big_fill", "max_frame_bytes")
+    __slots__ = ("_buf", "_pos", "_big", "_big_fill", "_big_size", "max_frame_bytes")
 
     # Compact once this many consumed bytes sit in front of unread ones.
     _COMPACT_AT = 1 << 20
@@ -71,12 +75,21 @@ class FrameBuffer:
         self._pos = 0
         self._big: bytearray | None = None
         self._big_fill = 0
+        self._big_size = 0  # the claimed size of the frame being assembled
         self.max_frame_bytes = max_frame_bytes
+
+    def _grow(self, big: bytearray, need: int) -> None:
+        """Make room for ``need`` more bytes (capacity doubles, never past the frame's size)."""
+        want = min(self._big_size, max(2 * len(big), self._big_fill + need))
+        if want > len(big):
+            big.extend(bytes(want - len(big)))
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         big = self._big
         if big is not None:
-            n = min(len(big) - self._big_fill, len(data))
+            n = min(self._big_size - self._big_fill, len(data))
+            if self._big_fill + n > len(big):
+                self._grow(big, n)
             with memoryview(data) as view:
                 big[self._big_fill : self._big_fill + n] = view[:n]
                 self._big_fill += n
@@ -86,10 +99,15 @@ class FrameBuffer:
         self._buf += data
 
     def receive_buffer(self) -> memoryview | None:
-        """The unfilled rest of a large frame, to receive into directly; None if there is none."""
-        if self._big is None or self._big_fill == len(self._big):
+        """Room for the rest of a large frame, to receive into directly; None if there is none.
+
+        The view must be released before the next call (the buffer may grow then)."""
+        big = self._big
+        if big is None or self._big_fill == self._big_size:
             return None
-        return memoryview(self._big)[self._big_fill :]
+        if self._big_fill == len(big):
+            self._grow(big, 1)
+        return memoryview(big)[self._big_fill :]
 
     def received(self, n: int) -> None:
         """``n`` bytes were written into the last ``receive_buffer()``."""
@@ -105,14 +123,19 @@ class FrameBuffer:
             n += 4 + self._big_fill
         return n
 
+    @property
+    def allocated(self) -> int:
+        """Bytes this buffer holds on to (for memory accounting and tests)."""
+        return len(self._buf) + (len(self._big) if self._big is not None else 0)
+
     def next_frame(self) -> bytearray | None:
         """The next whole frame's payload (without the size), or None if more bytes are needed."""
         big = self._big
         if big is not None:
-            if self._big_fill < len(big):
+            if self._big_fill < self._big_size:
                 return None
             self._big = None
-            self._big_fill = 0
+            self._big_fill = self._big_size = 0
             return big
         buf, pos = self._buf, self._pos
         if len(buf) - pos < 4:
@@ -126,11 +149,11 @@ class FrameBuffer:
         end = pos + 4 + size
         if len(buf) < end:
             if size >= self._DIRECT_AT:
-                big = bytearray(size)
                 have = len(buf) - pos - 4
+                big = bytearray(min(size, max(self._DIRECT_AT, 2 * have)))
                 with memoryview(buf) as view:
                     big[:have] = view[pos + 4 :]
-                self._big, self._big_fill = big, have
+                self._big, self._big_fill, self._big_size = big, have, size
                 buf.clear()
                 self._pos = 0
             else:

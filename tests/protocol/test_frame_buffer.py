@@ -54,14 +54,45 @@ def test_a_large_frame_gets_its_own_buffer_and_that_buffer_is_the_payload() -> N
     fb = FrameBuffer()
     fb.feed(stream[:1000])
     assert fb.next_frame() is None and fb.pending == 1000
-    into = fb.receive_buffer()
-    assert into is not None and len(into) == 5 * BIG - 996
-    into[:] = stream[1000:]
-    own = into.obj
-    into.release()
-    fb.received(len(stream) - 1000)
+    pos = 1000
+    own = None
+    while (into := fb.receive_buffer()) is not None:
+        k = len(into)
+        into[:] = stream[pos : pos + k]
+        own = into.obj
+        into.release()
+        fb.received(k)
+        pos += k
+    assert pos == len(stream)
     frame = fb.next_frame()
     assert frame is own and frame == payloads[0]
+
+
+def test_a_size_prefix_alone_pins_no_more_than_the_direct_threshold() -> None:
+    """Issue 12.3: 14 bytes claiming 100 MiB used to allocate (and zero) 100 MiB at once."""
+    fb = FrameBuffer()
+    fb.feed(struct.pack(">i", 100 * 1024 * 1024) + b"0123456789")
+    assert fb.next_frame() is None
+    assert fb.allocated <= BIG
+    into = fb.receive_buffer()
+    assert into is not None and len(into) <= BIG
+    into.release()
+
+
+def test_the_frame_buffer_grows_with_what_arrives_at_most_doubling() -> None:
+    size = 64 * BIG
+    fb = FrameBuffer()
+    fb.feed(struct.pack(">i", size))
+    assert fb.next_frame() is None
+    received = 0
+    for chunk in (10, BIG, 3 * BIG, 7 * BIG):
+        fb.feed(b"x" * chunk)
+        received += chunk
+        assert fb.allocated <= max(BIG, 2 * received)
+    assert fb.next_frame() is None
+    fb.feed(b"y" * (size - received))
+    frame = fb.next_frame()
+    assert frame is not None and len(frame) == size and frame[-1:] == b"y"
 
 
 def test_received_cannot_claim_more_than_the_frame_holds() -> None:

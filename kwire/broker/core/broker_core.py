@@ -8,8 +8,15 @@ Theory of operation
   send, nothing (acks=0), "deferred" (the answer comes later through ``take_outbox``), or
   "close". A handler defers with ``ctx.defer()``, which hands back a ``Reply`` to send on.
 * Time is ``clock.now_ms()`` only. Whatever expires later is a deadline in ``deadlines``;
-  the edge sleeps until ``next_deadline_ms()`` and then calls ``fire_due()``.
-* Long polls (Fetch with MaxWaitMs) park with the partitions they watch; an append wakes them.
+  the edge sleeps until ``next_deadline_ms()`` and then calls ``fire_due()``. With a manual
+  clock, ``advance(ms)`` steps the clock through each deadline in between instead, so every
+  callback sees its own due time (periodic and chained timers fire as often as they would).
+* Long polls park under keys naming what they wait for (a partition ``(topic, index)``; any
+  hashable value, e.g. a share partition). ``wake(key)`` only notes the key; the wake-ups run
+  after the current request or timer callback has returned (``run_wakeups``), never inside
+  it. A woken poll is asked ``ready()`` (cheap, no side effects) and only when it is, or at
+  its deadline, ``complete(final)`` builds the answer, once.
+* Every deferred reply not yet sent counts in ``unanswered_requests()``.
 """
 
 from __future__ import annotations
@@ -17,23 +24,23 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kwire.broker.config import BrokerConfig
 from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic, TopicError
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.faults import FaultAction, Faults
-from kwire.clock import Clock
+from kwire.clock import Clock, ManualClock
 from kwire.errors import DecodeError, KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.framing import RequestFrame, encode_response, encode_response_frame, peek_request_header
 from kwire.protocol.registry import ApiKey, api_info, request_header_version, schema_class
 from kwire.protocol.splice import FramePieces, as_bytes
 
-__all__ = ["BrokerCore", "ConnInfo", "RequestContext", "Reply", "Outcome", "Exchange"]
+__all__ = ["BrokerCore", "ConnInfo", "RequestContext", "Reply", "Outcome", "Exchange", "LongPoll", "Parked"]
 
 log = logging.getLogger("kwire.broker")
 
@@ -52,7 +59,6 @@ class ConnInfo:
     authenticated: bool = False
     principal: str = "User:ANONYMOUS"
     sasl_state: Any = None
-    busy: bool = False
 
 
 @dataclass(slots=True)
@@ -104,6 +110,7 @@ class Reply:
         if self.done:
             return
         self.done = True
+        self.core._unanswered.pop(self, None)
         try:
             data = encode_response_frame(response, self.api_version, correlation_id=self.correlation_id)
         except KwireError:
@@ -119,6 +126,7 @@ class Reply:
         if self.done:
             return
         self.done = True
+        self.core._unanswered.pop(self, None)
         if self.exchange is not None:
             self.exchange.closed = reason
         self.core.outbox.append((self.conn_id, None))
@@ -150,13 +158,26 @@ class RequestContext:
         return self.deferred
 
 
-@dataclass(slots=True)
-class ParkedPoll:
-    """A request waiting for data (Fetch long poll): retried on wake-ups, answered at the deadline."""
+class LongPoll(Protocol):
+    """A parked request's answer, in two steps (ShareFetch acquires records while building one)."""
+
+    def ready(self) -> bool:
+        """Whether the answer should go now; cheap, and without side effects."""
+        ...
+
+    def complete(self, final: bool) -> Any:
+        """Build the response (called once: when ready, or with ``final`` at the deadline)."""
+        ...
+
+
+@dataclass(slots=True, eq=False)
+class Parked:
+    """A long poll waiting under ``keys`` until ready or its deadline (hashed by identity)."""
 
     reply: Reply
-    keys: set[tuple[str, int]]
-    retry: Callable[[bool], Any | None]  # retry(final) -> response or None (keep waiting)
+    keys: tuple[Hashable, ...]
+    poll: LongPoll
+    seq: int
     deadline: Deadline | None = None
 
 
@@ -199,13 +220,23 @@ class BrokerCore:
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)
         self.configs = ConfigStore()
         for k, v in config.settings.items():
-            self.configs.set(ResourceType.BROKER, "", k, v)
+            self.configs.set(ResourceType.BROKER, "", k, v, static=True)
+        if "socket.request.max.bytes" in config.settings:
+            config.max_request_bytes = self.configs.get_int(ResourceType.BROKER, "", "socket.request.max.bytes")
         self.deadlines = Deadlines()
         self.faults = Faults()
         self.outbox: list[tuple[int, bytes | FramePieces | None]] = []
         self.connections: dict[int, ConnInfo] = {}
         self._conn_ids = itertools.count(1)
-        self._parked: list[ParkedPoll] = []
+        # Long polls: all of them in park order, and by the keys they wait on.
+        self._parked: dict[Parked, None] = {}
+        self._waiters: dict[Hashable, dict[Parked, None]] = {}
+        self._park_seq = itertools.count()
+        # Keys woken during the current request or timer; run by run_wakeups afterwards.
+        self._woken: dict[Hashable, None] = {}
+        self._wake_all = False
+        # Deferred replies not sent yet (long polls, group joins/syncs, latency faults...).
+        self._unanswered: dict[Reply, None] = {}
         self.stats = BrokerStats()
         self.recording: list[Exchange] | None = None
         # api key -> max version advertised (simulating an older broker); None = all implemented
@@ -235,6 +266,8 @@ class BrokerCore:
         self.stats.closed_connections += 1
         for p in [p for p in self._parked if p.reply.conn_id == conn_id]:
             self._unpark(p)
+        for r in [r for r in self._unanswered if r.conn_id == conn_id]:
+            del self._unanswered[r]  # nobody is left to answer
         for sub in self.subsystems.values():
             hook = getattr(sub, "on_disconnect", None)
             if hook is not None:
@@ -242,7 +275,14 @@ class BrokerCore:
 
     # --- requests ---------------------------------------------------------------------------
     def handle(self, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
-        """Handle one request frame (size prefix removed)."""
+        """Handle one request frame (size prefix removed); then run the wake-ups it caused."""
+        try:
+            return self._handle(conn, payload)
+        finally:
+            if self._woken or self._wake_all:
+                self.run_wakeups()
+
+    def _handle(self, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
         self.stats.requests += 1
         if conn.sasl_state is not None and not conn.authenticated and getattr(conn.sasl_state, "raw_tokens", False):
             # After a v0 SaslHandshake the next frames are bare SASL tokens, not requests.
@@ -326,7 +366,7 @@ class BrokerCore:
         if response is None:
             if ctx.deferred is None:
                 return SEND_NOTHING
-            return DEFERRED
+            return self._deferred(ctx.deferred)
         try:
             data = encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id)
         except KwireError as exc:
@@ -336,6 +376,12 @@ class BrokerCore:
             ctx.exchange.response = response
             ctx.exchange.response_bytes = as_bytes(data)
         return Outcome("send", data)
+
+    def _deferred(self, reply: Reply) -> Outcome:
+        """The request is answered later: count it until its reply goes."""
+        if not reply.done:
+            self._unanswered[reply] = None
+        return DEFERRED
 
     def _close(self, conn: ConnInfo, reason: str, exchange: Exchange | None = None) -> Outcome:
         log.info("closing connection %d on broker %d: %s", conn.conn_id, conn.broker_id, reason)
@@ -348,8 +394,7 @@ class BrokerCore:
         if action is FaultAction.CLOSE:
             return self._close(ctx.conn, f"fault injection closed the connection ({spec.name})", ctx.exchange)
         if action is FaultAction.SWALLOW:
-            ctx.defer()  # never sent
-            return DEFERRED
+            return self._deferred(ctx.defer())  # never sent
         if action is FaultAction.ERROR:
             resp = spec.error_response(ctx, body, rule.error_code)
             if resp is None:
@@ -357,13 +402,12 @@ class BrokerCore:
             return self._respond(ctx, resp)
         if action is FaultAction.LATENCY:
             response = spec.handle(ctx, body)
-            if response is None and ctx.deferred is not None:
-                return DEFERRED  # already waiting on its own; latency adds nothing sensible
-            reply = ctx.defer()
             if response is None:
-                return SEND_NOTHING
+                # Deferred: already waiting on its own (latency adds nothing sensible); else acks=0.
+                return SEND_NOTHING if ctx.deferred is None else self._deferred(ctx.deferred)
+            reply = ctx.defer()
             self.deadlines.at(self.clock.now_ms() + rule.delay_ms, lambda: reply.send(response))
-            return DEFERRED
+            return self._deferred(reply)
         if action is FaultAction.HOOK:
             try:
                 resp = rule.hook(body, ctx)
@@ -392,54 +436,124 @@ class BrokerCore:
         return self.deadlines.next_ms()
 
     def fire_due(self) -> int:
-        return self.deadlines.fire_due(self.clock.now_ms())
+        """Fire every deadline due at the clock's current time (the clock does not move)."""
+        return self.deadlines.fire_due(self.clock.now_ms(), after=self.run_wakeups)
+
+    def advance_to(self, target_ms: int) -> int:
+        """Step a manual clock to ``target_ms`` through each deadline due on the way.
+
+        Each callback runs with ``now_ms()`` at its own due time and its wake-ups run right
+        after it; deadlines it adds fire in the same call if due by ``target_ms``. Returns
+        how many callbacks ran.
+        """
+        clock = self.clock
+        if not isinstance(clock, ManualClock):
+            raise KwireError("stepping the clock needs a ManualClock")
+        return self.deadlines.run_until(target_ms, clock, after=self.run_wakeups)
+
+    def advance(self, ms: int) -> int:
+        """``advance_to(now + ms)``; returns the new time."""
+        if ms < 0:
+            raise ValueError("time does not go backwards")
+        self.advance_to(self.clock.now_ms() + ms)
+        return self.clock.now_ms()
 
     def take_outbox(self) -> list[tuple[int, bytes | FramePieces | None]]:
         out, self.outbox = self.outbox, []
         return out
 
+    def unanswered_requests(self) -> int:
+        """Requests whose answer is deferred and not sent yet (long polls, joins, latency faults)."""
+        return len(self._unanswered)
+
     # --- long polls -------------------------------------------------------------------------
-    def park(self, reply: Reply, keys: set[tuple[str, int]], wait_ms: int,
-             retry: Callable[[bool], Any | None]) -> ParkedPoll:
-        p = ParkedPoll(reply, keys, retry)
-        p.deadline = self.deadlines.at(self.clock.now_ms() + max(0, wait_ms), lambda: self._expire(p))
-        self._parked.append(p)
+    def park(self, reply: Reply, keys: Iterable[Hashable], wait_ms: int, poll: LongPoll) -> Parked:
+        """Hold ``reply`` until a wake-up on one of ``keys`` finds ``poll`` ready, or ``wait_ms``."""
+        p = Parked(reply, tuple(dict.fromkeys(keys)), poll, next(self._park_seq))
+        p.deadline = self.deadlines.at(self.clock.now_ms() + max(0, wait_ms), lambda: self._finish(p, True))
+        self._parked[p] = None
+        for key in p.keys:
+            self._waiters.setdefault(key, {})[p] = None
         return p
 
-    def _unpark(self, p: ParkedPoll) -> None:
-        if p in self._parked:
-            self._parked.remove(p)
+    def parked(self, key: Hashable | None = None) -> list[Parked]:
+        """The long polls waiting (on ``key``, or all), in the order they parked."""
+        if key is None:
+            return list(self._parked)
+        return list(self._waiters.get(key, ()))
+
+    def _unpark(self, p: Parked) -> bool:
+        if p not in self._parked:
+            return False
+        del self._parked[p]
+        for key in p.keys:
+            waiting = self._waiters.get(key)
+            if waiting is not None:
+                waiting.pop(p, None)
+                if not waiting:
+                    del self._waiters[key]
         if p.deadline is not None:
             p.deadline.cancel()
+        return True
 
-    def _expire(self, p: ParkedPoll) -> None:
-        if p not in self._parked:
+    def _finish(self, p: Parked, final: bool) -> None:
+        """Answer a parked poll, once; a failing ``complete`` costs that request only."""
+        if not self._unpark(p):
             return
-        self._parked.remove(p)
-        resp = p.retry(True)
-        if resp is not None:
-            p.reply.send(resp)
+        try:
+            response = p.poll.complete(final)
+        except Exception as exc:  # noqa: BLE001 - a handler bug must cost one request, not the broker
+            log.exception("completing a parked api key %d request failed", p.reply.api_key)
+            p.reply.close(f"parked request failed: {exc}")
+            return
+        p.reply.send(response)
 
-    def wake(self, topic: str, partition: int) -> None:
-        """Data arrived on a partition: retry the long polls that watch it."""
-        key = (topic, partition)
-        for p in [p for p in self._parked if key in p.keys]:
-            resp = p.retry(False)
-            if resp is not None:
-                self._unpark(p)
-                p.reply.send(resp)
+    def wake(self, key: Hashable) -> None:
+        """Something a long poll may wait on changed (data on a partition, a released lock...).
+
+        The polls waiting on ``key`` are looked at after the current request or timer.
+        """
+        if key in self._waiters:
+            self._woken[key] = None
 
     def wake_all(self) -> None:
-        for p in list(self._parked):
-            resp = p.retry(False)
-            if resp is not None:
-                self._unpark(p)
-                p.reply.send(resp)
+        """Look at every long poll (leaders moved, a broker went down)."""
+        if self._parked:
+            self._wake_all = True
+
+    def run_wakeups(self) -> None:
+        """Answer the woken long polls that are ready, in the order they parked.
+
+        Answering one may wake others (a share acknowledgement releasing records): repeat
+        until nothing is woken.
+        """
+        while self._woken or self._wake_all:
+            if self._wake_all:
+                candidates = list(self._parked)
+            else:
+                found: dict[Parked, None] = {}
+                for key in self._woken:
+                    found.update(self._waiters.get(key, {}))
+                candidates = sorted(found, key=lambda p: p.seq)
+            self._woken = {}
+            self._wake_all = False
+            for p in candidates:
+                if p not in self._parked:
+                    continue
+                try:
+                    ready = p.poll.ready()
+                except Exception as exc:  # noqa: BLE001 - as in _finish
+                    log.exception("checking a parked api key %d request failed", p.reply.api_key)
+                    self._unpark(p)
+                    p.reply.close(f"parked request failed: {exc}")
+                    continue
+                if ready:
+                    self._finish(p, False)
 
     # --- topics (shared by CreateTopics, Metadata auto-create, Produce, the control API) ----
     def create_topic(self, name: str, num_partitions: int | None = None, replication_factor: int | None = None,
                      configs: dict[str, str] | None = None, *, internal: bool = False,
-                     topic_id: uuid.UUID | None = None) -> Topic:
+                     topic_id: uuid.UUID | None = None, assignments: list[list[int]] | None = None) -> Topic:
         if num_partitions is None or num_partitions == -1:
             num_partitions = self.configs.get_int(ResourceType.BROKER, "", "num.partitions")
         if replication_factor is None or replication_factor == -1:
@@ -455,7 +569,7 @@ class BrokerCore:
             except KwireError as exc:
                 raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         topic = self.cluster.create_topic(name, num_partitions, replication_factor, internal=internal,
-                                          topic_id=topic_id)
+                                          topic_id=topic_id, assignments=assignments)
         for k, v in (configs or {}).items():
             self.configs.set(ResourceType.TOPIC, name, k, v)
         for p in topic.partitions:
@@ -467,15 +581,15 @@ class BrokerCore:
         return topic
 
     def _attach_partition(self, p: Any) -> None:
-        p.log.on_append.append(lambda batch, t=p.topic, i=p.index: self.wake(t, i))
+        p.log.on_append.append(lambda batch, key=(p.topic, p.index): self.wake(key))
         for sub in self.subsystems.values():
             hook = getattr(sub, "on_partition_created", None)
             if hook is not None:
                 hook(p)
 
-    def create_partitions(self, name: str, total: int) -> Topic:
+    def create_partitions(self, name: str, total: int, assignments: list[list[int]] | None = None) -> Topic:
         before = len(self.cluster.topics[name].partitions) if name in self.cluster.topics else 0
-        topic = self.cluster.create_partitions(name, total)
+        topic = self.cluster.create_partitions(name, total, assignments)
         for p in topic.partitions[before:]:
             self._attach_partition(p)
         return topic

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from kwire.broker.core.log import PartitionLog
 from kwire.broker.core.producer_state import ProducerStateManager
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 __all__ = ["Rng", "SeededRng", "BrokerNode", "Partition", "Topic", "Cluster", "TopicError", "validate_topic_name",
@@ -57,13 +58,8 @@ class SeededRng:
         return out >> (bits - k)
 
 
-class TopicError(Exception):
+class TopicError(KafkaError):
     """A topic operation refused with a Kafka error code."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        self.code = code
-        self.message = message
-        super().__init__(message)
 
 
 def validate_topic_name(name: str | None) -> None:
@@ -151,10 +147,24 @@ class Cluster:
 
     # --- topics -----------------------------------------------------------------------------
     def create_topic(self, name: str, num_partitions: int, replication_factor: int = 1, *,
-                     internal: bool = False, topic_id: uuid.UUID | None = None) -> Topic:
+                     internal: bool = False, topic_id: uuid.UUID | None = None,
+                     assignments: list[list[int]] | None = None) -> Topic:
+        """A new topic; ``assignments`` (replica lists by partition, as CreateTopics' manual
+        assignments) set the partitions' replicas and leaders instead of spreading them."""
         validate_topic_name(name)
         if name in self.topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if assignments is not None:
+            rf: int | None = None
+            for i, replicas in enumerate(assignments):
+                self.check_manual_assignment(replicas, rf, i)
+                rf = len(replicas)
+            tid = topic_id or self.new_uuid()
+            topic = Topic(name, tid, [], internal)
+            self.topics[name] = topic
+            self.topics_by_id[tid] = topic
+            self._add_assigned(topic, assignments)
+            return topic
         if num_partitions < 1:
             raise TopicError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
         live = self.live_nodes()
@@ -179,7 +189,45 @@ class Cluster:
             log.assign_epoch(0, 0)  # the first leader's epoch starts the log (Partition.makeLeader)
             topic.partitions.append(Partition(topic.name, idx, topic.topic_id, replicas[0], 0, replicas, log))
 
-    def create_partitions(self, name: str, total: int) -> Topic:
+    def _add_assigned(self, topic: Topic, assignments: list[list[int]]) -> None:
+        for replicas in assignments:
+            idx = len(topic.partitions)
+            log = PartitionLog(topic.name, idx)
+            log.assign_epoch(0, 0)
+            # buildPartitionRegistration: the leader is the first replica that is not fenced.
+            leader = next(r for r in replicas if self.nodes[r].up)
+            topic.partitions.append(Partition(topic.name, idx, topic.topic_id, leader, 0, list(replicas), log))
+
+    def check_manual_assignment(self, replicas: list[int], replication_factor: int | None, partition: int) -> None:
+        """ReplicationControlManager.validateManualPartitionAssignment, then its fenced check.
+
+        Brokers are checked in id order, as Kafka sorts them first; raises TopicError with
+        INVALID_REPLICA_ASSIGNMENT and Kafka's message.
+        """
+        if not replicas:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "The manual partition assignment includes an empty replica list.")
+        prev = None
+        for b in sorted(replicas):
+            if b not in self.nodes:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes broker {b}, but no such broker is "
+                                 "registered.")
+            if b == prev:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes the broker {b} more than once.")
+            prev = b
+        if replication_factor is not None and len(replicas) != replication_factor:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes a partition with {len(replicas)} replica(s), "
+                             f"but this is not consistent with previous partitions, which have "
+                             f"{replication_factor} replica(s).")
+        if not any(self.nodes[r].up for r in replicas):
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"All brokers specified in the manual partition assignment for partition {partition} "
+                             "are fenced or in controlled shutdown.")
+
+    def create_partitions(self, name: str, total: int, assignments: list[list[int]] | None = None) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
@@ -188,7 +236,16 @@ class Cluster:
             raise TopicError(ErrorCode.INVALID_PARTITIONS,
                              f"topic {name!r} has {have} partitions; the new count must be larger, not {total}")
         rf = len(topic.partitions[0].replicas) if topic.partitions else 1
-        self._add_partitions(topic, total - have, rf)
+        if assignments is not None:
+            if len(assignments) != total - have:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Attempted to add {total - have} additional partition(s), but only "
+                                 f"{len(assignments)} assignment(s) were specified.")
+            for i, replicas in enumerate(assignments):
+                self.check_manual_assignment(replicas, rf, have + i)
+            self._add_assigned(topic, assignments)
+        else:
+            self._add_partitions(topic, total - have, rf)
         return topic
 
     def delete_topic(self, name: str) -> Topic:

@@ -124,6 +124,12 @@ BROKER_CONFIGS = _defs(
     ConfigDef("offsets.topic.num.partitions", "50", "int", min_value=1),
     ConfigDef("message.max.bytes", "1048588", "int", min_value=0),
     ConfigDef("socket.request.max.bytes", "104857600", "int", min_value=1, read_only=True),
+    # SocketServer limits (enforced by the trio edge): connections per broker and per client
+    # address (dynamic in Kafka), idle connections closed, frames before SASL completes.
+    ConfigDef("max.connections", "2147483647", "int", min_value=0),
+    ConfigDef("max.connections.per.ip", "2147483647", "int", min_value=0),
+    ConfigDef("connections.max.idle.ms", "600000", "long", read_only=True),
+    ConfigDef("sasl.server.max.receive.size", "524288", "int", read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", "int", min_value=0),
     ConfigDef("group.max.session.timeout.ms", "1800000", "int", min_value=0),
     ConfigDef("group.initial.rebalance.delay.ms", "3000", "int", min_value=0),
@@ -196,12 +202,14 @@ class ConfigStore:
     def definitions(rtype: ResourceType) -> dict[str, ConfigDef]:
         return _DEFS.get(rtype, {})
 
-    def set(self, rtype: ResourceType, name: str, key: str, value: str | None) -> None:
+    def set(self, rtype: ResourceType, name: str, key: str, value: str | None, *, static: bool = False) -> None:
+        """Set an override; ``static`` (the broker's start-up settings) may set read-only keys,
+        as a broker's properties file does, where a dynamic change may not."""
         defs = self.definitions(rtype)
         d = defs.get(key)
         if d is None:
             raise ConfigError(f"unknown {rtype.name.lower()} config {key!r}")
-        if d.read_only:
+        if d.read_only and not static:
             raise ConfigError(f"{key} is read-only")
         value = d.validate(value)
         over = self.overrides.setdefault((rtype, name), {})

@@ -24,13 +24,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kwire.protocol.splice import Buffer, RecordChain
-from kwire.records import BatchInfo
+from kwire.records import BatchInfo, RecordBatch
 
 __all__ = ["PartitionLog", "StoredBatch", "Segment", "AbortedTxn", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
 
 UNDEFINED_EPOCH = -1  # RecordBatch.NO_PARTITION_LEADER_EPOCH
 UNDEFINED_EPOCH_OFFSET = -1  # EpochEndOffset.UNDEFINED_EPOCH_OFFSET
 _EPOCH_AT = slice(12, 16)  # partitionLeaderEpoch: after baseOffset int64 and batchLength int32
+
+
+def _batch_epoch(data: Buffer) -> int:
+    """A stored batch's partitionLeaderEpoch (-1 when it has none)."""
+    return int.from_bytes(data[_EPOCH_AT], "big", signed=True) if len(data) >= _EPOCH_AT.stop else UNDEFINED_EPOCH
 
 
 @dataclass(slots=True)
@@ -241,24 +246,52 @@ class PartitionLog:
     def aborted_in_range(self, start: int, end: int) -> list[AbortedTxn]:
         return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """First offset whose batch max timestamp is >= ``timestamp`` (batch granularity)."""
-        for b in self.batches:
-            if b.base_offset < self.log_start_offset:
-                continue
-            if b.max_timestamp >= timestamp and not b.is_control:
-                return max(b.base_offset, self.log_start_offset), b.max_timestamp
+    def _segment_batches(self, seg_index: int) -> list[StoredBatch]:
+        segs = self.segments
+        lo = bisect.bisect_left(self._bases, segs[seg_index].base_offset)
+        hi = (bisect.bisect_left(self._bases, segs[seg_index + 1].base_offset)
+              if seg_index + 1 < len(segs) else len(self.batches))
+        return self.batches[lo:hi]
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, batch leader epoch) of the first record at or after ``timestamp``.
+
+        As UnifiedLog.searchOffsetInLocalLog: the first segment whose largest timestamp is at
+        least ``timestamp``, then in it (FileRecords.searchForTimestamp) the first batch whose
+        max timestamp is, and in that batch the first record whose own timestamp is and whose
+        offset is at or above the log start. Only that one segment is searched, as in Kafka.
+        Control batches are not skipped (Kafka does not skip them either).
+        """
+        for i, seg in enumerate(self.segments):
+            if seg.max_timestamp >= timestamp:
+                for b in self._segment_batches(i):
+                    if b.max_timestamp < timestamp or b.last_offset < self.log_start_offset:
+                        continue
+                    for rec in RecordBatch(b.data):
+                        if rec.timestamp >= timestamp and rec.offset >= self.log_start_offset:
+                            return rec.offset, rec.timestamp, _batch_epoch(b.data)
+                return None
         return None
 
-    def max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the batch with the largest timestamp (ListOffsets -3)."""
-        best: tuple[int, int] | None = None
-        for b in self.batches:
-            if b.is_control or b.base_offset < self.log_start_offset:
-                continue
-            if best is None or b.max_timestamp > best[1]:
-                best = (b.last_offset, b.max_timestamp)
-        return best
+    def max_timestamp(self) -> tuple[int, int, int] | None:
+        """(offset, timestamp, batch leader epoch) for ListOffsets MAX_TIMESTAMP (-3).
+
+        As UnifiedLog.fetchOffsetByTimestamp: the first segment with the largest timestamp,
+        in it the first batch whose max timestamp equals it, and in that batch the first
+        record carrying it (RecordBatch.offsetOfMaxTimestamp); the timestamp is the batch's.
+        """
+        segs = self.segments
+        if not segs or not self.batches:
+            return None
+        best = max(range(len(segs)), key=lambda i: segs[i].max_timestamp)
+        target = segs[best].max_timestamp
+        for b in self._segment_batches(best):
+            if b.max_timestamp == target:
+                for rec in RecordBatch(b.data):
+                    if rec.timestamp == target:
+                        return rec.offset, b.max_timestamp, _batch_epoch(b.data)
+                return None
+        return None
 
     def truncate_before(self, offset: int) -> None:
         """DeleteRecords: move the log start offset forward (whole batches are dropped)."""

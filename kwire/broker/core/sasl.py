@@ -54,7 +54,6 @@ MIN_SCRAM_ITERATIONS = 4096
 # Kafka's mechanism names -> hashlib names (ScramMechanism).
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 _NONCE_BITS = 130  # ScramFormatter.secureRandomString(): BigInteger(130, random).toString(36)
-_SALT_BYTES = 16
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -323,13 +322,16 @@ class ScramServer:
 
 
 class SaslAuthority:
-    """Enabled mechanisms, users and their SCRAM credentials; makes one server per exchange."""
+    """Enabled mechanisms and users; makes one server per exchange.
 
-    def __init__(self, config: SaslConfig, rng: Rng) -> None:
+    SCRAM credentials come from the cluster's credential store (``ScramCredentialStore``:
+    the configured users' derived ones, or what AlterUserScramCredentials stored).
+    """
+
+    def __init__(self, config: SaslConfig, rng: Rng, credentials: Callable[[str, str], ScramCredential | None]) -> None:
         self.config = config
         self.rng = rng
-        self._credentials: dict[tuple[str, str], ScramCredential] = {}
-        self.iterations = max(MIN_SCRAM_ITERATIONS, config.scram_iterations)
+        self._credentials = credentials
 
     @property
     def mechanisms(self) -> list[str]:
@@ -347,17 +349,8 @@ class SaslAuthority:
         return "".join(reversed(out)) or "0"
 
     def credential(self, mechanism: str, username: str) -> ScramCredential | None:
-        """The user's stored SCRAM credential (derived once; the salt comes from the RNG)."""
-        password = self.config.users.get(username)
-        if password is None:
-            return None
-        key = (mechanism, username)
-        cred = self._credentials.get(key)
-        if cred is None:
-            salt = self.rng.getrandbits(_SALT_BYTES * 8).to_bytes(_SALT_BYTES, "big")
-            cred = scram_credential(mechanism, password, salt, self.iterations)
-            self._credentials[key] = cred
-        return cred
+        """The user's stored SCRAM credential for ``mechanism``, or None."""
+        return self._credentials(mechanism, username)
 
     def server(self, mechanism: str) -> SaslServer:
         """A new server for one exchange; the mechanism must be enabled."""

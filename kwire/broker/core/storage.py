@@ -4,7 +4,8 @@ Layout of ``BrokerConfig.data_dir``::
 
     kwire-metadata.json                          topics (ids, partitions, leaders, leader-epoch
                                                  history, log start offsets, configs), dynamic
-                                                 broker and group configs, committed offsets
+                                                 broker and group configs, committed offsets,
+                                                 altered SCRAM credentials
     <topic>-<partition>/00000000000000000000.log the batches, back to back, as a broker writes them
 
 Theory of operation
@@ -283,6 +284,9 @@ class Storage:
         offsets = self._offsets_snapshot()
         if offsets is not None:
             out["offsets"] = offsets
+        scram = core.subsystems.get("scram_credentials")
+        if scram is not None and scram.snapshot():
+            out["scram_credentials"] = scram.snapshot()
         return out
 
     def save_metadata(self) -> None:
@@ -426,6 +430,12 @@ class Storage:
         self._restore_offsets(meta.get("offsets", {}))
         self._replay_journal()
         self._restore_producer_ids(int(meta.get("next_producer_id", 0)))
+        scram = core.subsystems.get("scram_credentials")
+        if scram is not None and meta.get("scram_credentials"):
+            try:
+                scram.restore(meta["scram_credentials"])
+            except (KeyError, TypeError, ValueError) as exc:
+                self._report(f"SCRAM credentials unreadable ({exc}); the configured users remain")
 
     def _restore_producer_ids(self, saved_next: int) -> None:
         """Never hand out a producer id again that a batch in the logs (or the last run) used.

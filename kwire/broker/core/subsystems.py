@@ -31,10 +31,14 @@ def install(core: BrokerCore) -> None:
     core.subsystems["offsets"] = OffsetStore()
     core.subsystems["groups"] = GroupCoordinator(core)
     core.subsystems["retention"] = LogRetention(core)
+    from kwire.broker.core.scram_credentials import ScramCredentialStore
+
+    scram = ScramCredentialStore(core.config.sasl, core.rng)
+    core.subsystems["scram_credentials"] = scram
     if core.config.sasl is not None:
         from kwire.broker.core.sasl import SaslAuthority
 
-        core.subsystems["sasl"] = SaslAuthority(core.config.sasl, core.rng)
+        core.subsystems["sasl"] = SaslAuthority(core.config.sasl, core.rng, scram.get)
     if core.config.data_dir is not None:
         from kwire.broker.core.storage import Storage
 

@@ -44,7 +44,10 @@ HANDLER_MODULES = (
     "delete_groups",
     "incremental_alter_configs",
     "offset_delete",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
     "describe_cluster",
+    "describe_topic_partitions",
     "consumer_group_heartbeat",
     "consumer_group_describe",
 )

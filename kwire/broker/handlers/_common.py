@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from kwire.protocol.error_codes import ErrorCode
@@ -11,9 +12,40 @@ if TYPE_CHECKING:
     from kwire.broker.core.broker_core import RequestContext
     from kwire.broker.core.cluster import Partition, Topic
 
-__all__ = ["resolve_topic", "leader_error", "epoch_error", "error_message"]
+__all__ = ["resolve_topic", "leader_error", "epoch_error", "error_message", "AclOperation", "TOPIC_OPERATIONS",
+           "GROUP_OPERATIONS", "CLUSTER_OPERATIONS", "NO_AUTHORIZED_OPERATIONS"]
 
 NO_AUTHORIZED_OPERATIONS = -(2**31)  # "not requested" in Metadata/DescribeCluster
+
+
+class AclOperation(IntEnum):
+    """Kafka's AclOperation codes (the bit numbers of an authorized-operations field)."""
+
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+
+
+def _bits(*ops: AclOperation) -> int:
+    return sum(1 << op for op in ops)
+
+
+_A = AclOperation
+# What a broker without an authorizer reports: every operation AclEntry.supportedOperations
+# lists for the resource type (AuthHelper.authorizedOperations). CLUSTER_ACTION and
+# IDEMPOTENT_WRITE belong to the cluster only.
+TOPIC_OPERATIONS = _bits(_A.READ, _A.WRITE, _A.CREATE, _A.DESCRIBE, _A.DELETE, _A.ALTER, _A.DESCRIBE_CONFIGS,
+                         _A.ALTER_CONFIGS)
+GROUP_OPERATIONS = _bits(_A.READ, _A.DESCRIBE, _A.DELETE, _A.DESCRIBE_CONFIGS, _A.ALTER_CONFIGS)
+CLUSTER_OPERATIONS = _bits(_A.CREATE, _A.CLUSTER_ACTION, _A.DESCRIBE_CONFIGS, _A.ALTER_CONFIGS, _A.IDEMPOTENT_WRITE,
+                           _A.ALTER, _A.DESCRIBE)
 
 
 def resolve_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None,

@@ -110,7 +110,7 @@ def resolve(ctx: RequestContext, resource_type: int, name: str) -> Resource:
         try:
             validate_topic_name(name)
         except TopicError as exc:
-            raise ResourceError(exc.code, exc.message) from None
+            raise ResourceError(exc.code, exc.message or str(exc)) from None
         if name not in ctx.core.cluster.topics:
             raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         return Resource(rtype, name, name)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from kwire.broker.core.groups import GroupCoordinator, group_coordinator
+from kwire.broker.handlers._common import GROUP_OPERATIONS
 from kwire.protocol._message import Struct
 
 if TYPE_CHECKING:
@@ -19,9 +20,8 @@ R = TypeVar("R")
 S = TypeVar("S", bound=Struct)
 F = TypeVar("F", bound=Callable[..., Any])
 
-# AclOperation bits a describing client may perform on a group: READ(3), DELETE(6), DESCRIBE(8)
-# (what upstream reports to a principal allowed everything on the group).
-ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# AclOperation bits a describing client may perform on a group (AclEntry.supportedOperations).
+ALL_GROUP_OPERATIONS = GROUP_OPERATIONS
 
 
 def fit(msg: S, version: int) -> S:

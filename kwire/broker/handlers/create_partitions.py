@@ -4,9 +4,11 @@ Behaviour, per topic, as the controller checks it: a topic named twice → INVAL
 unknown → UNKNOWN_TOPIC_OR_PARTITION; a count below the current one, or equal to it →
 INVALID_PARTITIONS; manual assignments must give one replica list per new partition, each
 non-empty, without repeats, of registered brokers and as long as the existing partitions'
-lists, else INVALID_REPLICA_ASSIGNMENT. New partitions are led by the first replica of
-their assignment, or spread round-robin over the live brokers. ``validate_only`` checks
-without creating. Subsystems hear ``on_partition_created`` for each new partition.
+lists, with at least one live broker, else INVALID_REPLICA_ASSIGNMENT (brokers checked in id
+order, as Kafka sorts them). New partitions are led by the first live replica of their
+assignment, or spread round-robin over the live brokers. ``validate_only`` checks
+without creating. More than 10,000 new partitions in one request fail it whole with
+POLICY_VIOLATION (the controller's bounded record list). Subsystems hear ``on_partition_created`` for each new partition.
 Version notes: v2+ is flexible; v3 only changes the throttling behaviour.
 Deviations: none.
 """
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
+
+MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController: one record per new partition, at most this many
 
 Result = CreatePartitionsResponse_CreatePartitionsTopicResult
 
@@ -55,24 +59,9 @@ def _check(ctx: RequestContext, t: CreatePartitionsRequest_CreatePartitionsTopic
                          f"{len(t.assignments)} assignment(s) were specified.")
     rf = len(topic.partitions[0].replicas)
     out = []
-    for a in t.assignments:
-        ids = list(a.broker_ids)
-        if not ids:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "The manual partition assignment includes an empty replica list.")
-        for b in ids:
-            if b not in cluster.nodes:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"The manual partition assignment includes broker {b}, but no such broker is "
-                                 "registered.")
-            if ids.count(b) > 1:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"The manual partition assignment includes the broker {b} more than once.")
-        if len(ids) != rf:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"The manual partition assignment includes a partition with {len(ids)} replica(s), "
-                             f"but this is not consistent with previous partitions, which have {rf} replica(s).")
-        out.append(ids)
+    for i, a in enumerate(t.assignments):
+        cluster.check_manual_assignment(list(a.broker_ids), rf, have + i)
+        out.append(list(a.broker_ids))
     return out
 
 
@@ -80,26 +69,31 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartition
     core = ctx.core
     names = [t.name for t in req.topics]
     results = []
+    plans = []
+    records = 0
     for t in req.topics:
         res = Result(name=t.name, error_code=ErrorCode.NONE, error_message=None)
         results.append(res)
         try:
             if names.count(t.name) > 1:
                 raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-            assignments = _check(ctx, t)
-            if req.validate_only:
-                continue
-            before = len(core.cluster.topics[t.name].partitions)
-            topic = core.create_partitions(t.name, t.count)
+            plans.append((t, res, _check(ctx, t)))
         except TopicError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
-        if assignments is not None:
-            for p, replicas in zip(topic.partitions[before:], assignments, strict=True):
-                p.replicas = replicas
-                live = [r for r in replicas if core.cluster.nodes[r].up]
-                p.leader_id = live[0] if live else -1
-            core.metadata_changed()
+        records += t.count - len(core.cluster.topics[t.name].partitions)
+    if records > MAX_RECORDS_PER_USER_OP:
+        for t, res in zip(req.topics, results, strict=True):
+            if names.count(t.name) == 1:
+                res.error_code = ErrorCode.POLICY_VIOLATION
+                res.error_message = "Unable to perform excessively large batch operation."
+        return CreatePartitionsResponse(results=results)
+    if not req.validate_only:
+        for t, res, assignments in plans:
+            try:
+                core.create_partitions(t.name, t.count, assignments)
+            except TopicError as exc:
+                res.error_code, res.error_message = exc.code, exc.message
     return CreatePartitionsResponse(results=results)
 
 

@@ -3,10 +3,16 @@
 Behaviour: per topic, in the controller's order: duplicate names in one request →
 INVALID_REQUEST; illegal name → INVALID_TOPIC_EXCEPTION; existing → TOPIC_ALREADY_EXISTS;
 partitions < 1 → INVALID_PARTITIONS; replication factor outside 1..live brokers →
-INVALID_REPLICATION_FACTOR; unknown or invalid config → INVALID_CONFIG; manual assignments
-give the partition count. ``validate_only`` checks without creating. v5+ answers with the
-partition count, replication factor and configs of the topic.
-Deviations: assignments only set the partition count (leaders are spread round-robin).
+INVALID_REPLICATION_FACTOR; unknown or invalid config → INVALID_CONFIG (checked before the
+partitions, as the controller does); manual assignments (with NumPartitions and
+ReplicationFactor -1, else INVALID_REQUEST) give each partition its replicas, led by the first
+live one; they must cover partitions 0..n-1 once each with the same number of distinct,
+registered brokers, at least one of them live (INVALID_REPLICA_ASSIGNMENT with Kafka's
+messages). A request whose topics would take more than 10,000 metadata records (a topic, its
+configs and its partitions each count one) fails whole with POLICY_VIOLATION, as the
+controller's bounded record list makes it. ``validate_only`` checks without creating. v5+ answers with the partition count,
+replication factor and configs of the topic.
+Deviations: none known.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from kwire.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsRequest_CreatableTopic,
     CreateTopicsResponse,
+    CreateTopicsResponse_CreatableTopicResult,
 )
 from kwire.protocol.registry import ApiKey
 
@@ -30,30 +37,19 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (2, 7)
 
+# QuorumController.MAX_RECORDS_PER_USER_OP: one request may create at most this many metadata
+# records (a topic, its configs, one per partition); more fails the whole request with
+# POLICY_VIOLATION, which also bounds what one request can make the broker allocate.
+MAX_RECORDS_PER_USER_OP = 10_000
 
-def _validate(ctx: RequestContext, t: CreateTopicsRequest_CreatableTopic) -> tuple[int, int]:
-    """(partitions, replication factor) after checks; raises TopicError."""
+
+def _validate(ctx: RequestContext, t: CreateTopicsRequest_CreatableTopic) -> tuple[int, int, list[list[int]] | None]:
+    """(partitions, replication factor, manual assignments) after the controller's checks, in
+    its order (ReplicationControlManager.createTopics/createTopic); raises TopicError."""
     core = ctx.core
     validate_topic_name(t.name)
     if t.name in core.cluster.topics:
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
-    if t.assignments:
-        if t.num_partitions != -1 or t.replication_factor != -1:
-            raise TopicError(ErrorCode.INVALID_REQUEST,
-                             "both numPartitions or replicationFactor and replicasAssignments were set")
-        parts, rf = len(t.assignments), len(t.assignments[0].broker_ids)
-    else:
-        parts = t.num_partitions if t.num_partitions != -1 else core.configs.get_int(
-            ResourceType.BROKER, "", "num.partitions")
-        rf = t.replication_factor if t.replication_factor != -1 else core.configs.get_int(
-            ResourceType.BROKER, "", "default.replication.factor")
-    if parts < 1:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
-    live = len(core.cluster.live_nodes())
-    if rf < 1 or rf > live:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                         f"cannot be reached because only {live} broker(s) are registered.")
     defs = core.configs.definitions(ResourceType.TOPIC)
     for c in t.configs:
         d = defs.get(c.name)
@@ -63,13 +59,51 @@ def _validate(ctx: RequestContext, t: CreateTopicsRequest_CreatableTopic) -> tup
             d.validate(c.value)
         except ConfigError as exc:
             raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    return parts, rf
+    if t.assignments:
+        if t.replication_factor != -1:
+            raise TopicError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                                        "replication factor was not set to -1.")
+        if t.num_partitions != -1:
+            raise TopicError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                                        "numPartitions was not set to -1.")
+        by_index: dict[int, list[int]] = {}
+        rf: int | None = None
+        for a in t.assignments:
+            if a.partition_index in by_index:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Found multiple manual partition assignments for partition {a.partition_index}")
+            core.cluster.check_manual_assignment(list(a.broker_ids), rf, a.partition_index)
+            rf = len(a.broker_ids)
+            by_index[a.partition_index] = list(a.broker_ids)
+        if sorted(by_index) != list(range(len(by_index))):
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
+        assignments = [by_index[i] for i in range(len(by_index))]
+        return len(assignments), len(assignments[0]), assignments
+    if t.replication_factor < -1 or t.replication_factor == 0:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "Replication factor must be larger than 0, or -1 to use the default value.")
+    if t.num_partitions < -1 or t.num_partitions == 0:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+    parts = t.num_partitions if t.num_partitions != -1 else core.configs.get_int(
+        ResourceType.BROKER, "", "num.partitions")
+    rf = t.replication_factor if t.replication_factor != -1 else core.configs.get_int(
+        ResourceType.BROKER, "", "default.replication.factor")
+    live = len(core.cluster.live_nodes())
+    if rf > live:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
+                         f"cannot be reached because only {live} broker(s) are registered.")
+    return parts, rf, None
 
 
 def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     core = ctx.core
     names = [t.name for t in req.topics]
     results = []
+    plans: list[tuple[CreateTopicsRequest_CreatableTopic, CreateTopicsResponse_CreatableTopicResult, int, int,
+                      list[list[int]] | None]] = []
+    records = 0
     for t in req.topics:
         res = CreateTopicsResponse.CreatableTopicResult(name=t.name)
         results.append(res)
@@ -78,11 +112,27 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
             res.error_message = "Create topics request from client contains a duplicate topic"
             continue
         try:
-            parts, rf = _validate(ctx, t)
-            if req.validate_only:
-                res.num_partitions, res.replication_factor = parts, rf
-                continue
-            topic = core.create_topic(t.name, parts, rf, {c.name: c.value for c in t.configs if c.value is not None})
+            parts, rf, assignments = _validate(ctx, t)
+        except TopicError as exc:
+            res.error_code, res.error_message = exc.code, exc.message
+            continue
+        plans.append((t, res, parts, rf, assignments))
+        records += 1 + len(t.configs) + parts  # TopicRecord, ConfigRecords, PartitionRecords
+    if records > MAX_RECORDS_PER_USER_OP:
+        # The controller's record list is bounded; the whole operation fails (EventHandlerExceptionInfo).
+        for t, res in zip(req.topics, results, strict=True):
+            if names.count(t.name) == 1:
+                res.error_code = ErrorCode.POLICY_VIOLATION
+                res.error_message = "Unable to perform excessively large batch operation."
+                res.num_partitions = res.replication_factor = -1
+        return CreateTopicsResponse(topics=results)
+    for t, res, parts, rf, assignments in plans:
+        if req.validate_only:
+            res.num_partitions, res.replication_factor = parts, rf
+            continue
+        try:
+            topic = core.create_topic(t.name, parts, rf, {c.name: c.value for c in t.configs if c.value is not None},
+                                      assignments=assignments)
         except TopicError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue

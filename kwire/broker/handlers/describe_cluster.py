@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
+from kwire.broker.handlers._common import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kwire.protocol.registry import ApiKey
@@ -26,9 +26,6 @@ API_KEY = ApiKey.DESCRIBE_CLUSTER
 VERSIONS = (0, 2)
 
 ENDPOINT_TYPE_BROKER = 1  # EndpointType.BROKER (KIP-919); CONTROLLER is 2
-# AclOperation ids valid on the CLUSTER resource: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12 (AclEntry.supportedOperations).
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:

@@ -51,7 +51,10 @@ def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsRes
             if v >= 6:
                 out.append(_error(gid, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", f"Group {gid} not found."))
             else:
-                out.append(_error(gid, ErrorCode.NONE, "Dead"))
+                # A successful lookup (error NONE, state Dead) carries the operations too (KafkaApis).
+                dead = _error(gid, ErrorCode.NONE, "Dead")
+                dead.authorized_operations = ops
+                out.append(dead)
             continue
         out.append(DescribeGroupsResponse_DescribedGroup(
             error_code=ErrorCode.NONE, group_id=gid, group_state=s.state, protocol_type=s.protocol_type,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.fetch_sessions import FetchSessionError, SessionTarget
+from kwire.broker.core.fetch_sessions import FetchSessionError, SessionContext, SessionTarget
 from kwire.broker.handlers._common import epoch_error, leader_error, node_endpoints
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.fetch import FetchRequest, FetchResponse, FetchResponse_PartitionData
@@ -107,6 +107,57 @@ def _changed(pd: PD, t: SessionTarget) -> bool:
                 or pd.last_stable_offset != t.sent_lso or pd.log_start_offset != t.sent_log_start)
 
 
+class FetchPoll:
+    """One fetch's answer: ``ready`` when MinBytes are there (or a partition has an error);
+    ``complete`` builds the response and moves the fetch session on (KIP-227), once."""
+
+    __slots__ = ("ctx", "req", "sctx", "sessions", "committed", "by_id")
+
+    def __init__(self, ctx: RequestContext, req: FetchRequest, sctx: SessionContext, sessions: Any) -> None:
+        self.ctx = ctx
+        self.req = req
+        self.sctx = sctx
+        self.sessions = sessions
+        self.committed = req.isolation_level == READ_COMMITTED
+        self.by_id = ctx.api_version >= 13
+
+    def ready(self) -> bool:
+        budget = self.req.max_bytes
+        total = 0
+        for key, t in self.sctx.targets.items():
+            _, n, err = _read(self.ctx, key, t, max(0, budget - total), self.committed, first=(total == 0))
+            total += n
+            if err or total >= self.req.min_bytes:
+                return True
+        return total >= self.req.min_bytes
+
+    def complete(self, final: bool) -> FetchResponse:
+        ctx, sctx = self.ctx, self.sctx
+        budget = self.req.max_bytes
+        total = 0
+        topics: OrderedDict[str, Any] = OrderedDict()
+        leaders: set[int] = set()
+        for key, t in sctx.targets.items():
+            pd, n, _ = _read(ctx, key, t, max(0, budget - total), self.committed, first=(total == 0))
+            total += n
+            if not sctx.full and not _changed(pd, t):
+                continue
+            t.sent_hw, t.sent_lso, t.sent_log_start = pd.high_watermark, pd.last_stable_offset, pd.log_start_offset
+            if pd.current_leader.leader_id >= 0 and pd.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                leaders.add(pd.current_leader.leader_id)
+            tr = topics.get(key[0])
+            if tr is None:
+                tr = FetchResponse.FetchableTopicResponse(topic="" if self.by_id else key[0],
+                                                          topic_id=t.topic_id if self.by_id else _zero())
+                topics[key[0]] = tr
+            tr.partitions.append(pd)
+        self.sessions.finish(sctx)
+        resp = FetchResponse(session_id=sctx.response_session_id, responses=list(topics.values()))
+        if leaders and ctx.api_version >= 16:
+            resp.node_endpoints = node_endpoints(ctx, leaders, FetchResponse.NodeEndpoint)
+        return resp
+
+
 def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     core = ctx.core
     sessions = core.subsystems["fetch_sessions"]
@@ -115,47 +166,11 @@ def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
         sctx = sessions.begin(req.session_id, req.session_epoch, ctx.conn.conn_id, updates, forgotten)
     except FetchSessionError as exc:
         return FetchResponse(error_code=exc.code, session_id=0)
-    committed = req.isolation_level == READ_COMMITTED
-    by_id = ctx.api_version >= 13
-
-    def build(final: bool) -> FetchResponse | None:
-        budget = req.max_bytes
-        total = 0
-        errors = False
-        results: list[tuple[tuple[str, int], SessionTarget, PD]] = []
-        for key, t in sctx.targets.items():
-            pd, n, err = _read(ctx, key, t, max(0, budget - total), committed, first=(total == 0))
-            total += n
-            errors = errors or err
-            results.append((key, t, pd))
-        if not final and not errors and total < req.min_bytes:
-            return None
-        topics: OrderedDict[str, Any] = OrderedDict()
-        leaders: set[int] = set()
-        for key, t, pd in results:
-            if not sctx.full and not _changed(pd, t):
-                continue
-            t.sent_hw, t.sent_lso, t.sent_log_start = pd.high_watermark, pd.last_stable_offset, pd.log_start_offset
-            if pd.current_leader.leader_id >= 0 and pd.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-                leaders.add(pd.current_leader.leader_id)
-            tr = topics.get(key[0])
-            if tr is None:
-                tr = FetchResponse.FetchableTopicResponse(topic="" if by_id else key[0],
-                                                          topic_id=t.topic_id if by_id else _zero())
-                topics[key[0]] = tr
-            tr.partitions.append(pd)
-        sessions.finish(sctx)
-        resp = FetchResponse(session_id=sctx.response_session_id, responses=list(topics.values()))
-        if leaders and ctx.api_version >= 16:
-            resp.node_endpoints = node_endpoints(ctx, leaders, FetchResponse.NodeEndpoint)
-        return resp
-
-    immediate = build(final=req.max_wait_ms <= 0)
-    if immediate is not None:
-        return immediate
-    reply = ctx.defer()
-    watch = {key for key in sctx.targets}
-    core.park(reply, watch, req.max_wait_ms, build)
+    poll = FetchPoll(ctx, req, sctx, sessions)
+    if req.max_wait_ms <= 0 or poll.ready():
+        return poll.complete(True)
+    # Woken by an append to any partition it reads (the wake key is the session key).
+    core.park(ctx.defer(), sctx.targets, req.max_wait_ms, poll)
     return None
 
 

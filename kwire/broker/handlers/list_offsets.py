@@ -1,17 +1,23 @@
 """ListOffsets — key 2, v1–11.
 
-Behaviour: timestamp -1 latest (the LSO for read_committed), -2 earliest, -3 the offset of
-the largest timestamp (v7+), -4 earliest local (v8+, = earliest here), -5 latest tiered (v9+,
-none here: offset -1); a timestamp ≥ 0 gives the first offset whose batch has a timestamp at
-or after it (offset -1 if none). Not the leader → NOT_LEADER_OR_FOLLOWER; leader epoch
-checks (v4+). Duplicate partitions in one request → INVALID_REQUEST for them.
-Deviations: timestamp search is at batch granularity (as Kafka's time index).
+Behaviour (UnifiedLog.fetchOffsetByTimestamp, Partition/ReplicaManager.fetchOffsetForTimestamp):
+timestamp -1 latest (the LSO for read_committed) with the current leader epoch; -2 earliest
+with the earliest cached epoch when it covers the log start; -3 (v7+) the first record with
+the largest timestamp, with that batch's timestamp and epoch; -4 earliest local (v8+, =
+earliest without remote storage); -5 latest tiered (v9+, none here: offset -1, epoch -1); a
+timestamp ≥ 0 gives the first record (not batch) whose timestamp is at or after it, with its
+own timestamp and its batch's epoch. A found offset at or past the fetchable offset (high
+watermark, or LSO under read_committed) is answered as not found (-1). Not the leader →
+NOT_LEADER_OR_FOLLOWER; leader epoch checks (v4+). Duplicate partitions in one request →
+INVALID_REQUEST for them.
+Deviations: none known.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.core.log import UNDEFINED_EPOCH
 from kwire.broker.handlers._common import epoch_error, leader_error
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.list_offsets import (
@@ -46,25 +52,28 @@ def _one(ctx: RequestContext, topic: str, rp: ListOffsetsRequest_ListOffsetsPart
         return r
     log = p.log
     ts = rp.timestamp
+    # Partition.fetchOffsetForTimestamp: what a client may read (the LSO under read_committed).
+    fetchable = log.last_stable_offset if committed else log.high_watermark
+    epoch = UNDEFINED_EPOCH
     if ts == LATEST:
-        r.offset = log.last_stable_offset if committed else log.high_watermark
+        r.offset, epoch = fetchable, p.leader_epoch
     elif ts in (EARLIEST, EARLIEST_LOCAL):
+        # The earliest cached epoch, when it covers the log start (UnifiedLog.fetchOffsetByTimestamp).
         r.offset = log.log_start_offset
+        if log.epochs and log.epochs[0][1] <= log.log_start_offset:
+            epoch = log.epochs[0][0]
     elif ts == LATEST_TIERED:
-        r.offset = -1
-    elif ts == MAX_TIMESTAMP:
-        found = log.max_timestamp()
-        if found is not None:
-            r.offset, r.timestamp = found
-    elif ts >= 0:
-        hit = log.offset_for_timestamp(ts)
-        if hit is not None:
-            r.offset, r.timestamp = hit
+        r.offset = -1  # no remote storage
+    elif ts == MAX_TIMESTAMP or ts >= 0:
+        found = log.max_timestamp() if ts == MAX_TIMESTAMP else log.offset_for_timestamp(ts)
+        # ReplicaManager.fetchOffset: a record at or past the fetchable offset is not answered.
+        if found is not None and found[0] < fetchable:
+            r.offset, r.timestamp, epoch = found
     else:
         r.error_code = ErrorCode.UNSUPPORTED_VERSION if ts > -10 else ErrorCode.INVALID_REQUEST
         return r
     if ctx.api_version >= 4:
-        r.leader_epoch = p.leader_epoch
+        r.leader_epoch = epoch
     return r
 
 

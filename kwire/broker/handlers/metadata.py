@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import TopicError, validate_topic_name
-from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
-from kwire.broker.handlers.describe_cluster import CLUSTER_OPERATIONS
+from kwire.broker.handlers._common import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
     MetadataResponse_MetadataResponseTopic,
 )
+from kwire.protocol.primitives import ZERO_UUID
 from kwire.protocol.registry import ApiKey
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.METADATA
 VERSIONS = (0, 13)
 
-ALL_TOPIC_OPERATIONS = 0b1111111111000  # READ..DESCRIBE_CONFIGS, ALTER_CONFIGS bits (AclOperation ids 3-12)
 
 
 def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse_MetadataResponseTopic:
@@ -49,7 +48,7 @@ def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse
         ))
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=t.name, topic_id=t.topic_id, is_internal=t.internal, partitions=parts,
-        topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS,
+        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS,
     )
 
 
@@ -60,6 +59,10 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     include_ops = bool(req.include_topic_authorized_operations)
     allow_create = req.allow_auto_topic_creation if v >= 4 else True
     topics: list[MetadataResponse_MetadataResponseTopic] = []
+    if req.topics is not None and v < 12:
+        bad = _ids_before_v12(v, req)
+        if bad is not None:
+            return bad
     if req.topics is None or (v == 0 and not req.topics):
         # v0 has no null: an empty list meant "all topics" there.
         topics = [_topic(ctx, t, include_ops) for t in cluster.topics.values()]
@@ -98,6 +101,20 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
         cluster_authorized_operations=(CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations
                                        else NO_AUTHORIZED_OPERATIONS),
     )
+
+
+def _ids_before_v12(v: int, req: MetadataRequest) -> MetadataResponse | None:
+    """KafkaApis.handleTopicMetadataRequest: before v12 a topic needs a name and no id, else the
+    request fails as a whole with INVALID_REQUEST (MetadataRequest.getErrorResponse: every topic,
+    a null name as "", nothing else filled in)."""
+    assert req.topics is not None
+    if all(rt.name is not None and rt.topic_id == ZERO_UUID for rt in req.topics):
+        return None
+    return MetadataResponse(brokers=[], cluster_id=None, controller_id=-1, topics=[
+        MetadataResponse.MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=rt.name or "",
+                                               topic_id=rt.topic_id, is_internal=False, partitions=[],
+                                               topic_authorized_operations=NO_AUTHORIZED_OPERATIONS)
+        for rt in req.topics], cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS)
 
 
 def error_response(ctx: RequestContext, req: MetadataRequest, code: int) -> MetadataResponse:

@@ -19,6 +19,7 @@ from kwire.broker.core.sasl import (
     scram_credential,
     server_signature,
 )
+from kwire.broker.core.scram_credentials import ScramCredentialStore
 from kwire.protocol.error_codes import ErrorCode
 
 # RFC 7677 §3: SCRAM-SHA-256, user "user", password "pencil".
@@ -138,9 +139,13 @@ def test_plain_server() -> None:
     assert not bad.complete
 
 
+def _authority(config: SaslConfig, rng: random.Random) -> SaslAuthority:
+    return SaslAuthority(config, rng, ScramCredentialStore(config, rng).get)
+
+
 def test_authority_nonces_and_salts_come_from_the_seeded_rng() -> None:
-    a = SaslAuthority(SaslConfig(users={"u": "p"}), random.Random(7))
-    b = SaslAuthority(SaslConfig(users={"u": "p"}), random.Random(7))
+    a = _authority(SaslConfig(users={"u": "p"}), random.Random(7))
+    b = _authority(SaslConfig(users={"u": "p"}), random.Random(7))
     na, nb = [a.nonce(), a.nonce()], [b.nonce(), b.nonce()]
     assert na == nb and na[0] != na[1] and na[0].isalnum()
     ca = a.credential("SCRAM-SHA-512", "u")
@@ -150,8 +155,9 @@ def test_authority_nonces_and_salts_come_from_the_seeded_rng() -> None:
 
 
 def test_authority_enforces_the_minimum_iterations_and_makes_servers() -> None:
-    a = SaslAuthority(SaslConfig(users={"u": "p"}, scram_iterations=10), random.Random(0))
-    assert a.iterations == MIN_SCRAM_ITERATIONS
+    a = _authority(SaslConfig(users={"u": "p"}, scram_iterations=10), random.Random(0))
+    cred = a.credential("SCRAM-SHA-256", "u")
+    assert cred is not None and cred.iterations == MIN_SCRAM_ITERATIONS
     assert isinstance(a.server("PLAIN"), PlainServer)
     assert isinstance(a.server("SCRAM-SHA-256"), ScramServer)
     assert a.enabled("SCRAM-SHA-512") and not a.enabled("GSSAPI")

@@ -174,3 +174,23 @@ def test_list_offsets_earliest_latest_timestamp_and_max() -> None:
     assert lo(-3) == (0, 1, 5000)
     assert lo(2000) == (0, 1, 5000)
     assert lo(6000) == (0, -1, -1)
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_before_v12_naming_a_topic_by_id_is_invalid_request(version: int) -> None:
+    """KafkaApis.handleTopicMetadataRequest: no topic ids before v12 (a null name, or an id):
+    INVALID_REQUEST for every topic (MetadataRequest.getErrorResponse), the connection stays."""
+    import uuid
+
+    core, _ = make_core()
+    t = core.create_topic("t", 1)
+    c = CoreClient(core)
+    by_id = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=None, topic_id=t.topic_id),
+                                    MetadataRequest.MetadataRequestTopic(name="t")])
+    resp = c.send(by_id, version)
+    assert [(x.name, x.error_code, x.partitions) for x in resp.topics] == [
+        ("", ErrorCode.INVALID_REQUEST, []), ("t", ErrorCode.INVALID_REQUEST, [])]
+    both = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t", topic_id=uuid.uuid4())])
+    assert c.send(both, version).topics[0].error_code == ErrorCode.INVALID_REQUEST
+    assert c.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")]), version).topics[0] \
+        .error_code == ErrorCode.NONE

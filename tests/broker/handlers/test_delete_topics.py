@@ -101,3 +101,24 @@ def test_a_deleted_topic_can_be_created_again_with_a_new_id() -> None:
     CoreClient(core).send(by_names("a"), 4)
     new = core.create_topic("a", 3)
     assert new.topic_id != old.topic_id and len(new.partitions) == 3
+
+
+@pytest.mark.parametrize("version", [1, 4])
+def test_a_null_among_the_topic_names_closes_the_connection_and_deletes_nothing(version: int) -> None:
+    """Kafka's parser refuses a null array element before acting: nothing is deleted, the
+    connection closes, and the broker keeps serving (it used to delete ``victim`` first)."""
+    from kwire.protocol import encode_request
+
+    core, _ = make_core()
+    core.create_topic("victim", 1)
+    raw = encode_request(by_names("victim", "kwire-null-probe"), version, correlation_id=7, client_id="t",
+                         size_prefix=False)
+    planted = b"\x11kwire-null-probe" if version >= 4 else b"\x00\x10kwire-null-probe"
+    bad = raw.replace(planted, b"\x00" if version >= 4 else b"\xff\xff")
+    assert bad != raw
+    c = CoreClient(core)
+    out = core.handle(c.conn, bad)
+    assert out.kind == "close" and "non-nullable" in out.reason
+    assert "victim" in core.cluster.topics
+    other = CoreClient(core)
+    assert other.send(MetadataRequest(topics=None), 12).topics[0].name == "victim"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kwire.broker.handlers.describe_cluster import CLUSTER_OPERATIONS
+from kwire.broker.handlers._common import CLUSTER_OPERATIONS
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_cluster import DescribeClusterRequest
 from tests.broker.helpers import CoreClient, make_core

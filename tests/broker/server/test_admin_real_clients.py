@@ -177,6 +177,27 @@ def test_describe_cluster(broker: Broker) -> None:
     assert {"DESCRIBE", "ALTER", "CREATE", "IDEMPOTENT_WRITE"} <= ops
 
 
+def test_manual_replica_assignments_are_honoured_and_described() -> None:
+    """librdkafka creates a topic with replica lists on a 3-broker cluster and describes it back."""
+    with Broker(BrokerConfig(brokers=3, log_connections=False)) as b:
+        a = admin(b)
+        topic = admin_mod.NewTopic("placed", num_partitions=3, replica_assignment=[[3, 1], [2, 3], [1, 2]])
+        assert results(a.create_topics([topic], request_timeout=TIMEOUT_S))["placed"] is None
+        desc = a.describe_topics(ck.TopicCollection(["placed"]), request_timeout=TIMEOUT_S)["placed"].result(TIMEOUT_S)
+        got = [(p.id, p.leader.id, [r.id for r in p.replicas]) for p in sorted(desc.partitions, key=lambda p: p.id)]
+        assert got == [(0, 3, [3, 1]), (1, 2, [2, 3]), (2, 1, [1, 2])]
+
+
+def test_describe_topics_reports_exactly_the_topic_operations(broker: Broker) -> None:
+    """librdkafka decodes the topic's authorized operations: Kafka's topic set, no cluster-only bits."""
+    broker.create_topic("ops", partitions=1)
+    a = admin(broker)
+    req = ck.TopicCollection(["ops"])
+    desc = a.describe_topics(req, include_authorized_operations=True, request_timeout=TIMEOUT_S)["ops"].result(TIMEOUT_S)
+    assert {op.name for op in desc.authorized_operations} == {
+        "READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+
+
 def test_kafka_python_describe_cluster_uses_the_describe_cluster_api(broker: Broker) -> None:
     kafka_admin = pytest.importorskip("kafka.admin")
     broker.start_recording()
@@ -289,6 +310,42 @@ def test_kafka_python_scram_login(sasl_broker: Broker) -> None:
         assert meta.offset == 0
     finally:
         producer.close(timeout=5)
+
+
+def test_scram_users_managed_by_the_admin_client_log_in_and_persist(tmp_path: Path) -> None:
+    """AlterUserScramCredentials through librdkafka: the new user logs in over SCRAM, a deleted
+    credential stops working, and both survive a restart on the same data dir."""
+    data_dir = str(tmp_path / "data")
+    cfg = BrokerConfig(sasl=SaslConfig(users=USERS), data_dir=data_dir, log_connections=False)
+    with Broker(cfg) as b:
+        b.create_topic("secure", 1)
+        a = admin_mod.AdminClient(sasl_conf(b, "SCRAM-SHA-256", "alice", USERS["alice"]))
+        info = admin_mod.ScramCredentialInfo(admin_mod.ScramMechanism.SCRAM_SHA_256, 8192)
+        done = results(a.alter_user_scram_credentials([
+            admin_mod.UserScramCredentialUpsertion("carol", info, b"carol-secret"),
+            admin_mod.UserScramCredentialDeletion("bob", admin_mod.ScramMechanism.SCRAM_SHA_512)]))
+        assert all(v is None for v in done.values()), done
+        desc = results(a.describe_user_scram_credentials(["carol", "bob"]))
+        assert [(i.mechanism, i.iterations) for i in desc["carol"].scram_credential_infos] == [
+            (admin_mod.ScramMechanism.SCRAM_SHA_256, 8192)]
+        assert [i.mechanism for i in desc["bob"].scram_credential_infos] == [admin_mod.ScramMechanism.SCRAM_SHA_256]
+        produce(sasl_conf(b, "SCRAM-SHA-256", "carol", "carol-secret"), "secure", [(0, b"from carol")])
+        port = b.core.cluster.nodes[1].port
+    with Broker(BrokerConfig(sasl=SaslConfig(users=USERS), data_dir=data_dir, port=port,
+                             log_connections=False)) as b:
+        conf = sasl_conf(b, "SCRAM-SHA-256", "carol", "carol-secret")
+        assert consume_all(conf, "secure", 1, 1) == [(0, 0, b"from carol")]
+        a = admin_mod.AdminClient(conf)  # kept: a dropped client destroys its pending futures
+        desc = a.describe_user_scram_credentials().result(TIMEOUT_S)
+        assert sorted(desc) == ["alice", "bob", "carol"]
+        assert [i.mechanism for i in desc["bob"].scram_credential_infos] == [admin_mod.ScramMechanism.SCRAM_SHA_256]
+        errors: list[Any] = []
+        p = ck.Producer({**sasl_conf(b, "SCRAM-SHA-512", "bob", USERS["bob"]), "log_level": 0,
+                         "error_cb": errors.append})
+        deadline = time.monotonic() + TIMEOUT_S
+        while not errors and time.monotonic() < deadline:
+            p.poll(0.2)
+        assert errors and errors[0].code() == ck.KafkaError._AUTHENTICATION
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
