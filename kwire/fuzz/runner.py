@@ -173,8 +173,7 @@ class _Fuzzer:
             self.conn = None
 
     def _parked(self) -> bool:
-        core = self.broker.core
-        return bool(self.broker.call(lambda: core._parked or any(c.busy for c in core.connections.values())))
+        return bool(self.broker.parked_requests())
 
     def _read_answer(self, sock: socket.socket, corr: int, deadline: float, payload: bytes = b"") -> str:
         """'answer', 'closed', 'parked' or 'hang' for the request just sent.
