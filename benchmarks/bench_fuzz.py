@@ -40,6 +40,9 @@ def main() -> None:
         "frames": report.frames,
         "frames_per_s": round(report.frames / report.elapsed_s, 1),
         "summary": report.summary(),
+        # A benchmark that trips the broker must say how: findings are kept in the results.
+        "findings": [{"kind": f.kind, "detail": f.detail, "origin": f.origin, "frame": f.payload.hex()}
+                     for f in report.findings],
     }
     if args.decoders:
         from kwire.fuzz.decoders import run_decoders
@@ -57,6 +60,7 @@ def main() -> None:
              + (" --decoders" if args.decoders else "") + f"` on {result['when']} ({result['machine']}).", "",
              f"* broker fuzzing: {result['frames']} frames in {result['seconds']} s = "
              f"**{result['frames_per_s']} frames/s**; `{result['summary']}`"]
+    lines += [f"  * {f.kind}: {f.detail} ({f.origin})" for f in report.findings]
     if args.decoders:
         lines.append(f"* decoders (atheris, pure-Python codec instrumented): {result['decoder_executions']} "
                      f"executions in {args.seconds:g} s = **{result['decoder_executions_per_s']}/s**")
