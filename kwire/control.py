@@ -26,6 +26,7 @@ from kwire.broker.config import BrokerConfig, SaslConfig
 from kwire.broker.core.broker_core import BrokerCore, Exchange
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.faults import FaultAction, FaultRule
+from kwire.broker.handlers import load_handlers
 from kwire.broker.server import BrokerServer
 from kwire.clock import Clock, ManualClock, SystemClock
 from kwire.errors import KwireError
@@ -48,7 +49,7 @@ class Broker:
         if clock is None:
             clock = ManualClock() if manual_clock else SystemClock()
         self.clock = clock
-        self.core = BrokerCore(self.config, self.clock)
+        self.core = BrokerCore(self.config, self.clock, handlers=load_handlers())
         self.server = BrokerServer(self.config, self.clock, self.core, on_line=on_line)
         self._token: trio.lowlevel.TrioToken | None = None
         self._thread: threading.Thread | None = None
@@ -270,7 +271,7 @@ class Broker:
     def run_retention(self) -> int:
         """Apply retention.ms/retention.bytes now instead of at the next periodic check
         (``log.retention.check.interval.ms``); returns how many log segments were deleted."""
-        return int(self.call(lambda: self.core.subsystems["retention"].run()))
+        return int(self.call(lambda: self.core.subsystems.retention.run()))
 
     # --- time -------------------------------------------------------------------------------
     def advance(self, ms: int) -> int:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
+
+from kwire.broker.core.subsystems import Subsystem
 
 if TYPE_CHECKING:
     from kwire.broker.core.cluster import Topic
@@ -47,7 +49,7 @@ class OffsetStoreStats:
 
 
 @dataclass(slots=True)
-class OffsetStore:
+class OffsetStore(Subsystem):
     """Committed and pending (transactional) offsets of every group on this cluster."""
 
     _committed: dict[str, dict[TopicPartition, CommittedOffset]] = field(default_factory=dict)
@@ -150,4 +152,4 @@ class OffsetStore:
 
 def offset_store(core: Any) -> OffsetStore:
     """The core's offset store (installed by ``subsystems.install``)."""
-    return cast(OffsetStore, core.subsystems["offsets"])
+    return core.subsystems.offsets

@@ -46,20 +46,18 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.cluster import TopicError
 from kwire.broker.core.configs import ResourceType
-from kwire.broker.core.log import AbortedTxn
-from kwire.errors import ConfigError, RecordError, SegmentError
+from kwire.broker.core.log import AppendOrigin
+from kwire.broker.core.subsystems import Subsystem
+from kwire.errors import ConfigError, KafkaError, RecordError, SegmentError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.records import (
     BatchInfo,
-    ControlRecordType,
     RecordBatch,
     SegmentWriter,
     TornTail,
     iter_partition_dir,
     list_segments,
-    parse_control_key,
     partition_dir_name,
 )
 
@@ -91,7 +89,7 @@ def batch_info(batch: RecordBatch) -> BatchInfo:
     )
 
 
-class Storage:
+class Storage(Subsystem):
     """Keeps a core's topics, logs and configs in a data dir and brings them back on start."""
 
     def __init__(self, core: BrokerCore, data_dir: str | os.PathLike[str]) -> None:
@@ -201,21 +199,19 @@ class Storage:
         if not d.is_dir():
             return
         plog = p.log
-        seg_bytes = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.bytes")
-        seg_ms = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.ms")
         reader = iter_partition_dir(d, recover=True)
+        config = self.core.log_config(p.topic)
         try:
             for batch in reader:
                 info = batch_info(batch)
-                if info.base_offset < plog.log_end_offset:
-                    self._report(f"{d}: batch at offset {info.base_offset} overlaps the log end "
-                                 f"{plog.log_end_offset}; skipped")
-                    continue
                 if not plog.batches:
                     plog.log_start_offset = max(plog.log_start_offset, info.base_offset)
-                plog.roll_if_needed(info.size_in_bytes, info.max_timestamp, seg_bytes, seg_ms)
-                plog.load(bytes(batch.buffer), info)
-                self._rebuild_producer_state(p, batch, info)
+                try:
+                    # The one append path rebuilds producer state and the transaction index too.
+                    plog.append(bytearray(batch.buffer), AppendOrigin.RESTORE, now_ms=self.core.clock.now_ms(),
+                                config=config, info=info)
+                except KafkaError as exc:
+                    self._report(f"{d}: {exc}; skipped")
         except (SegmentError, RecordError, OSError) as exc:
             self._report(f"{d}: cannot read further: {exc}; serving what was read")
         for tail in reader.torn_tails:
@@ -226,33 +222,6 @@ class Storage:
                 os.truncate(tail.path, tail.position)
             except OSError as exc:
                 self._report(f"cannot cut the torn tail off {tail.path}: {exc}")
-
-    @staticmethod
-    def _rebuild_producer_state(p: Partition, batch: RecordBatch, info: BatchInfo) -> None:
-        """What Produce (and transaction markers) did when the batch was appended, replayed."""
-        pid = info.producer_id
-        if pid < 0:
-            return
-        plog = p.log
-        if info.is_control:
-            try:
-                _, kind = parse_control_key(next(iter(batch)).key)
-            except (StopIteration, RecordError):
-                return
-            if kind not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                return
-            entry = p.producers.entries.get(pid)
-            first = plog.open_txn_first_offsets.pop(pid, None)
-            if entry is not None:
-                first = entry.txn_first_offset if first is None else first
-                entry.txn_first_offset = None
-                entry.epoch = max(entry.epoch, info.producer_epoch)
-            if kind == ControlRecordType.ABORT and first is not None:
-                plog.aborted_txns.append(AbortedTxn(pid, first, info.last_offset))
-            return
-        entry = p.producers.record(info, info.base_offset, info.max_timestamp)
-        if entry is not None and info.is_transactional:
-            plog.open_txn_first_offsets.setdefault(pid, entry.txn_first_offset or info.base_offset)
 
     # --- metadata ---------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -278,15 +247,11 @@ class Storage:
         groups = {name: dict(v) for (rtype, name), v in overrides.items() if rtype is ResourceType.GROUP and v}
         out: dict[str, Any] = {"version": METADATA_VERSION, "cluster_id": core.cluster.cluster_id, "topics": topics,
                                "broker_configs": broker, "group_configs": groups}
-        ids = core.subsystems.get("producer_ids")
-        if ids is not None:
-            out["next_producer_id"] = ids.next_id
-        offsets = self._offsets_snapshot()
-        if offsets is not None:
-            out["offsets"] = offsets
-        scram = core.subsystems.get("scram_credentials")
-        if scram is not None and scram.snapshot():
-            out["scram_credentials"] = scram.snapshot()
+        out["next_producer_id"] = core.subsystems.producer_ids.next_id
+        out["offsets"] = self._offsets_snapshot()
+        scram = core.subsystems.scram_credentials.snapshot()
+        if scram:
+            out["scram_credentials"] = scram
         return out
 
     def save_metadata(self) -> None:
@@ -328,7 +293,7 @@ class Storage:
         path = self.root / OFFSETS_JOURNAL
         if not path.exists():
             return
-        store = self.core.subsystems.get("offsets")
+        store = self.core.subsystems.offsets
         from kwire.broker.core.offsets import CommittedOffset
 
         try:
@@ -339,7 +304,7 @@ class Storage:
         for n, line in enumerate(lines, 1):
             try:
                 group, topic, partition, fields = json.loads(line)
-                if store is None or topic not in self.core.cluster.topics:
+                if topic not in self.core.cluster.topics:
                     continue
                 if fields is None:
                     store.delete(group, topic, int(partition))
@@ -365,21 +330,15 @@ class Storage:
             return None
         return meta
 
-    def _offsets_snapshot(self) -> dict[str, Any] | None:
-        store = self.core.subsystems.get("offsets")
-        if store is None or not hasattr(store, "groups") or not hasattr(store, "partitions"):
-            return None
+    def _offsets_snapshot(self) -> dict[str, Any]:
+        store = self.core.subsystems.offsets
         out: dict[str, Any] = {}
         for group in store.groups():
             out[group] = [[t, p, dataclasses.asdict(c)] for (t, p), c in store.partitions(group).items()]
         return out
 
     def _restore_offsets(self, saved: dict[str, Any]) -> None:
-        store = self.core.subsystems.get("offsets")
-        if store is None or not hasattr(store, "commit"):
-            if saved:
-                self._report("committed offsets in the data dir, but this broker has no offset store")
-            return
+        store = self.core.subsystems.offsets
         from kwire.broker.core.offsets import CommittedOffset
 
         for group, rows in saved.items():
@@ -402,9 +361,7 @@ class Storage:
             self._report_orphans()
         finally:
             self._restoring = False
-        store = self.core.subsystems.get("offsets")
-        if store is not None and hasattr(store, "on_change"):
-            store.on_change.append(self._journal_offset)
+        self.core.subsystems.offsets.on_change.append(self._journal_offset)
         self.save_metadata()
         if self._last_saved:  # the replayed journal is in the metadata now
             with contextlib.suppress(OSError):
@@ -430,10 +387,9 @@ class Storage:
         self._restore_offsets(meta.get("offsets", {}))
         self._replay_journal()
         self._restore_producer_ids(int(meta.get("next_producer_id", 0)))
-        scram = core.subsystems.get("scram_credentials")
-        if scram is not None and meta.get("scram_credentials"):
+        if meta.get("scram_credentials"):
             try:
-                scram.restore(meta["scram_credentials"])
+                core.subsystems.scram_credentials.restore(meta["scram_credentials"])
             except (KeyError, TypeError, ValueError) as exc:
                 self._report(f"SCRAM credentials unreadable ({exc}); the configured users remain")
 
@@ -443,9 +399,7 @@ class Storage:
         Ids allocated after the last metadata write are unknown after a crash; like the
         controller's id blocks, allocation resumes at the next block boundary past them.
         """
-        ids = self.core.subsystems.get("producer_ids")
-        if ids is None:
-            return
+        ids = self.core.subsystems.producer_ids
         seen = [pid for t in self.core.cluster.topics.values() for p in t.partitions for pid in p.producers.entries]
         floor = max([saved_next, *(pid + 1 for pid in seen)])
         if floor > ids.next_id:
@@ -482,13 +436,13 @@ class Storage:
             try:
                 topic = core.create_topic(name, max(1, len(parts)), rf, configs, internal=bool(t.get("internal")),
                                           topic_id=topic_id)
-            except TopicError as exc:
+            except KafkaError as exc:
                 if exc.code != ErrorCode.INVALID_CONFIG:  # keep the topic, drop its configs
                     raise
                 self._report(f"topic {name!r}: configs not restored ({exc.message})")
                 topic = core.create_topic(name, max(1, len(parts)), rf, None, internal=bool(t.get("internal")),
                                           topic_id=topic_id)
-        except TopicError as exc:
+        except KafkaError as exc:
             self._report(f"topic {name!r} not restored: {exc.message}")
             return
         for p, saved in zip(topic.partitions, parts, strict=False):

@@ -31,12 +31,12 @@ def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdRes
     if req.transactional_id is not None:
         if req.transactional_id == "":
             return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
-        txn = core.subsystems.get("transactions")
+        txn = core.subsystems.transactions
         if txn is None:
             return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                           producer_id=-1, producer_epoch=-1)
         return txn.init_producer_id(ctx, req)  # type: ignore[no-any-return]
-    ids = core.subsystems["producer_ids"]
+    ids = core.subsystems.producer_ids
     if req.producer_id >= 0 and req.producer_epoch < MAX_EPOCH:
         return InitProducerIdResponse(producer_id=req.producer_id, producer_epoch=req.producer_epoch + 1)
     return InitProducerIdResponse(producer_id=ids.allocate(), producer_epoch=0)

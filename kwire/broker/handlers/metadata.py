@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.cluster import TopicError, validate_topic_name
+from kwire.broker.core.cluster import validate_topic_name
 from kwire.broker.handlers._common import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.metadata import (
     MetadataRequest,
@@ -81,7 +82,7 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
             if t is None:
                 try:
                     validate_topic_name(rt.name)
-                except TopicError as exc:
+                except KafkaError as exc:
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=exc.code, name=rt.name, topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                     continue

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import DEFAULT_OFFSET_METADATA_MAX_BYTES, CommittedOffset, offset_store
 from kwire.broker.handlers._common import resolve_topic
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -55,7 +55,7 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitRespons
             coordinator(ctx).validate_offset_commit(
                 req.group_id, req.member_id, req.group_instance_id if v >= 7 else None,
                 req.generation_id_or_member_epoch, v)
-        except GroupError as exc:
+        except KafkaError as exc:
             group_code = exc.code
     store = offset_store(ctx.core)
     now = ctx.now_ms

@@ -11,6 +11,7 @@ import pytest
 
 from kwire.broker.core.broker_core import BrokerCore
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.log import AppendOrigin
 from kwire.broker.core.offsets import CommittedOffset
 from kwire.broker.core.storage import METADATA_FILE, OFFSETS_JOURNAL, Storage
 from kwire.protocol.error_codes import ErrorCode
@@ -18,17 +19,16 @@ from kwire.protocol.messages.fetch import FetchRequest
 from kwire.protocol.messages.produce import ProduceRequest
 from kwire.records import (
     Compression,
-    ControlRecordType,
-    build_control_batch,
     iter_batches,
-    validate_and_assign,
 )
 from tests.broker.helpers import CoreClient, batch, make_core
 
 
 def start(data_dir: Path, **kw: Any) -> tuple[BrokerCore, CoreClient, Storage]:
     core, _ = make_core(data_dir=str(data_dir), **kw)
-    return core, CoreClient(core), core.subsystems["storage"]
+    storage = core.subsystems.storage
+    assert storage is not None
+    return core, CoreClient(core), storage
 
 
 def produce(c: CoreClient, topic: str, records: bytes, partition: int = 0) -> Any:
@@ -189,41 +189,35 @@ def test_cluster_id_is_kept(tmp_path: Path) -> None:
 def test_committed_offsets_survive_a_clean_stop(tmp_path: Path) -> None:
     core, _, _ = start(tmp_path)
     core.create_topic("t", 1)
-    core.subsystems["offsets"].commit("g", "t", 0, CommittedOffset(5, 0, "meta", 123))
+    core.subsystems.offsets.commit("g", "t", 0, CommittedOffset(5, 0, "meta", 123))
     core.close()
     core2, _, _ = start(tmp_path)
-    assert core2.subsystems["offsets"].get("g", "t", 0) == CommittedOffset(5, 0, "meta", 123)
+    assert core2.subsystems.offsets.get("g", "t", 0) == CommittedOffset(5, 0, "meta", 123)
 
 
 def test_open_and_aborted_transactions_are_rebuilt(tmp_path: Path) -> None:
+    """TX-20, TX-21: a restart rebuilds the open transactions (LSO) and the aborted ones, through
+    the same append path the live broker used."""
     core, c, _ = start(tmp_path)
     core.create_topic("t", 1)
     p = core.cluster.topics["t"].partitions[0]
     produce(c, "t", batch([b"plain"]))
-
-    def append(raw: bytes) -> None:
-        buf = bytearray(raw)
-        info = validate_and_assign(buf, p.log.log_end_offset, p.leader_epoch)
-        if not info.is_control:
-            entry = p.producers.record(info, info.base_offset, info.max_timestamp)
-            assert entry is not None
-            p.log.open_txn_first_offsets.setdefault(info.producer_id, info.base_offset)
-        p.log.append(bytes(buf), info)
-
-    append(batch([b"t1", b"t2"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True))
+    txn = batch([b"t1", b"t2"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    p.log.append(bytearray(txn), AppendOrigin.CLIENT, now_ms=core.clock.now_ms(), leader_epoch=p.leader_epoch)
     core.close()
     core2, _, _ = start(tmp_path)
     p2 = core2.cluster.topics["t"].partitions[0]
     assert p2.log.open_txn_first_offsets == {7: 1}
     assert (p2.log.last_stable_offset, p2.log.high_watermark) == (1, 3)
-    p, core = p2, core2
-    append(build_control_batch(ControlRecordType.ABORT, 7, 0, 0))
+    assert p2.producers.entries[7].txn_first_offset == 1
+    p2.log.append_marker(7, 0, False, coordinator_epoch=0, now_ms=core2.clock.now_ms(), transaction_version=1)
     core2.close()
     core3, _, _ = start(tmp_path)
     p3 = core3.cluster.topics["t"].partitions[0]
     assert p3.log.open_txn_first_offsets == {}
     assert [(a.producer_id, a.first_offset, a.last_offset) for a in p3.log.aborted_txns] == [(7, 1, 3)]
     assert p3.log.last_stable_offset == 4
+    assert p3.producers.entries[7].txn_first_offset is None
 
 
 def test_unreadable_metadata_is_reported_not_fatal(tmp_path: Path) -> None:
@@ -247,11 +241,11 @@ def test_write_failure_is_logged_and_the_produce_still_answers(tmp_path: Path, c
 def test_producer_ids_are_not_handed_out_again_after_a_restart(tmp_path: Path) -> None:
     core, c, _ = start(tmp_path)
     core.create_topic("t", 1)
-    pid = core.subsystems["producer_ids"].allocate()
+    pid = core.subsystems.producer_ids.allocate()
     produce(c, "t", batch([b"x"], producer_id=pid, producer_epoch=0, base_sequence=0))
     core.close()
     core2, _, _ = start(tmp_path)
-    fresh = core2.subsystems["producer_ids"].allocate()
+    fresh = core2.subsystems.producer_ids.allocate()
     assert fresh > pid and fresh % 1000 == 0
 
 
@@ -264,7 +258,7 @@ def test_a_topic_that_exists_at_start_gets_its_data_back(tmp_path: Path) -> None
     core2, _ = make_core(seed=5)  # another seed: another id for the topic made at start
     core2.create_topic("__internal", 1)
     storage = Storage(core2, tmp_path)
-    core2.subsystems["storage"] = storage
+    core2.subsystems.storage = storage
     storage.restore()
     assert values(fetch_bytes(CoreClient(core2), "__internal")[1]) == [(0, b"kept")]
     assert any("another id" in p for p in storage.problems)
@@ -274,7 +268,7 @@ def test_committed_offsets_survive_a_crash_right_after_the_commit(tmp_path: Path
     """Each change is in the offsets journal before the OffsetCommit is answered."""
     core, _ = make_core(data_dir=str(tmp_path))
     core.create_topic("t", 2)
-    store = core.subsystems["offsets"]
+    store = core.subsystems.offsets
     store.commit("g", "t", 0, CommittedOffset(9, 0, "m", 1))
     store.commit("g", "t", 1, CommittedOffset(4))
     store.commit("g", "t", 0, CommittedOffset(11))
@@ -283,7 +277,7 @@ def test_committed_offsets_survive_a_crash_right_after_the_commit(tmp_path: Path
     assert store.delete_group("h") == 1
     # No close() and no time passed: as after a crash.
     core2, _, _ = start(tmp_path)
-    store2 = core2.subsystems["offsets"]
+    store2 = core2.subsystems.offsets
     assert store2.get("g", "t", 0) == CommittedOffset(11)
     assert store2.get("g", "t", 1) is None and store2.groups() == ["g"]
     # The replayed journal is folded into the metadata; the periodic rewrite empties it.
@@ -299,9 +293,9 @@ def test_committed_offsets_survive_a_crash_right_after_the_commit(tmp_path: Path
 def test_a_torn_journal_line_is_reported_and_the_lines_before_it_kept(tmp_path: Path) -> None:
     core, _ = make_core(data_dir=str(tmp_path))
     core.create_topic("t", 1)
-    core.subsystems["offsets"].commit("g", "t", 0, CommittedOffset(3))
+    core.subsystems.offsets.commit("g", "t", 0, CommittedOffset(3))
     with open(tmp_path / OFFSETS_JOURNAL, "a") as f:
         f.write('["g", "t", 0, {"offset": 7, "lea')  # the process died mid-write
     core2, _, storage = start(tmp_path)
-    assert core2.subsystems["offsets"].get("g", "t", 0) == CommittedOffset(3)
+    assert core2.subsystems.offsets.get("g", "t", 0) == CommittedOffset(3)
     assert any("line 2 unreadable" in p for p in storage.problems)
