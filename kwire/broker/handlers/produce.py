@@ -7,8 +7,8 @@ or up-converted when ``kwire.legacy.produce.upconvert`` is on); CRC → CORRUPT_
 control batches → INVALID_RECORD; zstd before v7 → UNSUPPORTED_COMPRESSION_TYPE; over
 ``max.message.bytes`` → MESSAGE_TOO_LARGE; producer id/epoch/sequence checks (TX-6..TX-8).
 Offsets and the leader epoch are written into the batch in place (no re-encode);
-LogAppendTime topics get the broker time. acks=0 gets no response; acks outside {-1,0,1}
-→ INVALID_REQUIRED_ACKS.
+LogAppendTime topics get the broker time. acks=0 gets no response, and one that failed for any
+partition closes the connection instead; acks outside {-1,0,1} → INVALID_REQUIRED_ACKS.
 Deviations: acks=all waits for no replica (single-replica storage).
 """
 
@@ -96,6 +96,9 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
     txn = core.subsystems.transactions
     if req.transactional_id is not None and txn is None:
+        if req.acks == 0:
+            _close_unanswered(ctx, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+            return None
         return error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     responses = []
     leaders: set[int] = set()
@@ -133,11 +136,22 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
         responses.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
                                                               partition_responses=parts))
     if req.acks == 0:
+        failed = sorted({ErrorCode(r.error_code).name for t in responses for r in t.partition_responses
+                         if r.error_code})
+        if failed:
+            _close_unanswered(ctx, ", ".join(failed))
         return None
     resp = ProduceResponse(responses=responses)
     if leaders and ctx.api_version >= 10:
         resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
     return resp
+
+
+def _close_unanswered(ctx: RequestContext, errors: str) -> None:
+    """An acks=0 produce that failed: never answered, the connection is closed instead, so the
+    client notices (Kafka: ProduceRequest.getErrorResponse is null for acks=0, and KafkaApis
+    closes the connection when any partition failed)."""
+    ctx.defer().close(f"acks=0 produce failed: {errors}")
 
 
 def error_response(ctx: RequestContext, req: ProduceRequest, code: int) -> ProduceResponse:
