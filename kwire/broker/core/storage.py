@@ -59,9 +59,9 @@ from kwire.records import (
     RecordBatch,
     SegmentWriter,
     TornTail,
-    iter_partition_dir,
     list_segments,
     partition_dir_name,
+    read_segment,
 )
 
 if TYPE_CHECKING:
@@ -216,16 +216,42 @@ class Storage(Subsystem):
                 w.close()
         self._writers.clear()
 
-    def _load_partition(self, p: Partition) -> None:
+    def _load_partition(self, p: Partition, recovery_point: int = 0) -> None:
+        """Load a partition's segments as Kafka's log recovery does.
+
+        Batches below ``recovery_point`` (everything written before the last metadata save) are
+        trusted as written: one that fails its CRC is kept and reported, as Kafka keeps flushed
+        data (a consumer reading it sees the corruption); nothing after it is lost. From the
+        recovery point on, every batch is validated, and the first one that is not whole and
+        valid cuts the log there (LogSegment.recover): the cut bytes and any later segments are
+        kept beside the log as ``*.kwire-cut-<offset>`` files, and the report says what went.
+        """
         d = self.partition_dir(p.topic, p.index)
         if not d.is_dir():
             return
         plog = p.log
-        reader = iter_partition_dir(d, recover=True)
         config = self.core.log_config(p.topic)
-        try:
+        segments = list_segments(d)
+        for n, (_, path) in enumerate(segments):
+            try:
+                reader = read_segment(path, verify_crc=False, recover=True)
+            except SegmentError as exc:
+                self._report(f"{path}: {exc}; not loaded")
+                self._cut(p, segments[n:], None, f"unreadable: {exc}")
+                return
             for batch in reader:
+                position = reader.valid_bytes - batch.size_in_bytes
                 info = batch_info(batch)
+                if batch.last_offset >= recovery_point:
+                    try:
+                        batch.validate()
+                    except RecordError as exc:
+                        self._cut(p, segments[n:], (path, position, info.base_offset), str(exc))
+                        return
+                elif batch.compute_crc() != batch.crc:
+                    self._report(f"{path}: the batch at offsets {info.base_offset}-{info.last_offset} (byte "
+                                 f"{position}) fails its CRC; kept, as it lies below the recovery point "
+                                 f"{recovery_point} (Kafka keeps flushed data; readers will see CORRUPT_MESSAGE)")
                 if not plog.batches:
                     plog.log_start_offset = max(plog.log_start_offset, info.base_offset)
                 try:
@@ -233,17 +259,39 @@ class Storage(Subsystem):
                     plog.append(bytearray(batch.buffer), AppendOrigin.RESTORE, now_ms=self.core.clock.now_ms(),
                                 config=config, info=info)
                 except KafkaError as exc:
-                    self._report(f"{d}: {exc}; skipped")
-        except (SegmentError, RecordError, OSError) as exc:
-            self._report(f"{d}: cannot read further: {exc}; serving what was read")
-        for tail in reader.torn_tails:
-            self.torn_tails.append(tail)
-            self._report(f"torn tail in {tail.path} at byte {tail.position} ({tail.size} bytes): {tail.reason}; "
-                         "cut off, the batches before it are served")
+                    self._report(f"{path}: {exc}; skipped")
+            if reader.torn_tail is not None:
+                tail = reader.torn_tail
+                self.torn_tails.append(tail)
+                self._cut(p, segments[n:], (path, tail.position, plog.log_end_offset), f"of a torn tail: {tail.reason}")
+                return
+
+    def _cut(self, p: Partition, segments: list[tuple[int, Path]], at: tuple[Path, int, int] | None,
+             reason: str) -> None:
+        """Cut the log at ``at`` (file, byte, offset): the rest of that file and every later
+        segment are moved aside, never deleted, and the report names them."""
+        first_cut = 0
+        if at is not None:
+            path, position, offset = at
+            size = path.stat().st_size
+            copy = path.with_name(f"{path.name}.kwire-cut-{offset}")
             try:
-                os.truncate(tail.path, tail.position)
+                with open(path, "rb") as src:
+                    src.seek(position)
+                    copy.write_bytes(src.read())
+                os.truncate(path, position)
+                self._report(f"{path}: cut at byte {position} (offset {offset}) because {reason}; "
+                             f"{size - position} bytes moved to {copy.name}, the batches before it are served")
             except OSError as exc:
-                self._report(f"cannot cut the torn tail off {tail.path}: {exc}")
+                self._report(f"{path}: cannot cut at byte {position}: {exc}")
+            first_cut = 1
+        for _, later in segments[first_cut:]:
+            aside = later.with_name(f"{later.name}.kwire-cut")
+            try:
+                os.replace(later, aside)
+                self._report(f"{later}: follows a cut log; moved to {aside.name}")
+            except OSError as exc:
+                self._report(f"{later}: cannot move aside: {exc}")
 
     # --- metadata ---------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -262,6 +310,8 @@ class Storage(Subsystem):
                     "leader_epoch": p.leader_epoch,
                     "replicas": list(p.replicas),
                     "log_start_offset": p.log.log_start_offset,
+                    # Everything up to here was written and flushed (Kafka's recovery point).
+                    "recovery_point": p.log.log_end_offset,
                     "epochs": [list(e) for e in p.log.epochs],
                 } for p in t.partitions],
             }
@@ -344,13 +394,43 @@ class Storage(Subsystem):
         try:
             meta = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            self._report(f"{path} is unreadable ({exc}); starting without its topics")
+            self._report(f"{path} is unreadable ({exc})")
+            self._set_aside(path)
             return None
         if not isinstance(meta, dict) or meta.get("version") != METADATA_VERSION:
-            self._report(f"{path} has an unknown format (version {meta.get('version') if isinstance(meta, dict) else '?'});"
-                         " starting without its topics")
+            self._report(f"{path} has an unknown format (version {meta.get('version') if isinstance(meta, dict) else '?'})")
+            self._set_aside(path)
             return None
         return meta
+
+    def _set_aside(self, path: Path) -> None:
+        """Keep an unusable file for inspection instead of overwriting it."""
+        aside = path.with_name(f"{path.name}.unreadable-{self.core.clock.now_ms()}")
+        try:
+            os.replace(path, aside)
+            self._report(f"kept as {aside.name}")
+        except OSError as exc:
+            self._report(f"cannot set {path} aside: {exc}")
+
+    def _rebuild_from_partition_dirs(self) -> None:
+        """Without usable metadata, bring the topics back from their partition directories (as
+        Kafka recovers logs from its log dirs), so that no new write is acknowledged at offsets
+        the old segments hold. What only the metadata knew is lost and said so: topic ids (new
+        ones), configs, committed offsets, leader epochs beyond what the batches carry."""
+        found: dict[str, set[int]] = {}
+        for d in sorted(self.root.iterdir()):
+            if not d.is_dir():
+                continue
+            topic, _, idx = d.name.rpartition("-")
+            if topic and idx.isdigit() and list_segments(d):
+                found.setdefault(topic, set()).add(int(idx))
+        if not found:
+            return
+        for name, indexes in sorted(found.items()):
+            count = max(indexes) + 1
+            self._report(f"no metadata: rebuilding topic {name!r} ({count} partitions) from its partition "
+                         "directories; its configs, topic id and committed offsets are lost")
+            self._restore_topic(name, {"id": None, "partitions": [{} for _ in range(count)]}, quiet_id=True)
 
     def _offsets_snapshot(self) -> dict[str, Any]:
         store = self.core.subsystems.offsets
@@ -380,6 +460,8 @@ class Storage(Subsystem):
         try:
             if meta is not None:
                 self._restore_metadata(meta)
+            else:
+                self._rebuild_from_partition_dirs()
             self._report_orphans()
         finally:
             self._restoring = False
@@ -433,7 +515,7 @@ class Storage(Subsystem):
         except ConfigError as exc:
             self._report(f"{rtype.name.lower()} config {key}={value!r} not restored: {exc}")
 
-    def _restore_topic(self, name: str, t: dict[str, Any]) -> None:
+    def _restore_topic(self, name: str, t: dict[str, Any], *, quiet_id: bool = False) -> None:
         core = self.core
         parts = t.get("partitions", [])
         rf = max((len(p.get("replicas", [])) for p in parts), default=1)
@@ -441,9 +523,10 @@ class Storage(Subsystem):
         configs = t.get("configs", {})
         try:
             topic_id = uuid.UUID(t["id"])
-        except (KeyError, ValueError):
+        except (KeyError, TypeError, ValueError):
             topic_id = None
-            self._report(f"topic {name!r}: no valid topic id saved; a new one is assigned")
+            if not quiet_id:
+                self._report(f"topic {name!r}: no valid topic id saved; a new one is assigned")
         existing = core.cluster.topics.get(name)
         if existing is not None:
             # Created while the core started (an internal topic): keep it, bring its data back.
@@ -478,7 +561,7 @@ class Storage(Subsystem):
         leader = int(saved.get("leader", p.leader_id))
         if leader in nodes:
             p.leader_id = leader
-        self._load_partition(p)
+        self._load_partition(p, int(saved.get("recovery_point", 0)))
         plog = p.log
         # Epoch history: what the batches said, merged with what was saved (leader moves that
         # wrote no batch are known only from the file); the earliest start per epoch wins.

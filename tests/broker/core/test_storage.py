@@ -106,7 +106,9 @@ def test_torn_tail_is_reported_and_the_rest_is_served(tmp_path: Path) -> None:
     assert values(fetch_bytes(c3, "t")[1]) == [(0, b"a"), (1, b"b"), (2, b"d")]
 
 
-def test_a_corrupt_last_batch_is_a_torn_tail_too(tmp_path: Path) -> None:
+def test_a_corrupt_batch_after_the_recovery_point_is_cut_and_kept_aside(tmp_path: Path) -> None:
+    """LogSegment.recover: past the recovery point (written since the last metadata save, as after
+    a crash) the first invalid batch cuts the log; here the cut bytes are kept beside it."""
     core, c, _ = start(tmp_path)
     core.create_topic("t", 1)
     produce(c, "t", batch([b"a"]))
@@ -115,9 +117,63 @@ def test_a_corrupt_last_batch_is_a_torn_tail_too(tmp_path: Path) -> None:
     raw = bytearray(seg.read_bytes())
     raw[-1] ^= 0xFF  # flip a record byte: the CRC no longer matches
     seg.write_bytes(bytes(raw))
-    _, c2, storage = start(tmp_path)
-    assert len(storage.torn_tails) == 1
+    _, c2, storage = start(tmp_path)  # no close(): the recovery point is still 0
     assert values(fetch_bytes(c2, "t")[1]) == [(0, b"a")]
+    assert any("cut at byte" in p and "CRC" in p for p in storage.problems)
+    cut = tmp_path / "t-0" / "00000000000000000000.log.kwire-cut-1"
+    assert cut.read_bytes() == bytes(raw[len(raw) - cut.stat().st_size:])
+
+
+def test_a_flipped_byte_below_the_recovery_point_loses_nothing_after_it(tmp_path: Path) -> None:
+    """Issue 12.6: a flipped byte in acknowledged, flushed data used to cut everything after it
+    (and new writes reused those offsets). As Kafka keeps flushed data, the corrupt batch stays
+    (reported), every later batch is served, and new writes continue after the log end."""
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    for v in (b"a", b"b", b"c"):
+        produce(c, "t", batch([v]))
+    core.close()  # the metadata save records the recovery point (3)
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    raw = bytearray(seg.read_bytes())
+    second = len(raw) // 3
+    raw[second + second // 2] ^= 0xFF  # inside the second batch's records
+    seg.write_bytes(bytes(raw))
+    core2, c2, storage = start(tmp_path)
+    assert any("fails its CRC; kept" in p for p in storage.problems)
+    plog = core2.cluster.topics["t"].partitions[0].log
+    assert [b.base_offset for b in plog.batches] == [0, 1, 2] and plog.log_end_offset == 3
+    assert produce(c2, "t", batch([b"d"])).base_offset == 3  # no offset is reused
+    assert not list((tmp_path / "t-0").glob("*.kwire-cut*"))
+
+
+def test_a_lost_metadata_file_is_rebuilt_from_the_partition_dirs(tmp_path: Path) -> None:
+    """Issue 12.5: without kwire-metadata.json the topics come back from their partition
+    directories, so a new write is never acknowledged at offsets the old segments hold."""
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 2)
+    produce(c, "t", batch([b"a", b"b"]), partition=1)
+    core.close()
+    (tmp_path / METADATA_FILE).unlink()
+    core2, c2, storage = start(tmp_path)
+    assert any("rebuilding topic 't' (2 partitions)" in p for p in storage.problems)
+    assert produce(c2, "t", batch([b"c"]), partition=1).base_offset == 2
+    assert values(fetch_bytes(c2, "t", partition=1)[1]) == [(0, b"a"), (1, b"b"), (2, b"c")]
+    core2.close()
+    _, c3, _ = start(tmp_path)
+    assert values(fetch_bytes(c3, "t", partition=1)[1]) == [(0, b"a"), (1, b"b"), (2, b"c")]
+
+
+def test_a_torn_metadata_file_is_set_aside_and_the_topics_rebuilt(tmp_path: Path) -> None:
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    produce(c, "t", batch([b"a"]))
+    core.close()
+    meta = tmp_path / METADATA_FILE
+    meta.write_text(meta.read_text()[:40])  # the write was torn
+    core2, c2, storage = start(tmp_path)
+    assert any("unreadable" in p for p in storage.problems)
+    assert list(tmp_path.glob(f"{METADATA_FILE}.unreadable-*"))
+    assert produce(c2, "t", batch([b"b"])).base_offset == 1
 
 
 def test_idempotent_duplicate_after_restart_is_recognised(tmp_path: Path) -> None:
