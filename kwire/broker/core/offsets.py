@@ -61,9 +61,11 @@ class OffsetStore(Subsystem):
 
     # --- committed ----------------------------------------------------------------------------
     def commit(self, group_id: str, topic: str, partition: int, committed: CommittedOffset) -> None:
-        self._committed.setdefault(group_id, {})[(topic, partition)] = committed
+        """Store a commit; the listeners (the data dir's journal) hear it first and may refuse it
+        with KafkaError, and then nothing is stored."""
         for fn in self.on_change:
             fn(group_id, topic, partition, committed)
+        self._committed.setdefault(group_id, {})[(topic, partition)] = committed
 
     def _removed(self, group_id: str, tps: Iterable[TopicPartition]) -> None:
         for fn in self.on_change:

@@ -358,8 +358,11 @@ class Storage(Subsystem):
             self._journal.write(line + "\n")
             self._journal.flush()
         except OSError as exc:
-            # The commit is in memory and answered; it will not survive a crash (a clean stop saves it).
+            # Never acknowledge a commit that is not written: Kafka's coordinator answers a failed
+            # __consumer_offsets append (KAFKA_STORAGE_ERROR) with NOT_COORDINATOR.
             log.error("data dir %s: cannot append to %s: %s", self.root, OFFSETS_JOURNAL, exc)
+            self._journal = None
+            raise KafkaError(ErrorCode.NOT_COORDINATOR, f"cannot write the offsets journal: {exc}") from None
 
     def _replay_journal(self) -> None:
         path = self.root / OFFSETS_JOURNAL

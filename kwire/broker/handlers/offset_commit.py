@@ -74,10 +74,13 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitRespons
             elif rp.committed_metadata is not None and len(rp.committed_metadata) > DEFAULT_OFFSET_METADATA_MAX_BYTES:
                 code = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                store.commit(req.group_id, t.name, rp.partition_index, CommittedOffset(
-                    rp.committed_offset, rp.committed_leader_epoch if v >= 6 else -1,
-                    rp.committed_metadata or "", now))
-                code = ErrorCode.NONE
+                try:
+                    store.commit(req.group_id, t.name, rp.partition_index, CommittedOffset(
+                        rp.committed_offset, rp.committed_leader_epoch if v >= 6 else -1,
+                        rp.committed_metadata or "", now))
+                    code = ErrorCode.NONE
+                except KafkaError as exc:  # not persisted: never acknowledged
+                    code = exc.code
             parts.append(_Partition(partition_index=rp.partition_index, error_code=code))
         topics.append(_Topic(name=rt.name, topic_id=rt.topic_id, partitions=parts))
     return OffsetCommitResponse(topics=topics)

@@ -380,3 +380,22 @@ def test_a_torn_journal_line_is_reported_and_the_lines_before_it_kept(tmp_path: 
     core2, _, storage = start(tmp_path)
     assert core2.subsystems.offsets.get("g", "t", 0) == CommittedOffset(3)
     assert any("line 2 unreadable" in p for p in storage.problems)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="permissions")
+def test_an_offset_commit_that_cannot_be_journalled_is_not_acknowledged(tmp_path: Path) -> None:
+    """GroupMetadataManager answers a failed __consumer_offsets append (KAFKA_STORAGE_ERROR)
+    with NOT_COORDINATOR; the commit is not kept, so nothing acknowledged is lost on a crash."""
+    from kwire.protocol.messages.offset_commit import OffsetCommitRequest
+
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    (tmp_path / OFFSETS_JOURNAL).mkdir()  # the journal cannot be opened for appending
+    req = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=5)])])
+    assert c.send(req, 8).topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
+    assert core.subsystems.offsets.get("g", "t", 0) is None
+    (tmp_path / OFFSETS_JOURNAL).rmdir()
+    assert c.send(req, 8).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert core.subsystems.offsets.get("g", "t", 0).offset == 5  # type: ignore[union-attr]
