@@ -146,6 +146,41 @@ def test_a_flipped_byte_below_the_recovery_point_loses_nothing_after_it(tmp_path
     assert not list((tmp_path / "t-0").glob("*.kwire-cut*"))
 
 
+def test_a_zero_filled_tail_is_cut_and_named_as_such(tmp_path: Path) -> None:
+    """A preallocated or never-flushed tail reads as zeros: cut, reported as a zero-filled tail,
+    and the batches before it served; appends continue at the log end."""
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    produce(c, "t", batch([b"a"]))
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    with open(seg, "ab") as f:
+        f.write(b"\0" * 4096)
+    core2, c2, storage = start(tmp_path)
+    assert any("zero-filled tail" in p for p in storage.problems)
+    assert values(fetch_bytes(c2, "t")[1]) == [(0, b"a")]
+    assert produce(c2, "t", batch([b"b"])).base_offset == 1
+    assert seg.stat().st_size < 4096
+
+
+def test_a_batch_with_a_bad_length_cuts_the_log_there_keeping_the_rest_aside(tmp_path: Path) -> None:
+    """A corrupt length field cannot be skipped over (Kafka cannot either): past the recovery
+    point the log is cut at that batch, and the bytes from it on are kept in a cut file."""
+    core, c, _ = start(tmp_path)
+    core.create_topic("t", 1)
+    for v in (b"a", b"b", b"c"):
+        produce(c, "t", batch([v]))
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    raw = bytearray(seg.read_bytes())
+    size = len(raw) // 3
+    raw[size + 8: size + 12] = (10**9).to_bytes(4, "big")  # the second batch claims a gigabyte
+    seg.write_bytes(bytes(raw))
+    _, c2, storage = start(tmp_path)  # no close: everything is past the recovery point
+    assert values(fetch_bytes(c2, "t")[1]) == [(0, b"a")]
+    cut = tmp_path / "t-0" / "00000000000000000000.log.kwire-cut-1"
+    assert cut.read_bytes() == bytes(raw[size:])
+    assert any("cut at byte" in p for p in storage.problems)
+
+
 def test_a_lost_metadata_file_is_rebuilt_from_the_partition_dirs(tmp_path: Path) -> None:
     """Issue 12.5: without kwire-metadata.json the topics come back from their partition
     directories, so a new write is never acknowledged at offsets the old segments hold."""
