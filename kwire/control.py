@@ -30,11 +30,16 @@ from kwire.broker.handlers import load_handlers
 from kwire.broker.server import BrokerServer
 from kwire.clock import Clock, ManualClock, SystemClock
 from kwire.errors import KwireError
+from kwire.protocol.registry import resolve_api_key, resolve_error_code
 
 __all__ = ["Broker", "BrokerConfig", "SaslConfig", "FaultAction"]
 
 T = TypeVar("T")
 
+
+
+def _api(api_key: int | str | None) -> int | None:
+    return None if api_key is None else resolve_api_key(api_key)
 
 class BrokerNotRunning(KwireError):
     """A control call on a broker that is not running."""
@@ -182,32 +187,40 @@ class Broker:
         self.call(run)
 
     # --- faults -----------------------------------------------------------------------------
-    def inject_error(self, *, api_key: int | None = None, error_code: int, times: int | None = 1,
+    def inject_error(self, *, api_key: int | str | None = None, error_code: int | str, times: int | None = 1,
                      broker_id: int | None = None, topic: str | None = None, partition: int | None = None,
                      when: Callable[[Any], bool] | None = None) -> int:
-        """Answer matching requests (or one partition of them) with ``error_code``."""
-        rule = FaultRule(FaultAction.ERROR, api_key=api_key, broker_id=broker_id, error_code=error_code,
+        """Answer matching requests (or one partition of them) with ``error_code``.
+
+        ``api_key`` and ``error_code`` take numbers, ``ApiKey``/``ErrorCode`` members or names
+        (``api_key="Produce"``, ``error_code="NOT_LEADER_OR_FOLLOWER"``); anything that names no
+        API or error raises UnknownApiKeyError / UnknownErrorCodeError at once.
+        """
+        rule = FaultRule(FaultAction.ERROR, api_key=_api(api_key), broker_id=broker_id,
+                         error_code=resolve_error_code(error_code),
                          times=times, topic=topic, partition=partition, when=when)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def add_latency(self, delay_ms: int, *, api_key: int | None = None, times: int | None = None,
+    def add_latency(self, delay_ms: int, *, api_key: int | str | None = None, times: int | None = None,
                     broker_id: int | None = None) -> int:
-        rule = FaultRule(FaultAction.LATENCY, api_key=api_key, broker_id=broker_id, delay_ms=delay_ms, times=times)
+        rule = FaultRule(FaultAction.LATENCY, api_key=_api(api_key), broker_id=broker_id, delay_ms=delay_ms, times=times)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def swallow(self, *, api_key: int | None = None, times: int | None = 1, broker_id: int | None = None) -> int:
-        rule = FaultRule(FaultAction.SWALLOW, api_key=api_key, broker_id=broker_id, times=times)
+    def swallow(self, *, api_key: int | str | None = None, times: int | None = 1,
+                broker_id: int | None = None) -> int:
+        rule = FaultRule(FaultAction.SWALLOW, api_key=_api(api_key), broker_id=broker_id, times=times)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def close_on(self, *, api_key: int | None = None, times: int | None = 1, broker_id: int | None = None) -> int:
+    def close_on(self, *, api_key: int | str | None = None, times: int | None = 1,
+                 broker_id: int | None = None) -> int:
         """Close the connection instead of answering the next matching request(s)."""
-        rule = FaultRule(FaultAction.CLOSE, api_key=api_key, broker_id=broker_id, times=times)
+        rule = FaultRule(FaultAction.CLOSE, api_key=_api(api_key), broker_id=broker_id, times=times)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def hook(self, fn: Callable[[Any, Any], Any], *, api_key: int | None = None, times: int | None = None,
+    def hook(self, fn: Callable[[Any, Any], Any], *, api_key: int | str | None = None, times: int | None = None,
              broker_id: int | None = None) -> int:
         """Call ``fn(request, context)``; a non-None return is sent as the response."""
-        rule = FaultRule(FaultAction.HOOK, api_key=api_key, broker_id=broker_id, times=times, hook=fn)
+        rule = FaultRule(FaultAction.HOOK, api_key=_api(api_key), broker_id=broker_id, times=times, hook=fn)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
     def remove_fault(self, rule_id: int) -> None:
@@ -219,8 +232,10 @@ class Broker:
     def close_connections(self, broker_id: int | None = None) -> int:
         return self.call(lambda: self.server.close_connections(broker_id))
 
-    def cap_api_version(self, api_key: int, max_version: int | None) -> None:
+    def cap_api_version(self, api_key: int | str, max_version: int | None) -> None:
         """Advertise at most ``max_version`` of an API (simulate an older broker); None lifts the cap."""
+        api_key = resolve_api_key(api_key)
+
         def run() -> None:
             if max_version is None:
                 self.core.version_caps.pop(api_key, None)

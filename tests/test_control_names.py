@@ -1,0 +1,57 @@
+"""Fault injection takes API and error names as well as numbers and enums; anything it cannot
+match is refused at once (it used to be accepted and never fire)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kwire.control import Broker, BrokerConfig
+from kwire.errors import UnknownApiKeyError, UnknownErrorCodeError
+from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.messages.produce import ProduceRequest
+from kwire.protocol.registry import ApiKey, resolve_api_key, resolve_error_code
+from tests.broker.helpers import batch
+
+
+@pytest.mark.parametrize("value", [0, ApiKey.PRODUCE, "Produce", "PRODUCE", "produce", " pro-duce "])
+def test_api_keys_resolve_from_numbers_enums_and_names(value: object) -> None:
+    assert resolve_api_key(value) == 0  # type: ignore[arg-type]
+
+
+def test_share_and_multiword_names() -> None:
+    assert resolve_api_key("ShareFetch") == resolve_api_key("share_fetch") == 78
+    assert resolve_error_code("not_leader_or_follower") == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+@pytest.mark.parametrize("value", ["Produc", 9999, -7, 1.5, True])
+def test_unknown_api_keys_are_refused(value: object) -> None:
+    with pytest.raises(UnknownApiKeyError):
+        resolve_api_key(value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["NOT_A_CODE", 123456, None])
+def test_unknown_error_codes_are_refused(value: object) -> None:
+    with pytest.raises(UnknownErrorCodeError):
+        resolve_error_code(value)  # type: ignore[arg-type]
+
+
+def test_inject_error_by_names_fires_and_bad_names_are_refused() -> None:
+    from kwire.protocol import decode_response, encode_request
+    from tests.broker.server.test_wire_edge_cases import Raw
+
+    with Broker(BrokerConfig(log_connections=False)) as b:
+        b.create_topic("t", 1)
+        b.inject_error(api_key="Produce", error_code="NOT_LEADER_OR_FOLLOWER", topic="t", partition=0)
+        with pytest.raises(UnknownApiKeyError, match="Produc"):
+            b.inject_error(api_key="Produc", error_code="NOT_LEADER_OR_FOLLOWER")
+        with pytest.raises(UnknownErrorCodeError):
+            b.inject_error(api_key="Produce", error_code="NOT_LEADER")
+        r = Raw(b)
+        req = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch([b"v"]))])])
+        codes = []
+        for corr in (1, 2):
+            r.send(encode_request(req, 9, correlation_id=corr))
+            codes.append(decode_response(r.recv_frame(), 0, 9).body.responses[0].partition_responses[0].error_code)
+        assert codes == [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE]  # fired once (times=1)
+        r.close()
