@@ -38,6 +38,18 @@ T = TypeVar("T")
 
 
 
+
+def _cause(exc: BaseException) -> str:
+    """The innermost reason of a start-up failure, in one line (trio wraps errors in groups)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_cause(e) for e in exc.exceptions)
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and text.startswith("[Errno"):
+        text = text.split("] ", 1)[-1]  # "[Errno 98] ..." -> the sentence itself
+    return text
+
 def _api(api_key: int | str | None) -> int | None:
     return None if api_key is None else resolve_api_key(api_key)
 
@@ -75,7 +87,8 @@ class Broker:
         if not self._started.wait(timeout):
             raise BrokerNotRunning("the broker did not start in time")
         if self._error is not None:
-            raise BrokerNotRunning(f"the broker failed to start: {self._error}") from self._error
+            where = f"{self.config.host}:{self.config.port}" if self.config.port else self.config.host
+            raise BrokerNotRunning(f"the broker failed to start on {where}: {_cause(self._error)}") from self._error
         return self
 
     def _run(self) -> None:

@@ -55,3 +55,22 @@ def test_inject_error_by_names_fires_and_bad_names_are_refused() -> None:
             codes.append(decode_response(r.recv_frame(), 0, 9).body.responses[0].partition_responses[0].error_code)
         assert codes == [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE]  # fired once (times=1)
         r.close()
+
+
+def test_a_busy_port_is_the_one_line_cause_in_python_and_the_cli() -> None:
+    """A start-up failure names its cause (it used to say "Exceptions from Trio nursery")."""
+    import subprocess
+    import sys
+
+    from kwire.control import BrokerNotRunning
+
+    with Broker(BrokerConfig(log_connections=False)) as b:
+        port = int(b.bootstrap.rsplit(":", 1)[1])
+        with pytest.raises(BrokerNotRunning, match="(?i)address already in use") as exc:
+            Broker(BrokerConfig(port=port, log_connections=False)).start()
+        assert "nursery" not in str(exc.value) and str(port) in str(exc.value)
+        out = subprocess.run([sys.executable, "-m", "kwire", "broker", "--port", str(port)], capture_output=True,
+                             text=True, timeout=60, check=False)
+        assert out.returncode == 2
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "address already in use" in lines[0].lower() and "nursery" not in lines[0], lines
