@@ -175,6 +175,68 @@ class Broker:
             if time.monotonic() >= end:
                 raise TimeoutError(f"broker condition not reached within {timeout} s")
 
+    def _wait(self, what: str, check: Callable[[BrokerCore], tuple[bool, str]], timeout: float) -> None:
+        """wait_until with a failure message naming what was expected and what was last seen."""
+        seen: list[str] = [""]
+
+        def predicate(core: BrokerCore) -> bool:
+            ok, seen[0] = check(core)
+            return ok
+
+        try:
+            self.wait_until(predicate, timeout)
+        except TimeoutError:
+            raise TimeoutError(f"waited {timeout} s for {what}; last seen: {seen[0]}") from None
+
+    def wait_for_request(self, api_key: int | str, *, count: int = 1, timeout: float = 30.0) -> None:
+        """Until ``count`` requests of ``api_key`` (number, ``ApiKey`` or name) have arrived in all."""
+        key = resolve_api_key(api_key)
+
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            n = core.stats.per_api.get(key, 0)
+            return n >= count, f"{n} such request(s)"
+
+        self._wait(f"{count} request(s) of api key {key}", check, timeout)
+
+    def wait_for_parked(self, api_key: int | str | None = None, *, count: int = 1, timeout: float = 30.0) -> None:
+        """Until ``count`` requests (of ``api_key``, or of any API) are waiting for their answer:
+        a long poll, a JoinGroup or SyncGroup, a request held by a latency fault."""
+        key = None if api_key is None else resolve_api_key(api_key)
+
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            keys = core.unanswered_api_keys()
+            n = len(keys) if key is None else keys.count(key)
+            return n >= count, f"{n} parked (api keys {sorted(keys)})"
+
+        self._wait(f"{count} parked request(s)" + (f" of api key {key}" if key is not None else ""), check, timeout)
+
+    def wait_for_group(self, group_id: str, *, state: str | None = None, members: int | None = None,
+                       timeout: float = 30.0) -> None:
+        """Until the group exists and is in ``state`` (e.g. "Stable", any case) and/or has
+        ``members`` members."""
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            g = core.subsystems.groups.groups.get(group_id)
+            if g is None:
+                return False, "no such group"
+            stats = g.statistics()
+            ok = (state is None or g.state_name.lower() == state.lower()) and (
+                members is None or stats.members == members)
+            return ok, f"state {g.state_name}, {stats.members} member(s)"
+
+        want = ", ".join(x for x in (f"state {state}" if state else "",
+                                     f"{members} member(s)" if members is not None else "") if x)
+        self._wait(f"group {group_id!r} with {want or 'existence'}", check, timeout)
+
+    def wait_for_offset(self, topic: str, partition: int, offset: int, *, timeout: float = 30.0) -> None:
+        """Until the partition's log end offset reaches ``offset``."""
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            p = core.cluster.partition(topic, partition)
+            if p is None:
+                return False, "no such partition"
+            return p.log.log_end_offset >= offset, f"log end offset {p.log.log_end_offset}"
+
+        self._wait(f"{topic}-{partition} to reach offset {offset}", check, timeout)
+
     def parked_requests(self) -> int:
         """How many requests are waiting for their answer (long polls, group joins and syncs,
         injected latency or swallowed requests)."""

@@ -74,3 +74,40 @@ def test_a_busy_port_is_the_one_line_cause_in_python_and_the_cli() -> None:
         assert out.returncode == 2
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "address already in use" in lines[0].lower() and "nursery" not in lines[0], lines
+
+
+def test_waiting_helpers_for_requests_parks_groups_and_offsets() -> None:
+    """A real consumer group: wait for its JoinGroup to park, for the group to be Stable with one
+    member, for produced records to reach an offset; a timeout names what it saw."""
+    import threading
+
+    ck = pytest.importorskip("confluent_kafka")
+    with Broker(BrokerConfig(log_connections=False, settings={"group.initial.rebalance.delay.ms": "0"})) as b:
+        b.create_topic("t", 1)
+        p = ck.Producer({"bootstrap.servers": b.bootstrap, "log_level": 0})
+        for i in range(3):
+            p.produce("t", b"v%d" % i, partition=0)
+        assert p.flush(20) == 0
+        b.wait_for_offset("t", 0, 3, timeout=10)
+        b.wait_for_request("Produce", timeout=10)
+        c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g", "auto.offset.reset": "earliest",
+                         "log_level": 0})
+        c.subscribe(["t"])
+        stop = threading.Event()
+        t = threading.Thread(target=lambda: [c.poll(0.1) for _ in iter(stop.is_set, True)], daemon=True)
+        t.start()
+        try:
+            b.wait_for_group("g", state="stable", members=1, timeout=30)
+            b.wait_for_request("JoinGroup", timeout=5)
+            with pytest.raises(TimeoutError, match="state Stable, 1 member"):
+                b.wait_for_group("g", members=2, timeout=0.5)
+            with pytest.raises(TimeoutError, match="log end offset 3"):
+                b.wait_for_offset("t", 0, 10, timeout=0.5)
+        finally:
+            stop.set()
+            t.join(10)
+            c.close()
+        b.add_latency(60_000, api_key="Metadata")
+        threading.Thread(target=lambda: ck.Producer({"bootstrap.servers": b.bootstrap, "log_level": 0})
+                         .list_topics(timeout=3), daemon=True).start()
+        b.wait_for_parked("Metadata", timeout=10)

@@ -522,6 +522,10 @@ class BrokerCore:
         """Requests whose answer is deferred and not sent yet (long polls, joins, latency faults)."""
         return len(self._unanswered)
 
+    def unanswered_api_keys(self) -> list[int]:
+        """The api key of each unanswered request."""
+        return [r.api_key for r in self._unanswered]
+
     # --- long polls -------------------------------------------------------------------------
     def park(self, reply: Reply, keys: Iterable[Hashable], wait_ms: int, poll: LongPoll) -> Parked:
         """Hold ``reply`` until a wake-up on one of ``keys`` finds ``poll`` ready, or ``wait_ms``."""
