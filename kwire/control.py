@@ -237,6 +237,62 @@ class Broker:
 
         self._wait(f"{topic}-{partition} to reach offset {offset}", check, timeout)
 
+    # --- inspection -------------------------------------------------------------------------
+    def topics(self) -> dict[str, list[dict[str, Any]]]:
+        """Every topic's partitions: leader, replicas, log start/end, high watermark, LSO."""
+        def run() -> dict[str, list[dict[str, Any]]]:
+            return {t.name: [{"partition": p.index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
+                              "replicas": list(p.replicas), "log_start_offset": p.log.log_start_offset,
+                              "log_end_offset": p.log.log_end_offset, "high_watermark": p.log.high_watermark,
+                              "last_stable_offset": p.log.last_stable_offset} for p in t.partitions]
+                    for t in sorted(self.core.cluster.topics.values(), key=lambda t: t.name)}
+        return self._peek(run)
+
+    def describe_group(self, group_id: str) -> dict[str, Any] | None:
+        """A group's type, state, members (with assignments) and committed offsets; None if absent."""
+        def run() -> dict[str, Any] | None:
+            table = self.core.subsystems.groups
+            g = table.get(group_id)
+            if g is None:
+                return None
+            from kwire.cluster_info import consumer_assignment
+
+            members: dict[str, Any] = {}
+            by_id = self.core.cluster.topics_by_id
+            for mid, m in getattr(g, "members", {}).items():
+                if hasattr(m, "assigned"):  # KIP-848: topic id -> partitions
+                    assignment: Any = {(by_id[t].name if t in by_id else str(t)): sorted(ps)
+                                       for t, ps in m.assigned.items()}
+                elif g.protocol_type == "consumer":  # classic: the consumer protocol's bytes
+                    assignment = consumer_assignment(bytes(m.assignment))
+                else:
+                    assignment = bytes(getattr(m, "assignment", b"")).hex()
+                members[mid] = {"client_id": getattr(m, "client_id", ""), "assignment": assignment}
+            offsets = {f"{t}-{p}": c.offset for (t, p), c in self.core.subsystems.offsets.partitions(group_id).items()}
+            return {"group_id": group_id, "type": g.group_type, "state": g.state_name,
+                    "protocol_type": g.protocol_type, "members": members, "committed": offsets}
+        return self._peek(run)
+
+    def read(self, topic: str, partition: int, offset: int = 0, max_records: int = 1000) -> list[Any]:
+        """Records of a partition from ``offset``, decoded (``kwire.records.Record``: offset,
+        timestamp, key, value, headers); control records are left out."""
+        from kwire.records import RecordBatch
+
+        def run() -> list[bytes]:
+            p = self.core.cluster.partition(topic, partition)
+            if p is None:
+                raise KwireError(f"{topic}-{partition} does not exist")
+            return [bytes(b.data) for b in p.log.batches if b.last_offset >= offset and not b.is_control]
+
+        out: list[Any] = []
+        for data in self._peek(run):
+            for r in RecordBatch(data):
+                if r.offset >= offset:
+                    out.append(r)
+                    if len(out) >= max_records:
+                        return out
+        return out
+
     def parked_requests(self) -> int:
         """How many requests are waiting for their answer (long polls, group joins and syncs,
         injected latency or swallowed requests)."""

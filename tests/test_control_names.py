@@ -111,3 +111,38 @@ def test_waiting_helpers_for_requests_parks_groups_and_offsets() -> None:
         threading.Thread(target=lambda: ck.Producer({"bootstrap.servers": b.bootstrap, "log_level": 0})
                          .list_topics(timeout=3), daemon=True).start()
         b.wait_for_parked("Metadata", timeout=10)
+
+
+def test_inspection_topics_groups_and_records_from_python() -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    import time
+
+    with Broker(BrokerConfig(log_connections=False, settings={"group.initial.rebalance.delay.ms": "0"})) as b:
+        b.create_topic("t", 2)
+        p = ck.Producer({"bootstrap.servers": b.bootstrap, "log_level": 0})
+        p.produce("t", b"v0", key=b"k", partition=1, headers=[("h", b"x")])
+        p.produce("t", b"v1", partition=1)
+        assert p.flush(20) == 0
+        assert [(q["partition"], q["log_end_offset"]) for q in b.topics()["t"]] == [(0, 0), (1, 2)]
+        recs = b.read("t", 1)
+        assert [(r.offset, r.key, r.value, r.headers) for r in recs] == [(0, b"k", b"v0", [("h", b"x")]),
+                                                                         (1, None, b"v1", [])]
+        assert [r.offset for r in b.read("t", 1, offset=1)] == [1]
+        c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "log_level": 0})
+        c.subscribe(["t"])
+        deadline = time.monotonic() + 20
+        got = None
+        while got is None and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got = m
+        assert got is not None
+        c.commit(got, asynchronous=False)
+        d = b.describe_group("g")
+        assert d is not None and (d["type"], d["state"]) == ("classic", "Stable")
+        (member,) = d["members"].values()
+        assert member["assignment"] == {"t": [0, 1]}
+        assert d["committed"] == {f"t-{got.partition()}": got.offset() + 1}
+        assert b.describe_group("nope") is None
+        c.close()
