@@ -450,8 +450,9 @@ class SharePartition:
         # 2. New records from the log (AQ-1), under the lock limit (AQ-2).
         room = cfg.partition_max_record_locks - self.in_flight_count()
         if budget > 0 and room > 0:
-            out.extend(self._acquire_new(member_id, min(budget, room), budget, batch_size, record_limit,
-                                         deadline, cfg))
+            # AQ-2 is a hard cap; MaxRecords is one only in record-limit mode (AQ-3).
+            hard = min(budget, room) if record_limit else room
+            out.extend(self._acquire_new(member_id, hard, budget, batch_size, record_limit, deadline, cfg))
         out.sort(key=lambda r: r.first_offset)
         return out
 
