@@ -12,6 +12,7 @@ CreateTopics report, so the two cannot disagree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
@@ -65,6 +66,11 @@ class ConfigDef:
     # precedence order (LogConfig's TopicConfigSynonyms); each must be a broker ConfigDef.
     synonyms: tuple[str, ...] = ()
     doc: str = ""
+    max_value: int | None = None
+    # a group config bounded by broker configs (min key, max key), checked when set (section 1.10)
+    bounds: tuple[str, str] | None = None
+    # a check beyond type/choices/range (share.auto.offset.reset's by_duration:<ISO-8601>, ST-6)
+    check: Callable[[str], None] | None = None
 
     @property
     def type_id(self) -> int:
@@ -85,6 +91,8 @@ class ConfigDef:
                 raise ConfigError(f"{self.name}: {value!r} is not an integer") from None
             if self.min_value is not None and n < self.min_value:
                 raise ConfigError(f"{self.name}: {n} is below the minimum {self.min_value}")
+            if self.max_value is not None and n > self.max_value:
+                raise ConfigError(f"{self.name}: {n} is above the maximum {self.max_value}")
         elif self.type == "boolean":
             if value.lower() not in ("true", "false"):
                 raise ConfigError(f"{self.name}: {value!r} is not true/false")
@@ -99,6 +107,8 @@ class ConfigDef:
             for item in items:
                 if item.strip() not in self.choices:
                     raise ConfigError(f"{self.name}: {item!r} is not one of {', '.join(self.choices)}")
+        if self.check is not None:
+            self.check(value)
         return value
 
 
@@ -202,10 +212,34 @@ BROKER_CONFIGS = _defs(
     ConfigDef("min.insync.replicas", "1", "int", min_value=1),
     ConfigDef("log.message.timestamp.type", "CreateTime", "string", ("CreateTime", "LogAppendTime")),
     ConfigDef("unstable.api.versions.enable", "false", "boolean"),
-    ConfigDef("share.version", "1", "int", min_value=0),
+    ConfigDef("share.version", "2", "int", min_value=0, max_value=2),  # SG-1: 2 = share groups + DLQ
+    # share groups (broker-semantics 1.10)
+    ConfigDef("group.share.record.lock.duration.ms", "30000", "int", min_value=1000, max_value=3600000),
+    ConfigDef("group.share.min.record.lock.duration.ms", "15000", "int", min_value=1000, max_value=30000),
+    ConfigDef("group.share.max.record.lock.duration.ms", "60000", "int", min_value=30000, max_value=3600000),
+    ConfigDef("group.share.delivery.count.limit", "5", "int", min_value=2, max_value=10),
+    ConfigDef("group.share.min.delivery.count.limit", "2", "int", min_value=2, max_value=5),
+    ConfigDef("group.share.max.delivery.count.limit", "10", "int", min_value=5, max_value=25),
+    ConfigDef("group.share.partition.max.record.locks", "2000", "int", min_value=100, max_value=10000),
+    ConfigDef("group.share.min.partition.max.record.locks", "100", "int", min_value=100, max_value=10000),
+    ConfigDef("group.share.max.partition.max.record.locks", "4000", "int", min_value=100, max_value=10000),
+    ConfigDef("group.share.max.share.sessions", "2000", "int", min_value=1),
+    ConfigDef("group.share.max.size", "200", "int", min_value=1, max_value=1000),
+    ConfigDef("group.share.session.timeout.ms", "45000", "int", min_value=1),
+    ConfigDef("group.share.min.session.timeout.ms", "45000", "int", min_value=1),
+    ConfigDef("group.share.max.session.timeout.ms", "60000", "int", min_value=1),
+    ConfigDef("group.share.heartbeat.interval.ms", "5000", "int", min_value=1),
+    ConfigDef("group.share.min.heartbeat.interval.ms", "5000", "int", min_value=1),
+    ConfigDef("group.share.max.heartbeat.interval.ms", "15000", "int", min_value=1),
     ConfigDef("transaction.version", "2", "int", min_value=0),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
+
+def _check_auto_offset_reset(value: str) -> None:
+    from kwire.broker.core.share_config import check_auto_offset_reset
+
+    check_auto_offset_reset(value)
+
 
 GROUP_CONFIGS = _defs(
     ConfigDef("consumer.session.timeout.ms", "45000", "int", min_value=1,
@@ -215,19 +249,26 @@ GROUP_CONFIGS = _defs(
               synonyms=("group.consumer.heartbeat.interval.ms",),
               doc="The heartbeat interval of the group's consumer-protocol members."),
     ConfigDef("share.session.timeout.ms", "45000", "int", min_value=1,
+              bounds=("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
               doc="The session timeout of the share group's members."),
     ConfigDef("share.heartbeat.interval.ms", "5000", "int", min_value=1,
+              bounds=("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
               doc="The heartbeat interval of the share group's members."),
     ConfigDef("share.record.lock.duration.ms", "30000", "int", min_value=1000,
+              bounds=("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
               doc="How long a share consumer holds a record it fetched."),
     ConfigDef("share.delivery.count.limit", "5", "int", min_value=2,
+              bounds=("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
               doc="How often a record is delivered before it is archived."),
     ConfigDef("share.partition.max.record.locks", "2000", "int", min_value=100,
+              bounds=("group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"),
               doc="The most records one share partition holds locked at once."),
-    ConfigDef("share.auto.offset.reset", "latest", "string", ("latest", "earliest", "by_duration"),
+    ConfigDef("share.auto.offset.reset", "latest", "string", check=_check_auto_offset_reset,
               doc="Where a share group starts without a start offset: latest, earliest or by_duration."),
     ConfigDef("share.isolation.level", "read_uncommitted", "string", ("read_uncommitted", "read_committed"),
               doc="Whether a share group reads uncommitted or only committed transactional records."),
+    ConfigDef("share.renew.acknowledge.enable", "true", "boolean",  # RN-6
+              doc="Whether the group's members may renew acquisition locks (KIP-1222)."),
     ConfigDef("errors.deadletterqueue.topic.name", "", "string",
               doc="The topic that records a share group gives up on are copied to."),
     ConfigDef("errors.deadletterqueue.copy.record.enable", "false", "boolean",
@@ -296,6 +337,7 @@ class ConfigStore:
         if d.read_only and not static:
             raise ConfigError(f"{key} is read-only")
         value = d.validate(value)
+        self._check_bounds(d, value)
         over = self.overrides.setdefault((rtype, name), {})
         if value is None:
             over.pop(key, None)
@@ -313,7 +355,16 @@ class ConfigStore:
             if d.read_only:
                 raise ConfigError(f"{k} is read-only")
             checked[k] = d.validate(v)
+            self._check_bounds(d, checked[k])
         self.overrides[(rtype, name)] = {k: v for k, v in checked.items() if v is not None}
+
+    def _check_bounds(self, d: ConfigDef, value: str | None) -> None:
+        """A group override must lie within the broker's min/max for it (GroupConfig.validate)."""
+        if d.bounds is None or value is None:
+            return
+        lo, hi = (self.get_int(ResourceType.BROKER, "", k) for k in d.bounds)
+        if not lo <= int(value) <= hi:
+            raise ConfigError(f"{d.name}: {value} is outside [{lo}, {hi}] ({d.bounds[0]}, {d.bounds[1]})")
 
     def get(self, rtype: ResourceType, name: str, key: str) -> str | None:
         """The value in force: the head of ``synonyms`` (written out: it is on every append's path)."""

@@ -38,7 +38,7 @@ SUPPORTED_FEATURES = (
     ("kraft.version", 0, 1),
     ("group.version", 0, 1),
     ("transaction.version", 0, 2),
-    ("share.version", 0, 1),
+    ("share.version", 0, 2),
 )
 
 
