@@ -28,7 +28,7 @@ from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.faults import FaultAction, FaultRule
 from kwire.broker.handlers import load_handlers
 from kwire.broker.server import BrokerServer
-from kwire.clock import Clock, ManualClock, SystemClock
+from kwire.clock import Clock, JumpClock, ManualClock, SystemClock
 from kwire.errors import KwireError
 from kwire.protocol.registry import resolve_api_key, resolve_error_code
 
@@ -293,6 +293,27 @@ class Broker:
                         return out
         return out
 
+    def produce(self, topic: str, values: list[bytes | None], *, partition: int = 0,
+                keys: list[bytes | None] | None = None) -> int:
+        """Append one batch of records to a partition as a client's Produce would (its leader's
+        log, the topic's configs, wake-ups for waiting fetches); returns the base offset."""
+        from kwire.broker.core.log import AppendOrigin
+        from kwire.records import BatchBuilder
+
+        def run() -> int:
+            p = self.core.cluster.partition(topic, partition)
+            if p is None:
+                raise KwireError(f"{topic}-{partition} does not exist")
+            now = self.core.clock.now_ms()
+            b = BatchBuilder()
+            for i, v in enumerate(values):
+                b.append(v, keys[i] if keys else None, timestamp_ms=now)
+            res = p.log.append(bytearray(b.build()), AppendOrigin.CLIENT, now_ms=now,
+                               leader_epoch=p.leader_epoch, config=self.core.log_config(topic))
+            return res.base_offset
+
+        return int(self.call(run))
+
     def parked_requests(self) -> int:
         """How many requests are waiting for their answer (long polls, group joins and syncs,
         injected latency or swallowed requests)."""
@@ -427,8 +448,8 @@ class Broker:
         if they fall due within ``ms`` (a 10 ms periodic timer fires 3 times in ``advance(35)``).
         Answers those timers complete are sent when the call returns. Returns the new time.
         """
-        if not isinstance(self.clock, ManualClock):
-            raise KwireError("advance() needs a broker started with manual_clock=True")
+        if not isinstance(self.clock, ManualClock | JumpClock):
+            raise KwireError("advance() needs a broker started with manual_clock=True or clock=JumpClock()")
         return self.call(lambda: self.core.advance(ms))
 
     # --- recording --------------------------------------------------------------------------

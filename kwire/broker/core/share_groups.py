@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from kwire.broker.core._group_common import GroupStats
 from kwire.broker.core.share_config import ShareConfig
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -193,8 +194,17 @@ class ShareGroup:
             return ShareGroupState.DEAD
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
+    @property
     def state_name(self) -> str:
         return self.state.value
+
+    @property
+    def protocol_type(self) -> str:
+        return "share"  # ListGroups' ProtocolType of a share group
+
+    def statistics(self) -> GroupStats:
+        return GroupStats(self.group_id, self.group_type, self.state_name, self.group_epoch, len(self.members),
+                          sum(1 for m in self.members.values() if m.member_epoch != self.assignment_epoch))
 
     def member_ids(self) -> list[str]:
         return sorted(self.members)
@@ -216,7 +226,7 @@ class ShareGroup:
 
     def describe(self) -> ShareGroupDescription:
         return ShareGroupDescription(
-            self.group_id, self.state_name(), self.group_epoch, self.assignment_epoch, SIMPLE_ASSIGNOR,
+            self.group_id, self.state_name, self.group_epoch, self.assignment_epoch, SIMPLE_ASSIGNOR,
             tuple(ShareMemberDescription(m.member_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                                          m.subscribed_topic_names, dict(m.assignment))
                   for m in sorted(self.members.values(), key=lambda m: m.member_id)),

@@ -33,6 +33,7 @@ Theory of operation
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from enum import Enum, IntEnum
@@ -403,9 +404,11 @@ class SharePartition:
 
     # --- acquisition --------------------------------------------------------------------------
     def acquire(self, member_id: str, max_records: int, *, batch_size: int | None = None,
-                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED) -> list[AcquiredRecords]:
+                mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED,
+                max_bytes: int | None = None) -> list[AcquiredRecords]:
         """Acquire records for ``member_id`` (AQ-1..AQ-5, AQ-9, ST-9); at most ``max_records`` in
-        record-limit mode, whole in-flight and log batches in batch-optimized mode.
+        record-limit mode, whole in-flight and log batches in batch-optimized mode. New records
+        are read from the log up to ``max_bytes`` of whole batches, but always one (KIP-74, AQ-7).
 
         Returns the acquired ranges with their delivery counts, in offset order; the caller serves
         the log batches that hold them.
@@ -452,19 +455,28 @@ class SharePartition:
         if budget > 0 and room > 0:
             # AQ-2 is a hard cap; MaxRecords is one only in record-limit mode (AQ-3).
             hard = min(budget, room) if record_limit else room
-            out.extend(self._acquire_new(member_id, hard, budget, batch_size, record_limit, deadline, cfg))
+            out.extend(self._acquire_new(member_id, hard, budget, batch_size, record_limit, deadline, cfg,
+                                         max_bytes))
         out.sort(key=lambda r: r.first_offset)
         return out
 
     def _acquire_new(self, member_id: str, hard: int, soft: int, batch_size: int | None, record_limit: bool,
-                     deadline: int, cfg: ShareConfig) -> list[AcquiredRecords]:
+                     deadline: int, cfg: ShareConfig, max_bytes: int | None) -> list[AcquiredRecords]:
         log = self.log
         read_committed = cfg.isolation_level is IsolationLevel.READ_COMMITTED
         upto = log.last_stable_offset if read_committed else log.high_watermark  # AQ-9
         start = self._next_new
         if start >= upto:
             return []
-        batches = [b for b in log.batches if b.last_offset >= start and b.base_offset < upto]
+        all_batches = log.batches
+        i = bisect.bisect_left(all_batches, start, key=lambda b: b.last_offset)
+        batches = []
+        for b in itertools.islice(all_batches, i, None):
+            if b.base_offset >= upto:
+                break
+            batches.append(b)
+            if b.last_offset >= start + max(hard, soft):
+                break  # it holds every cap position below; later batches are never looked at
         if not batches:
             return []
         # AQ-3: the soft cap ends on the log batch holding the cap position; the hard caps
@@ -472,10 +484,14 @@ class SharePartition:
         cap = start + (hard if record_limit else soft) - 1
         last = start - 1
         cuts: list[int] = []  # last offsets of log batches (where BatchSize may cut, AQ-4)
+        size = 0
         for b in batches:
             b_last = min(b.last_offset, upto - 1)
             if b.base_offset > cap and last >= start:
                 break
+            size += len(b.data)
+            if max_bytes is not None and size > max_bytes and last >= start:
+                break  # AQ-7: MaxBytes, but always the first batch
             last = b_last
             cuts.append(b_last)
             if b_last >= cap:
@@ -867,6 +883,12 @@ class SharePartition:
                 else self.log.high_watermark)
         return self._next_new < upto
 
+    def close(self) -> None:
+        """Cancel every lock timer (the partition, its topic or its group is going away)."""
+        for first in self._firsts:
+            for _, rec in self._batches[first].recs():
+                self._unlock(rec)
+
     def record_state(self, offset: int) -> tuple[RecordState, int, str | None] | None:
         """(state, delivery count, holder) of an in-flight offset, None when not in flight."""
         b = self._batch_at_or_before(offset)
@@ -937,8 +959,18 @@ class SharePartitions:
             targets = [sp for sp in (self._parts.get((group_id, t, p)) for t, p in partitions) if sp is not None]
         return sum(sp.release_member(member_id) for sp in targets)
 
+    def of_topic(self, topic: str) -> list[SharePartition]:
+        return [sp for (_, t, _), sp in self._parts.items() if t == topic]
+
+    def all(self) -> list[SharePartition]:
+        return list(self._parts.values())
+
     def drop_topic(self, topic: str) -> None:
         for key in [k for k in self._parts if k[1] == topic]:
+            del self._parts[key]
+
+    def drop_group(self, group_id: str) -> None:
+        for key in [k for k in self._parts if k[0] == group_id]:
             del self._parts[key]
 
     def __len__(self) -> int:

@@ -14,8 +14,9 @@ install order:
 Handlers reach a subsystem by attribute (``core.subsystems.fetch_sessions``), never by a
 string. SASL (``BrokerConfig.sasl``) and persistence (``BrokerConfig.data_dir``) are optional;
 storage comes last so that restoring the data dir reaches every other subsystem's hooks.
-``transactions``, ``share_groups`` and ``share_sessions`` are the slots the transaction and
-share-group coordinators fill when they exist (None until then).
+``share_groups`` (the share coordinator) and ``share_sessions`` (its session cache) are always
+installed; share.version gates them per request. ``transactions`` is the transaction
+coordinator's slot.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.retention import LogRetention
     from kwire.broker.core.sasl import SaslAuthority
     from kwire.broker.core.scram_credentials import ScramCredentialStore
+    from kwire.broker.core.share_coordinator import ShareCoordinator, ShareSessions
     from kwire.broker.core.storage import Storage
     from kwire.records.batch import BatchInfo
 
@@ -100,10 +102,9 @@ class Subsystems:
         self.scram_credentials = scram_credentials  # with or without SASL: the SCRAM credential APIs
         self.sasl: SaslAuthority | None = None
         self.transactions: TransactionCoordinator | None = None
-        # The share-group coordinator and the share-session cache (KIP-932): their issue narrows
-        # these to its own classes.
-        self.share_groups: SubsystemHooks | None = None
-        self.share_sessions: SubsystemHooks | None = None
+        # The share-group coordinator and its share-session cache (KIP-932).
+        self.share_groups: ShareCoordinator | None = None
+        self.share_sessions: ShareSessions | None = None
         # Subsystems without a slot of their own (a test's listener, an embedding's plug-in).
         self.extra: list[SubsystemHooks] = []
         self.storage: Storage | None = None
@@ -140,6 +141,10 @@ def install(core: BrokerCore) -> Subsystems:
     subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupTable(core),
                       LogRetention(core), ScramCredentialStore(core.config.sasl, core.rng))
     core.subsystems = subs
+    from kwire.broker.core.share_coordinator import ShareCoordinator
+
+    subs.share_groups = ShareCoordinator(core, subs.groups)
+    subs.share_sessions = subs.share_groups.sessions
     if core.config.sasl is not None:
         from kwire.broker.core.sasl import SaslAuthority
 

@@ -51,6 +51,10 @@ HANDLER_MODULES = (
     "describe_topic_partitions",
     "consumer_group_heartbeat",
     "consumer_group_describe",
+    "share_group_heartbeat",
+    "share_group_describe",
+    "share_fetch",
+    "share_acknowledge",
 )
 
 

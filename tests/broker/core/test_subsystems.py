@@ -16,6 +16,7 @@ from kwire.broker.core.producer_ids import ProducerIdManager
 from kwire.broker.core.retention import LogRetention
 from kwire.broker.core.sasl import SaslAuthority
 from kwire.broker.core.scram_credentials import ScramCredentialStore
+from kwire.broker.core.share_coordinator import ShareCoordinator
 from kwire.broker.core.storage import Storage
 from kwire.broker.core.subsystems import Subsystem
 from tests.broker.helpers import make_core
@@ -58,7 +59,8 @@ def test_each_subsystem_has_its_typed_attribute() -> None:
     assert isinstance(subs.retention, LogRetention)
     assert isinstance(subs.scram_credentials, ScramCredentialStore)  # the SCRAM APIs work without SASL too
     assert subs.sasl is None and subs.storage is None
-    assert subs.transactions is None and subs.share_groups is None and subs.share_sessions is None
+    assert isinstance(subs.share_groups, ShareCoordinator) and subs.share_sessions is subs.share_groups.sessions
+    assert subs.transactions is None
     assert all(isinstance(s, Subsystem) for s in subs.installed())
 
 
