@@ -314,6 +314,61 @@ class Broker:
 
         return int(self.call(run))
 
+    # --- share groups -----------------------------------------------------------------------
+    def share_state(self, group_id: str, topic: str, partition: int) -> dict[str, Any] | None:
+        """A share partition as the broker holds it: the start and end offsets (SPSO, SPEO) and each
+        in-flight offset's state, delivery count, holder and lock deadline; None before the group
+        first fetched the partition."""
+
+        def run() -> dict[str, Any] | None:
+            sp = self._share().partitions.get(group_id, topic, partition)
+            if sp is None:
+                return None
+            st = sp.statistics()
+            return {"start_offset": st.start_offset, "end_offset": st.end_offset,
+                    "in_flight_records": st.in_flight_records,
+                    "offsets": [{"offset": o.offset, "state": o.state.name, "delivery_count": o.delivery_count,
+                                 "member_id": o.member_id, "lock_deadline_ms": o.lock_deadline_ms}
+                                for o in st.offsets]}
+
+        return self._peek(run)
+
+    def describe_share_group(self, group_id: str) -> dict[str, Any] | None:
+        """A share group's state, epochs and members with their assignments; None if absent."""
+
+        def run() -> dict[str, Any] | None:
+            g = self._share().groups.get(group_id)
+            if g is None:
+                return None
+            d = g.describe()
+            return {"state": d.group_state, "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
+                    "members": {m.member_id: {"member_epoch": m.member_epoch, "client_id": m.client_id,
+                                              "subscribed": list(m.subscribed_topic_names),
+                                              "assignment": {t: sorted(ps) for t, ps in m.assignment.items()}}
+                                for m in d.members}}
+
+        return self._peek(run)
+
+    def expire_locks(self, group_id: str, topic: str, partition: int, offsets: list[int] | None = None) -> int:
+        """Fault injection: the acquisition locks of ``offsets`` (every held one if None) expire
+        now, as if their time had run out (AQ-12); returns how many records were released."""
+
+        def run() -> int:
+            sp = self._share().partitions.get(group_id, topic, partition)
+            return 0 if sp is None else sp.expire_now(offsets)
+
+        return int(self.call(run))
+
+    def fence_share_member(self, group_id: str, member_id: str) -> bool:
+        """Fault injection: remove a share-group member now, as a session timeout would: its share
+        session ends and its records are released; its next heartbeat gets UNKNOWN_MEMBER_ID."""
+        return bool(self.call(lambda: self._share().fence_member(group_id, member_id)))
+
+    def _share(self) -> Any:
+        from kwire.broker.core.share_coordinator import share_coordinator
+
+        return share_coordinator(self.core)
+
     def parked_requests(self) -> int:
         """How many requests are waiting for their answer (long polls, group joins and syncs,
         injected latency or swallowed requests)."""
