@@ -125,3 +125,78 @@ class JavaShareConsumer:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+JS_DRIVER = Path(__file__).parent / "js" / "share_driver.cjs"
+
+
+class KafkatsShareConsumer:
+    """@kafkats/client's ShareConsumer (ShareFetch/ShareAcknowledge v2) in node: each delivered
+    record waits in its handler for the test's verdict (renew, ack, release, reject)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        import os
+
+        from kwire.conformance.paths import node_modules_dir
+
+        node = shutil.which("node")
+        modules = node_modules_dir()
+        if node is None or not (modules / "@kafkats" / "client" / "package.json").is_file():
+            pytest.skip("node or @kafkats/client is not installed (tools/install_clients.sh js)")
+        self.proc = subprocess.Popen([node, str(JS_DRIVER), bootstrap, group, topic], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                     env={**os.environ, "KWIRE_NODE_MODULES": str(modules)})
+        self.lines: Queue[str | None] = Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def expect(self, prefix: str, timeout_s: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                got = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except Empty:
+                raise AssertionError(f"no {prefix!r} line in {timeout_s}s; output: {self.seen[-20:]}") from None
+            if got is None:
+                raise AssertionError(f"node exited waiting for {prefix!r}; output: {self.seen[-20:]}")
+            self.seen.append(got)
+            if got.startswith(prefix):
+                return got
+            if got.startswith(("fatal", "error")):
+                raise AssertionError(got)
+
+    def next_record(self) -> Delivered:
+        _, p, o, n, v = self.expect("rec ").split(" ", 4)
+        return Delivered(int(p), int(o), int(n), v)
+
+    def verdict(self, action: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(action + "\n")
+        self.proc.stdin.flush()
+        self.expect(f"done {action}")
+
+    def lock_timeout_ms(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("lock\n")
+        self.proc.stdin.flush()
+        return int(self.expect("lock ").split()[1])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.expect("closed", timeout_s=30)
+            finally:
+                self.kill()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
