@@ -173,8 +173,8 @@ class ShareClient:
             forgotten_topics_data=[ShareFetchRequest_ForgottenTopic(topic_id=self.topic_id(t), partitions=ps)
                                    for t, ps in (forgotten or {}).items()])
         resp = self.c.send(req, version)
-        if resp is not None:
-            self._advance(resp.error_code, epoch)
+        # A parked fetch moved the session on already (its answer comes later, see CoreClient.deferred).
+        self._advance(0 if resp is None else resp.error_code, epoch)
         return resp
 
     def _advance(self, code: int, epoch: int | None) -> None:
