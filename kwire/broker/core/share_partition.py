@@ -601,7 +601,9 @@ class SharePartition:
                 AK-11, RN-5, RN-6); the partition is then unchanged.
         """
         validate_ack_batches(batches, version=version, is_renew_ack=is_renew_ack)
-        self.initialize()
+        if not self.initialized:  # AK-13: nothing was ever fetched here, so nothing can be acknowledged
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"no share state for {self.topic}-{self.partition} in group {self.group_id}")
         cfg = self._config()
         steps = self._plan(member_id, batches, cfg)
         self._commit(steps, cfg)
