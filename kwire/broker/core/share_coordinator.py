@@ -172,6 +172,38 @@ class ShareCoordinator(Subsystem):
             sp.close()
         self.partitions.drop_group(group_id)
 
+    # --- share-group offsets (the admin APIs) ----------------------------------------------------
+    def group_for_offsets(self, group_id: str, *, create: bool) -> ShareGroup:
+        """The share group an offsets request is about.
+
+        Raises:
+            KafkaError: GROUP_ID_NOT_FOUND (absent and not ``create``, or another type's id).
+        """
+        if self._other_group_type(group_id) is not None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        g = self.groups.get(group_id)
+        if g is None:
+            if not create:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            g = self.groups.groups[group_id] = ShareGroup(group_id)
+            self.heartbeat_accepted(group_id)
+        return g
+
+    def alter_start_offset(self, group_id: str, topic: str, partition: int, start_offset: int) -> None:
+        """AlterShareGroupOffsets for one partition (the group must be empty, checked by the caller)."""
+        sp = self.partitions.get(group_id, topic, partition)
+        if sp is None:
+            sp = self.partitions.create(group_id, topic, partition)
+        sp.reset(start_offset)
+
+    def delete_offsets(self, group_id: str, topic: str) -> None:
+        """DeleteShareGroupOffsets for a topic: its share state goes; the next fetch starts from
+        ``share.auto.offset.reset`` again."""
+        for sp in self.partitions.of_topic(topic):
+            if sp.group_id == group_id:
+                sp.close()
+                self.partitions.remove(group_id, topic, sp.partition)
+
     def fence_member(self, group_id: str, member_id: str) -> bool:
         """Fault injection: the member is removed now, as if its session had timed out."""
         return self.groups.remove_member(group_id, member_id)

@@ -885,6 +885,21 @@ class SharePartition:
                 else self.log.high_watermark)
         return self._next_new < upto
 
+    def reset(self, start_offset: int) -> None:
+        """AlterShareGroupOffsets: forget every in-flight record and start again at ``start_offset``
+        (never below the log start)."""
+        self.close()
+        self._firsts.clear()
+        self._batches.clear()
+        self.spso = self._next_new = max(start_offset, self.log.log_start_offset)
+        self.initialized = True
+
+    def lag(self) -> int:
+        """Records from the start offset to the high watermark not yet finished (DescribeShareGroupOffsets v1)."""
+        finished = sum(1 for first in self._firsts for off, r in self._batches[first].recs()
+                       if off >= self.spso and r.state in TERMINAL)
+        return max(0, self.log.high_watermark - self.spso - finished)
+
     def close(self) -> None:
         """Cancel every lock timer (the partition, its topic or its group is going away)."""
         for first in self._firsts:
@@ -948,6 +963,14 @@ class SharePartitions:
 
     def get(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
         return self._parts.get((group_id, topic, partition))
+
+    def create(self, group_id: str, topic: str, partition: int) -> SharePartition:
+        """A share partition that is not initialised yet (AlterShareGroupOffsets, restore)."""
+        sp = self._parts[(group_id, topic, partition)] = self._make(group_id, topic, partition)
+        return sp
+
+    def remove(self, group_id: str, topic: str, partition: int) -> None:
+        self._parts.pop((group_id, topic, partition), None)
 
     def of_group(self, group_id: str) -> list[SharePartition]:
         return [sp for (g, _, _), sp in self._parts.items() if g == group_id]
