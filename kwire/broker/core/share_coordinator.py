@@ -204,6 +204,27 @@ class ShareCoordinator(Subsystem):
                 sp.close()
                 self.partitions.remove(group_id, topic, sp.partition)
 
+    # --- persistence ----------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Share groups (ids) and share-partition state, for the data dir's metadata file."""
+        parts: dict[str, list[Any]] = {}
+        for sp in self.partitions.all():
+            if sp.initialized:
+                parts.setdefault(sp.group_id, []).append([sp.topic, sp.partition, sp.persisted()])
+        return {"groups": sorted(self.groups.groups), "partitions": parts}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Bring back ``snapshot()``: empty share groups (members rejoin) and their share partitions."""
+        for gid in saved.get("groups", ()):
+            if self._other_group_type(gid) is None and gid not in self.groups.groups:
+                self.groups.groups[gid] = ShareGroup(gid)
+                self.heartbeat_accepted(gid)
+        topics = self.core.cluster.topics
+        for gid, rows in saved.get("partitions", {}).items():
+            for topic, partition, state in rows:
+                if topic in topics and 0 <= partition < len(topics[topic].partitions):
+                    self.partitions.create(gid, topic, partition).restore(state)
+
     def fence_member(self, group_id: str, member_id: str) -> bool:
         """Fault injection: the member is removed now, as if its session had timed out."""
         return self.groups.remove_member(group_id, member_id)

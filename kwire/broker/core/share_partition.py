@@ -885,6 +885,48 @@ class SharePartition:
                 else self.log.high_watermark)
         return self._next_new < upto
 
+    # --- persistence (what Kafka's share coordinator keeps) ---------------------------------------
+    def persisted(self) -> dict[str, object]:
+        """The share state as the share coordinator writes it: the SPSO and every in-flight offset's
+        state and delivery count. ACQUIRED is never written (ST-3): it comes back AVAILABLE, and so
+        does ARCHIVING's unfinished DLQ write, which is not retried after a restart."""
+        records = []
+        for first in self._firsts:
+            for off, r in self._batches[first].recs():
+                if off < self.spso:
+                    continue
+                state = r.state
+                if state is RecordState.ACQUIRED:
+                    state = RecordState.AVAILABLE
+                elif state is RecordState.ARCHIVING:
+                    state = RecordState.ARCHIVED
+                records.append([off, int(state), r.delivery_count])
+        return {"start": self.spso, "next": self._next_new, "records": records}
+
+    def restore(self, saved: dict[str, object]) -> None:
+        """Load ``persisted()`` output (a broker restarting on its data dir)."""
+        self.close()
+        self._firsts.clear()
+        self._batches.clear()
+        self.spso = max(int(saved["start"]), self.log.log_start_offset)  # type: ignore[call-overload]
+        self._next_new = max(int(saved["next"]), self.spso)  # type: ignore[call-overload]
+        run: list[tuple[int, _Rec]] = []
+
+        def flush() -> None:
+            if run:
+                self._insert(_Batch(run[0][0], run[-1][0], None, dict(run)))
+                run.clear()
+
+        for off, state, count in saved["records"]:  # type: ignore[attr-defined]
+            if off < self.spso:
+                continue
+            if run and off != run[-1][0] + 1:
+                flush()
+            run.append((int(off), _Rec(RecordState(state), int(count))))
+        flush()
+        self.initialized = True
+        self._advance_start()
+
     def reset(self, start_offset: int) -> None:
         """AlterShareGroupOffsets: forget every in-flight record and start again at ``start_offset``
         (never below the log start)."""
