@@ -408,6 +408,15 @@ class Broker:
                          times=times, topic=topic, partition=partition, when=when)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
+    def drop_partition(self, *, api_key: int | str, topic: str, partition: int | None = None,
+                       times: int | None = 1, broker_id: int | None = None) -> int:
+        """Leave a partition out of matching responses (ShareFetch, ShareAcknowledge): the broker
+        does the work (acquires, applies acknowledgements) and the answer loses it, as when a
+        response is cut short; the client never learns of the records it now holds."""
+        rule = FaultRule(FaultAction.DROP, api_key=_api(api_key), broker_id=broker_id, times=times, topic=topic,
+                         partition=partition)
+        return self.call(lambda: self.core.faults.add(rule).rule_id)
+
     def add_latency(self, delay_ms: int, *, api_key: int | str | None = None, times: int | None = None,
                     broker_id: int | None = None) -> int:
         rule = FaultRule(FaultAction.LATENCY, api_key=_api(api_key), broker_id=broker_id, delay_ms=delay_ms, times=times)

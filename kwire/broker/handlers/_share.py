@@ -14,12 +14,20 @@ from kwire.broker.core.share_partition import AckBatch
 from kwire.broker.handlers._common import leader_error
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
+from kwire.protocol.registry import ApiKey
 
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import RequestContext
     from kwire.broker.core.cluster import Partition
 
-__all__ = ["precheck", "Target", "resolve", "acknowledge_partition", "ack_batches"]
+__all__ = ["precheck", "Target", "resolve", "acknowledge_partition", "ack_batches", "dropped"]
+
+
+def dropped(ctx: RequestContext, api_key: int, target: Target) -> bool:
+    """Fault injection: leave this partition out of the response (``Broker.drop_partition``)."""
+    faults = ctx.core.faults
+    return bool(faults.rules) and target.name is not None and faults.partition_dropped(
+        api_key, ctx.broker_id, target.name, target.partition)
 
 
 def precheck(ctx: RequestContext, group_id: str | None, member_id: str | None) -> tuple[int, str | None]:
@@ -68,13 +76,20 @@ def ack_batches(raw: Iterable[Any]) -> list[AckBatch]:
 
 
 def acknowledge_partition(share: ShareCoordinator, group_id: str, member_id: str, target: Target,
-                          batches: list[AckBatch], *, version: int, is_renew_ack: bool) -> tuple[int, str | None]:
+                          batches: list[AckBatch], *, version: int, is_renew_ack: bool,
+                          broker_id: int) -> tuple[int, str | None]:
     """Apply one partition's batches, all or nothing: (error code, message)."""
     if target.error:
         return target.error, None
     if not batches:
         return ErrorCode.NONE, None  # AK-14: an empty batch list is NONE
     assert target.name is not None
+    core = share.core
+    if core.faults.rules:
+        # Injected acknowledgement errors use ShareAcknowledge rules, piggy-backed or not.
+        injected = core.faults.partition_error(ApiKey.SHARE_ACKNOWLEDGE, broker_id, target.name, target.partition)
+        if injected is not None:
+            return injected, "injected by the control API"
     try:
         sp = share.partitions.for_acknowledge(group_id, target.name, target.partition)  # AK-13
         sp.acknowledge(member_id, batches, version=version, is_renew_ack=is_renew_ack)

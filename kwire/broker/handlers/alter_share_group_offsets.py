@@ -20,7 +20,11 @@ from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.alter_share_group_offsets import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
+)
+from kwire.protocol.messages.alter_share_group_offsets import (
     AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition as Part,
+)
+from kwire.protocol.messages.alter_share_group_offsets import (
     AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic as Topic,
 )
 from kwire.protocol.registry import ApiKey

@@ -18,6 +18,8 @@ from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.delete_share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
+)
+from kwire.protocol.messages.delete_share_group_offsets import (
     DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic as Topic,
 )
 from kwire.protocol.registry import ApiKey

@@ -20,8 +20,14 @@ from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
+)
+from kwire.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup as Group,
+)
+from kwire.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition as Part,
+)
+from kwire.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic as Topic,
 )
 from kwire.protocol.registry import ApiKey

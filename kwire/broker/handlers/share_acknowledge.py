@@ -15,7 +15,14 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._common import node_endpoints
-from kwire.broker.handlers._share import ack_batches, acknowledge_partition, coordinator, precheck, resolve
+from kwire.broker.handlers._share import (
+    ack_batches,
+    acknowledge_partition,
+    coordinator,
+    dropped,
+    precheck,
+    resolve,
+)
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.share_acknowledge import (
@@ -61,7 +68,9 @@ def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAcknowledg
             t = resolve(ctx, at.topic_id, ap.partition_index)
             code, message = acknowledge_partition(share, req.group_id, req.member_id, t,
                                                   ack_batches(ap.acknowledgement_batches), version=v,
-                                                  is_renew_ack=renew)
+                                                  is_renew_ack=renew, broker_id=ctx.broker_id)
+            if dropped(ctx, API_KEY, t):
+                continue  # fault injection: applied, but the answer never says so
             pd = ShareAcknowledgeResponse_PartitionData(
                 partition_index=ap.partition_index, error_code=code, error_message=message,
                 current_leader=ShareAcknowledgeResponse_LeaderIdAndEpoch(leader_id=t.leader_id,

@@ -34,6 +34,7 @@ from kwire.broker.handlers._share import (
     ack_batches,
     acknowledge_partition,
     coordinator,
+    dropped,
     precheck,
     resolve,
 )
@@ -128,6 +129,12 @@ class ShareFetchPoll:
                 parts[key] = self._error_pd(t, leaders)
                 continue
             assert t.name is not None
+            injected = ctx.core.faults.partition_error(API_KEY, ctx.broker_id, t.name, t.partition) \
+                if ctx.core.faults.rules else None
+            if injected is not None:
+                t.error = injected
+                parts[key] = self._error_pd(t, leaders)
+                continue
             pd = PD(partition_index=t.partition, records=b"", current_leader=_leader(t))
             if records_left > 0 and bytes_left > 0:
                 sp = share.partitions.for_fetch(gid, t.name, t.partition)
@@ -143,6 +150,8 @@ class ShareFetchPoll:
                         for a in got]
                     records_left -= sum(a.last_offset - a.first_offset + 1 for a in got)
                     bytes_left -= len(data)
+            if dropped(ctx, API_KEY, t):
+                continue  # fault injection: acquired, but the answer never says so
             if self.new or pd.acquired_records:
                 parts[key] = pd
         for key, (code, message) in self.acks.items():
@@ -214,7 +223,7 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse | 
     ack_results: dict[Key, tuple[int, str | None]] = {}
     for key, raw in acks.items():
         ack_results[key] = acknowledge_partition(share, req.group_id, req.member_id, targets[key], ack_batches(raw),
-                                                 version=v, is_renew_ack=renew)
+                                                 version=v, is_renew_ack=renew, broker_id=ctx.broker_id)
     if sctx.kind is ContextKind.FINAL or renew:
         # SS-4 / RN-3: nothing is fetched; a final request then closes the session.
         share.sessions.finish(sctx)

@@ -263,3 +263,31 @@ def test_not_the_leader(core) -> None:  # type: ignore[no-untyped-def]
     m = ShareClient(c, broker_id=other)
     pd = partition_data(m.fetch({"t": [0]}))
     assert (pd.error_code, pd.current_leader.leader_id) == (E.NOT_LEADER_OR_FOLLOWER, leader)
+
+
+def test_fault_injection_on_share_partitions(core) -> None:  # type: ignore[no-untyped-def]
+    """Control-API faults: an error for one partition's acknowledgements (nothing applied), an error for
+    one fetch partition (nothing acquired), and a partition dropped from the answer after it acquired
+    (the records stay locked until their lock runs out)."""
+    from kwire.broker.core.faults import FaultAction, FaultRule
+    from kwire.protocol.registry import ApiKey
+
+    put(core, [b"a", b"b"])
+    m = member(core)
+    m.fetch({"t": [0]})
+    core.faults.add(FaultRule(FaultAction.ERROR, api_key=ApiKey.SHARE_ACKNOWLEDGE, topic="t", partition=0,
+                              error_code=E.INVALID_RECORD_STATE))
+    r = m.acknowledge({("t", 0): [(0, 1, 1)]})
+    assert r.responses[0].partitions[0].error_code == E.INVALID_RECORD_STATE
+    sp = core.subsystems.share_groups.partitions.get("sg", "t", 0)
+    assert sp.record_state(0)[0].name == "ACQUIRED"
+    m.acknowledge({("t", 0): [(0, 1, 2)]})  # RELEASE: the fault was used up
+    core.faults.add(FaultRule(FaultAction.ERROR, api_key=ApiKey.SHARE_FETCH, topic="t", partition=0,
+                              error_code=E.NOT_LEADER_OR_FOLLOWER))
+    assert partition_data(m.fetch()).error_code == E.NOT_LEADER_OR_FOLLOWER
+    assert sp.record_state(0)[0].name == "AVAILABLE"
+    core.faults.add(FaultRule(FaultAction.DROP, api_key=ApiKey.SHARE_FETCH, topic="t"))
+    assert m.fetch().responses == []
+    assert sp.record_state(0)[0].name == "ACQUIRED"
+    core.advance(30_000)
+    assert sp.record_state(0)[0].name == "AVAILABLE"
