@@ -337,7 +337,7 @@ class ConfigStore:
         if d.read_only and not static:
             raise ConfigError(f"{key} is read-only")
         value = d.validate(value)
-        self._check_bounds(d, value)
+        self.check_bounds(d, value)
         over = self.overrides.setdefault((rtype, name), {})
         if value is None:
             over.pop(key, None)
@@ -355,10 +355,10 @@ class ConfigStore:
             if d.read_only:
                 raise ConfigError(f"{k} is read-only")
             checked[k] = d.validate(v)
-            self._check_bounds(d, checked[k])
+            self.check_bounds(d, checked[k])
         self.overrides[(rtype, name)] = {k: v for k, v in checked.items() if v is not None}
 
-    def _check_bounds(self, d: ConfigDef, value: str | None) -> None:
+    def check_bounds(self, d: ConfigDef, value: str | None) -> None:
         """A group override must lie within the broker's min/max for it (GroupConfig.validate)."""
         if d.bounds is None or value is None:
             return

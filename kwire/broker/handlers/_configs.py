@@ -19,7 +19,7 @@ from kwire.protocol.error_codes import ErrorCode
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore, RequestContext
 
-__all__ = ["Resource", "resolve", "describe", "validate_value", "SUPPORTED_TYPES",
+__all__ = ["Resource", "resolve", "describe", "validate_value", "check_bounds", "SUPPORTED_TYPES",
            "overrides_of", "static_settings", "duplicates", "commit"]
 
 SUPPORTED_TYPES = (ResourceType.TOPIC, ResourceType.BROKER, ResourceType.GROUP)
@@ -75,6 +75,18 @@ def validate_value(d: ConfigDef | None, key: str, value: str | None, rtype: Reso
     if d.read_only:
         raise ConfigError(f"Cannot update these configs dynamically: {key} is read-only")
     return d.validate(value)
+
+
+def check_bounds(core: BrokerCore, res: Resource, new: dict[str, str]) -> None:
+    """Group overrides within the broker's min/max keys (GroupConfig.validate): INVALID_CONFIG."""
+    defs = core.configs.definitions(res.rtype)
+    try:
+        for key, value in new.items():
+            d = defs.get(key)
+            if d is not None:
+                core.configs.check_bounds(d, value)
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
 def describe(core: BrokerCore, res: Resource, keys: list[str] | None) -> list[ConfigEntry]:

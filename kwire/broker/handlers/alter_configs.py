@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._configs import (
+    check_bounds,
     commit,
     duplicates,
     resolve,
@@ -56,6 +57,7 @@ def _alter(ctx: RequestContext, r: AlterConfigsRequest_AlterConfigsResource, val
                 new[c.name] = value
     except ConfigError as exc:
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    check_bounds(ctx.core, res, new)
     if not validate_only:
         commit(ctx, res, new)
 

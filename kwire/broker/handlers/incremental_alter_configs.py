@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._configs import (
     Resource,
+    check_bounds,
     commit,
     duplicates,
     overrides_of,
@@ -118,6 +119,7 @@ def handle(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Incremen
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
             res = resolve(ctx, r.resource_type, r.resource_name)
             new = _apply(ctx, res, r)
+            check_bounds(ctx.core, res, new)
             if not req.validate_only:
                 commit(ctx, res, new)
         except KafkaError as exc:

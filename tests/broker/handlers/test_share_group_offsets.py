@@ -114,3 +114,25 @@ def test_share_state_survives_a_restart_on_the_data_dir(tmp_path) -> None:  # ty
     n.heartbeat(["t"])
     assert acquired(n.fetch({"t": [0]})) == [(1, 1, 2), (3, 4, 2)]
 
+
+
+@pytest.mark.rule("AQ-12, AQ-11")
+def test_group_share_configs_are_bounded_by_the_broker(core) -> None:  # type: ignore[no-untyped-def]
+    """AQ-12/AQ-11: IncrementalAlterConfigs on a GROUP: a lock duration outside
+    [group.share.min.record.lock.duration.ms, ...max...] (15000..60000) or a delivery limit outside
+    [2, 10] → INVALID_CONFIG; a value inside applies to the next fetch (AcquisitionLockTimeoutMs)."""
+    from kwire.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as IAC
+
+    def alter(key: str, value: str) -> int:
+        req = IAC(resources=[IAC.AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+            IAC.AlterableConfig(name=key, config_operation=0, value=value)])])
+        return CoreClient(core).send(req, 1).responses[0].error_code
+
+    assert alter("share.record.lock.duration.ms", "10000") == E.INVALID_CONFIG
+    assert alter("share.delivery.count.limit", "11") == E.INVALID_CONFIG
+    assert alter("share.auto.offset.reset", "by_duration:PT1H") == E.NONE
+    assert alter("share.auto.offset.reset", "sometimes") == E.INVALID_CONFIG
+    assert alter("share.record.lock.duration.ms", "20000") == E.NONE
+    m = ShareClient(core)
+    m.heartbeat(["t"])
+    assert m.fetch({"t": [0]}).acquisition_lock_timeout_ms == 20_000
