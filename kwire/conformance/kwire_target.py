@@ -47,6 +47,19 @@ class KwireControl:
     def end_offsets(self, topic: str) -> dict[int, int]:
         return self.broker.end_offsets(topic)
 
+    def wait_for_commits(self, group: str, topic: str, positions: dict[int, int], timeout_s: float) -> bool:
+        """Wait until the group's committed offsets reach ``positions`` (partition -> next offset)."""
+
+        def reached(core: object) -> bool:
+            got = self.broker.core.subsystems.offsets.partitions(group)
+            return all((topic, p) in got and got[(topic, p)].offset >= n for p, n in positions.items())
+
+        try:
+            self.broker.wait_until(reached, timeout=timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     def wait_for_records(self, topic: str, count: int, timeout_s: float) -> bool:
         def enough(core: object) -> bool:
             t = self.broker.core.cluster.topics.get(topic)
