@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from kwire.clock import JumpClock
 from kwire.control import Broker, BrokerConfig
 
 __all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "KwireControl", "kwire_cluster"]
@@ -60,6 +61,29 @@ class KwireControl:
             return False
         return True
 
+    # --- share groups (kwire.conformance.scenarios.share.ShareControl) -------------------------
+    def produce_values(self, topic: str, values: list[bytes]) -> None:
+        self.broker.produce(topic, list(values))
+
+    def set_group_config(self, group: str, key: str, value: str) -> None:
+        self.broker.set_config("group", group, key, value)
+
+    def advance(self, ms: int) -> None:
+        self.broker.advance(ms)
+
+    def wait_share_start_offset(self, group: str, topic: str, partition: int, want: int, timeout_s: float) -> bool:
+        from kwire.broker.core.share_coordinator import share_coordinator
+
+        def reached(core: object) -> bool:
+            sp = share_coordinator(self.broker.core).partitions.get(group, topic, partition)
+            return sp is not None and sp.start_offset == want
+
+        try:
+            self.broker.wait_until(reached, timeout=timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     def wait_for_records(self, topic: str, count: int, timeout_s: float) -> bool:
         def enough(core: object) -> bool:
             t = self.broker.core.cluster.topics.get(topic)
@@ -91,5 +115,6 @@ def kwire_cluster(
         settings=dict(CONFORMANCE_SETTINGS if settings is None else settings),
         log_connections=False,
     )
-    with Broker(config) as broker:
+    # Real time, so clients' own timeouts behave, that share scenarios may jump forward.
+    with Broker(config, clock=JumpClock()) as broker:
         yield broker, KwireControl(broker, replication_factor=brokers)

@@ -22,6 +22,7 @@ from kwire.conformance.scenarios.base import (
 from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, kip848_group
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
+from kwire.conformance.scenarios.share import SHARE_SCENARIOS
 from kwire.errors import ConformanceError
 
 __all__ = [
@@ -41,6 +42,7 @@ SCENARIOS: dict[str, Scenario] = {
     "consumer_group": consumer_group,
     "kip848_group": kip848_group,
     "failover": failover,
+    **SHARE_SCENARIOS,
 }
 
 # The driver operations (docs/driver-protocol.md) each scenario needs; a client whose driver
@@ -50,6 +52,8 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "consumer_group": frozenset({"produce", "member"}),
     "kip848_group": frozenset({"produce", "member"}),
     "failover": frozenset({"producer", "consume"}),
+    # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
+    **{name: frozenset() for name in SHARE_SCENARIOS},
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 from kwire.broker.core.share_coordinator import share_coordinator
 from kwire.clock import JumpClock
 from kwire.control import Broker, BrokerConfig
+from kwire.conformance.clients.share import ShareMember
 from tests.broker.server.share_clients import JavaShareConsumer
 
 pytestmark = pytest.mark.conformance
@@ -28,14 +29,14 @@ def broker() -> Iterator[Broker]:
 
 
 @pytest.fixture
-def consumers(broker: Broker) -> Iterator[list[JavaShareConsumer]]:
-    made: list[JavaShareConsumer] = []
+def consumers(broker: Broker) -> Iterator[list[ShareMember]]:
+    made: list[ShareMember] = []
     yield made
     for c in made:
         c.kill()
 
 
-def start(broker: Broker, made: list[JavaShareConsumer], mode: str = "explicit", **config: object) -> JavaShareConsumer:
+def start(broker: Broker, made: list[ShareMember], mode: str = "explicit", **config: object) -> ShareMember:
     c = JavaShareConsumer(broker.bootstrap, GROUP, mode, **config)
     made.append(c)
     c.subscribe("t")
@@ -54,7 +55,7 @@ def states(broker: Broker) -> dict[int, tuple[str, int]]:
 
 
 @pytest.mark.rule("AK-12, AQ-11, SS-7")
-def test_explicit_accept_release_reject(broker: Broker, consumers: list[JavaShareConsumer]) -> None:
+def test_explicit_accept_release_reject(broker: Broker, consumers: list[ShareMember]) -> None:
     """AK-12: ACCEPT finishes a record, RELEASE redelivers it with delivery count + 1, REJECT never
     comes back; AQ-11: the count grows only on acquisition; SS-7: the client sees the lock duration."""
     broker.produce("t", [b"a", b"b", b"c"])
@@ -76,7 +77,7 @@ def test_explicit_accept_release_reject(broker: Broker, consumers: list[JavaShar
 
 
 @pytest.mark.rule("ST-7")
-def test_implicit_mode_accepts_on_the_next_poll(broker: Broker, consumers: list[JavaShareConsumer]) -> None:
+def test_implicit_mode_accepts_on_the_next_poll(broker: Broker, consumers: list[ShareMember]) -> None:
     """ST-7: the next poll implicitly accepts what the last one delivered and the start offset moves past it."""
     broker.produce("t", [b"a", b"b"])
     c = start(broker, consumers, "implicit")
@@ -86,7 +87,7 @@ def test_implicit_mode_accepts_on_the_next_poll(broker: Broker, consumers: list[
 
 
 @pytest.mark.rule("RN-4, RN-7")
-def test_renew_keeps_a_record_past_the_lock_duration(broker: Broker, consumers: list[JavaShareConsumer]) -> None:
+def test_renew_keeps_a_record_past_the_lock_duration(broker: Broker, consumers: list[ShareMember]) -> None:
     """RN-4: acknowledge(record, RENEW) restarts the 30 s lock without changing state or delivery
     count, so 40 s after the fetch (on the broker clock) the record is still held by its consumer;
     the client hands the renewed record back on its next poll and it is then accepted."""
@@ -108,7 +109,7 @@ def test_renew_keeps_a_record_past_the_lock_duration(broker: Broker, consumers: 
 
 
 @pytest.mark.rule("AQ-12")
-def test_an_expired_lock_redelivers_to_another_member(broker: Broker, consumers: list[JavaShareConsumer]) -> None:
+def test_an_expired_lock_redelivers_to_another_member(broker: Broker, consumers: list[ShareMember]) -> None:
     """AQ-12: a record held past its lock goes to another member with delivery count 2; the first
     holder's late ACCEPT fails for that record (it no longer holds it)."""
     broker.produce("t", [b"x"])
@@ -126,7 +127,7 @@ def test_an_expired_lock_redelivers_to_another_member(broker: Broker, consumers:
 
 @pytest.mark.rule("AQ-11")
 def test_a_record_that_keeps_failing_stops_at_the_delivery_limit(broker: Broker,
-                                                                 consumers: list[JavaShareConsumer]) -> None:
+                                                                 consumers: list[ShareMember]) -> None:
     """AQ-11: with share.delivery.count.limit 2 a record released twice is archived, never delivered a third time."""
     broker.set_config("group", GROUP, "share.delivery.count.limit", "2")
     broker.produce("t", [b"bad"])
@@ -142,7 +143,7 @@ def test_a_record_that_keeps_failing_stops_at_the_delivery_limit(broker: Broker,
 
 
 @pytest.mark.rule("SS-8")
-def test_a_consumer_that_dies_loses_its_locks(broker: Broker, consumers: list[JavaShareConsumer]) -> None:
+def test_a_consumer_that_dies_loses_its_locks(broker: Broker, consumers: list[ShareMember]) -> None:
     """SS-8: the JVM is killed mid-batch; its connection drops, its share session goes and the records
     it held are delivered to the next member without waiting for the 30 s lock."""
     broker.produce("t", [b"a", b"b"])
@@ -156,7 +157,7 @@ def test_a_consumer_that_dies_loses_its_locks(broker: Broker, consumers: list[Ja
 
 @pytest.mark.rule("HB-5")
 def test_a_silent_member_is_removed_when_its_session_times_out(broker: Broker,
-                                                             consumers: list[JavaShareConsumer]) -> None:
+                                                             consumers: list[ShareMember]) -> None:
     """HB-5: share.session.timeout.ms (45 s) on the broker clock: jumped past it, the member is gone
     from the group (and rejoins with a new heartbeat at epoch 0)."""
     a = start(broker, consumers)
@@ -171,7 +172,7 @@ def test_a_silent_member_is_removed_when_its_session_times_out(broker: Broker,
 
 
 def test_explicit_commit_async_reports_through_the_callback(broker: Broker,
-                                                            consumers: list[JavaShareConsumer]) -> None:
+                                                            consumers: list[ShareMember]) -> None:
     """commitAsync sends the acknowledgements in a ShareAcknowledge; the callback reports them."""
     broker.produce("t", [b"a", b"b"])
     c = start(broker, consumers)
@@ -188,7 +189,7 @@ def test_explicit_commit_async_reports_through_the_callback(broker: Broker,
 
 
 @pytest.mark.rule("RN-1")
-def test_a_v1_broker_gets_no_renew(broker: Broker, consumers: list[JavaShareConsumer]) -> None:
+def test_a_v1_broker_gets_no_renew(broker: Broker, consumers: list[ShareMember]) -> None:
     """RN-1: capped to ShareFetch/ShareAcknowledge v1, the client refuses RENEW itself and nothing reaches the broker."""
     broker.cap_api_version("ShareFetch", 1)
     broker.cap_api_version("ShareAcknowledge", 1)
