@@ -364,6 +364,47 @@ class Broker:
         session ends and its records are released; its next heartbeat gets UNKNOWN_MEMBER_ID."""
         return bool(self.call(lambda: self._share().fence_member(group_id, member_id)))
 
+    def dlq_records(self, group_id: str) -> list[dict[str, Any]]:
+        """The dead-letter records of a share group (KIP-1191), decoded: offset, key, value, timestamp
+        and the headers as a dict (``__dlq.errors.topic``, ``.partition``, ``.offset``, ``.group``,
+        ``.delivery.count``, ``.message``), from the group's dead-letter topic."""
+        from kwire.broker.core.configs import ResourceType
+
+        topic = self._peek(lambda: self.core.configs.get(ResourceType.GROUP, group_id,
+                                                          "errors.deadletterqueue.topic.name"))
+        if not topic or topic not in self.topics():
+            return []
+        out = []
+        for p in range(len(self.topics()[topic])):
+            for r in self.read(topic, p, 0, max_records=1_000_000):
+                headers = {k: (None if v is None else bytes(v).decode()) for k, v in r.headers}
+                if headers.get("__dlq.errors.group") != group_id:
+                    continue
+                out.append({"partition": p, "offset": r.offset, "timestamp": r.timestamp,
+                            "key": None if r.key is None else bytes(r.key),
+                            "value": None if r.value is None else bytes(r.value), "headers": headers})
+        return out
+
+    def dlq_stats(self, group_id: str) -> dict[str, Any]:
+        """KIP-1191's metrics for a group (records written, produce requests, failed ones) and the
+        records not written, by cause."""
+
+        def run() -> dict[str, Any]:
+            st = self._share().dlq.stats.get(group_id)
+            if st is None:
+                return {"records_written": 0, "produce_requests": 0, "failed_produce_requests": 0, "failures": {}}
+            return {"records_written": st.records_written, "produce_requests": st.produce_requests,
+                    "failed_produce_requests": st.failed_produce_requests, "failures": dict(st.failures)}
+
+        return self._peek(run)
+
+    def fail_dlq_writes(self, group_id: str, error_code: int | str = "KAFKA_STORAGE_ERROR",
+                        times: int | None = 1) -> None:
+        """Fault injection: the group's next ``times`` dead-letter writes fail with ``error_code``
+        (retriable codes are retried as DLQ-10 says, so a retriable failure counts once per attempt)."""
+        code = resolve_error_code(error_code)
+        self.call(lambda: self._share().dlq.forced_failures.__setitem__(group_id, [code, times]))
+
     def _share(self) -> Any:
         from kwire.broker.core.share_coordinator import share_coordinator
 

@@ -175,6 +175,8 @@ TOPIC_CONFIGS = _defs(
               doc="Let an out-of-sync replica become leader."),
     ConfigDef("message.downconversion.enable", "true", "boolean",
               doc="Down-convert batches for old fetch versions."),
+    ConfigDef("errors.deadletterqueue.group.enable", "false", "boolean",
+              doc="Whether share groups may write dead-letter records to this topic (KIP-1191)."),
 )
 
 BROKER_CONFIGS = _defs(
@@ -212,7 +214,9 @@ BROKER_CONFIGS = _defs(
     ConfigDef("min.insync.replicas", "1", "int", min_value=1),
     ConfigDef("log.message.timestamp.type", "CreateTime", "string", ("CreateTime", "LogAppendTime")),
     ConfigDef("unstable.api.versions.enable", "false", "boolean"),
-    ConfigDef("share.version", "2", "int", min_value=0, max_value=2),  # SG-1: 2 = share groups + DLQ
+    ConfigDef("share.version", "2", "int", min_value=0, max_value=2),
+    ConfigDef("errors.deadletterqueue.topic.name.prefix", "dlq.", "string"),  # DLQ-5
+    ConfigDef("errors.deadletterqueue.auto.create.topics.enable", "false", "boolean"),  # DLQ-5, DLQ-6  # SG-1: 2 = share groups + DLQ
     # share groups (broker-semantics 1.10)
     ConfigDef("group.share.record.lock.duration.ms", "30000", "int", min_value=1000, max_value=3600000),
     ConfigDef("group.share.min.record.lock.duration.ms", "15000", "int", min_value=1000, max_value=30000),
@@ -234,6 +238,13 @@ BROKER_CONFIGS = _defs(
     ConfigDef("transaction.version", "2", "int", min_value=0),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
+
+def _check_dlq_topic_name(value: str) -> None:
+    """DLQ-2: an internal ("__") topic cannot be a share group's dead-letter queue."""
+    if value.startswith("__"):
+        raise ConfigError(f"errors.deadletterqueue.topic.name: {value!r} is an internal topic name (it starts "
+                          f"with '__')")
+
 
 def _check_auto_offset_reset(value: str) -> None:
     from kwire.broker.core.share_config import check_auto_offset_reset
@@ -269,7 +280,7 @@ GROUP_CONFIGS = _defs(
               doc="Whether a share group reads uncommitted or only committed transactional records."),
     ConfigDef("share.renew.acknowledge.enable", "true", "boolean",  # RN-6
               doc="Whether the group's members may renew acquisition locks (KIP-1222)."),
-    ConfigDef("errors.deadletterqueue.topic.name", "", "string",
+    ConfigDef("errors.deadletterqueue.topic.name", "", "string", check=_check_dlq_topic_name,
               doc="The topic that records a share group gives up on are copied to."),
     ConfigDef("errors.deadletterqueue.copy.record.enable", "false", "boolean",
               doc="Copy the record's key and value into the dead letter record."),

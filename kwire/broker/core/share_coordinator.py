@@ -15,6 +15,8 @@ Theory of operation
 * Wake-ups: a parked ShareFetch waits on its partitions' data keys ``(topic, partition)`` (woken
   by every append) and on ``("share", group, topic, partition)``, woken when records become
   acquirable again (release, lock expiry, session release).
+* Records a member rejects, or that reach the delivery limit, go to ``share_dlq.DlqWriter``
+  (KIP-1191): written to the group's dead-letter topic, then archived.
 * Leaving the group, a session timeout, fencing from the control API: the member's share session
   goes and the records it holds are released (SS-4, SS-8).
 """
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.share_config import ShareConfig, share_config
+from kwire.broker.core.share_dlq import DlqWriter
 from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator
 from kwire.broker.core.share_partition import SharePartition, SharePartitions
 
@@ -113,8 +116,8 @@ class ShareCoordinator(Subsystem):
             other_group_type=self._other_group_type, on_member_removed=self._member_removed)
         self.manager = ShareGroupManager(self)
         table.register(self.manager)
-        # A DLQ writer (issue 10) sets this: records entering ARCHIVING go to it.
-        self.failure_archiver: Any = None
+        # Records entering ARCHIVING (REJECT, the delivery limit) go to the dead-letter writer.
+        self.dlq = DlqWriter(core)
 
     # --- settings -------------------------------------------------------------------------------
     def config(self, group_id: str) -> ShareConfig:
@@ -137,10 +140,7 @@ class ShareCoordinator(Subsystem):
                               on_available=lambda _sp: self.core.wake(key))
 
     def _archive(self, request: Any) -> None:
-        if self.failure_archiver is not None:
-            self.failure_archiver(request)
-        else:
-            request.partition.complete_archiving(request.offsets)
+        self.dlq.archive(request)
 
     def _release_session(self, group_id: str, member_id: str, partitions: frozenset[PartitionKey]) -> None:
         by_id = self.core.cluster.topics_by_id

@@ -888,8 +888,8 @@ class SharePartition:
     # --- persistence (what Kafka's share coordinator keeps) ---------------------------------------
     def persisted(self) -> dict[str, object]:
         """The share state as the share coordinator writes it: the SPSO and every in-flight offset's
-        state and delivery count. ACQUIRED is never written (ST-3): it comes back AVAILABLE, and so
-        does ARCHIVING's unfinished DLQ write, which is not retried after a restart."""
+        state and delivery count. ACQUIRED is never written (ST-3): it comes back AVAILABLE; ARCHIVING
+        is (DLQ-4), and its dead-letter write resumes on ``restore``."""
         records = []
         for first in self._firsts:
             for off, r in self._batches[first].recs():
@@ -898,8 +898,6 @@ class SharePartition:
                 state = r.state
                 if state is RecordState.ACQUIRED:
                     state = RecordState.AVAILABLE
-                elif state is RecordState.ARCHIVING:
-                    state = RecordState.ARCHIVED
                 records.append([off, int(state), r.delivery_count])
         return {"start": self.spso, "next": self._next_new, "records": records}
 
@@ -926,6 +924,18 @@ class SharePartition:
         flush()
         self.initialized = True
         self._advance_start()
+        # DLQ-4: ARCHIVING found on reload resumes phase 2; the cause follows from the count.
+        pending = [(off, r.delivery_count) for first in self._firsts for off, r in self._batches[first].recs()
+                   if r.state is RecordState.ARCHIVING]
+        if pending:
+            limit = self._config().delivery_count_limit
+            req = ArchiveRequest(self, tuple(o for o, _ in pending), tuple(c for _, c in pending),
+                                 tuple(ArchiveCause.DELIVERY_LIMIT if c >= limit else ArchiveCause.REJECTED
+                                       for _, c in pending), None)
+            if self.failure_archiver is None:
+                self.complete_archiving(req.offsets)
+            else:
+                self.failure_archiver(req)
 
     def reset(self, start_offset: int) -> None:
         """AlterShareGroupOffsets: forget every in-flight record and start again at ``start_offset``
