@@ -10,8 +10,8 @@ import pytest
 
 from kwire.broker.core.share_coordinator import share_coordinator
 from kwire.clock import JumpClock
-from kwire.control import Broker, BrokerConfig
 from kwire.conformance.clients.share import ShareMember
+from kwire.control import Broker, BrokerConfig
 from tests.broker.server.share_clients import JavaShareConsumer
 
 pytestmark = pytest.mark.conformance
