@@ -1,7 +1,7 @@
 """A model-based test of the share partition: Hypothesis drives one partition shared by three
 members with random appends, fetches (both acquire modes), every acknowledgement type over valid
-and invalid ranges, renewals, session closes, log-start moves and clock advances, and checks the
-partition against a plain model after every step.
+and invalid ranges, renewals, session closes, log-start moves clock advances and dead-letter writes
+that succeed or fail, and checks the partition against a plain model after every step.
 
 Invariants (issue 9): no offset is held by two members; delivery counts never decrease; RENEW
 changes neither state nor delivery count; the start offset (SPSO) only moves forward; a refused
@@ -39,8 +39,10 @@ class Offset:
 class SharePartitionModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.r: Rig = rig(record_lock_duration_ms=LOCK_MS, delivery_count_limit=LIMIT,
+        # archiver=True: records entering ARCHIVING wait in r.archived for a dead-letter write.
+        self.r: Rig = rig(archiver=True, record_lock_duration_ms=LOCK_MS, delivery_count_limit=LIMIT,
                           partition_max_record_locks=100)
+        self.dlq_written: dict[int, int] = {}  # offset -> dead-letter records written
         self.model: dict[int, Offset] = {}
         self.spso_seen = 0
         self.counts_seen: dict[int, int] = {}
@@ -128,6 +130,25 @@ class SharePartitionModel(RuleBasedStateMachine):
                 m.holder = None
                 m.done = True
 
+    @precondition(lambda self: bool(self.r.archived))
+    @rule(write_ok=st.booleans())
+    def finish_dead_letter_write(self, write_ok: bool) -> None:
+        """Phase 2 of DLQ archiving (DLQ-4): written or failed, the records become ARCHIVED."""
+        req = self.r.archived.pop(0)
+        if write_ok:
+            for off in req.offsets:
+                self.dlq_written[off] = self.dlq_written.get(off, 0) + 1
+        self.r.sp.complete_archiving(req.offsets)
+
+    @invariant()
+    def one_dead_letter_record_at_most(self) -> None:
+        """Each record archived for failure is handed over once: at most one DLQ record, and one
+        exactly when its write succeeded."""
+        pending = [o for req in self.r.archived for o in req.offsets]
+        assert len(pending) == len(set(pending)), f"offsets handed to the DLQ twice: {pending}"
+        assert all(n == 1 for n in self.dlq_written.values()), self.dlq_written
+        assert not set(pending) & set(self.dlq_written), "an offset written and still pending"
+
     @rule(member=st.sampled_from(MEMBERS))
     def close_session(self, member: str) -> None:
         self.r.sp.release_member(member)
@@ -174,6 +195,9 @@ class SharePartitionModel(RuleBasedStateMachine):
                 assert holder == m.holder and not m.done, f"offset {off}: held by {holder}, model {m}"
             elif state is RecordState.AVAILABLE:
                 assert m.holder is None and not m.done, f"offset {off}: available, model {m}"
+            elif state is RecordState.ARCHIVING:
+                assert m.done and any(off in req.offsets for req in self.r.archived), \
+                    f"offset {off}: ARCHIVING without a pending dead-letter write, model {m}"
             else:
                 assert state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) and m.done, \
                     f"offset {off}: {state.name}, model {m}"
