@@ -71,6 +71,29 @@ class KwireControl:
     def advance(self, ms: int) -> None:
         self.broker.advance(ms)
 
+    def reject_into_dlq(self, topic: str, group: str, dlq_topic: str, values: list[bytes]) -> None:
+        from kwire.broker.core.share_partition import AckBatch
+
+        b = self.broker
+        b.create_topic(dlq_topic, 1, configs={"errors.deadletterqueue.group.enable": "true"})
+        b.set_config("group", group, "share.auto.offset.reset", "earliest")
+        b.set_config("group", group, "errors.deadletterqueue.topic.name", dlq_topic)
+        b.produce(topic, list(values))
+
+        def reject() -> None:
+            from kwire.broker.core.share_coordinator import share_coordinator
+
+            sp = share_coordinator(b.core).partitions.for_fetch(group, topic, 0)
+            got = sp.acquire("kwire-conformance", len(values))
+            sp.acknowledge("kwire-conformance", [AckBatch(a.first_offset, a.last_offset, (3,)) for a in got])
+
+        b.call(reject)
+
+        def written(core: object) -> bool:
+            return b.core.cluster.topics[dlq_topic].partitions[0].log.log_end_offset >= len(values)
+
+        b.wait_until(written, timeout=30)
+
     def wait_share_start_offset(self, group: str, topic: str, partition: int, want: int, timeout_s: float) -> bool:
         from kwire.broker.core.share_coordinator import share_coordinator
 

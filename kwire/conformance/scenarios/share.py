@@ -10,6 +10,9 @@ configs the scenario controls (kwire's control API; other targets skip).
 * ``share_dead_consumer``: A dies (killed) holding records; once its session has timed out on the
   broker clock, B receives them.
 * ``share_commit``: explicit acknowledgement committed synchronously, then asynchronously.
+* ``dlq_read`` (every client, not only share consumers): kwire writes a share group's dead-letter
+  record (KIP-1191); the client reads the DLQ topic as any topic and sees the ``__dlq.errors.*``
+  headers in order.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ class ShareControl(Protocol):
     def produce_values(self, topic: str, values: list[bytes]) -> None: ...
     def set_group_config(self, group: str, key: str, value: str) -> None: ...
     def advance(self, ms: int) -> None: ...
+    def reject_into_dlq(self, topic: str, group: str, dlq_topic: str, values: list[bytes]) -> None:
+        """Produce ``values`` to ``topic``, have a share member of ``group`` reject them all and wait
+        until they are in ``dlq_topic``."""
+        ...
+
     def wait_share_start_offset(self, group: str, topic: str, partition: int, want: int, timeout_s: float) -> bool:
         """Wait until the group's share-partition start offset is ``want``."""
         ...
@@ -199,10 +207,38 @@ def share_commit(adapter: ClientAdapter, bootstrap: str, control: BrokerControl)
     return _run("share_commit", adapter, bootstrap, control, body)
 
 
+DLQ_HEADERS = ["__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
+               "__dlq.errors.delivery.count", "__dlq.errors.message"]
+
+
+def dlq_read(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Any client reads a share group's dead-letter topic with its headers."""
+    if not isinstance(control, ShareControl):
+        return ScenarioResult.skipped(adapter.name, "dlq_read", f"{control.name} writes no dead-letter records")
+    topic, group = unique_name("kw-dlqsrc"), unique_name("kw-dlqg")
+    dlq = "dlq." + unique_name("kw")
+    control.create_topic(topic, 1)
+    try:
+        control.reject_into_dlq(topic, group, dlq, [b"rejected"])
+        got = adapter.consume(bootstrap, dlq, group_id=None, count=1, timeout_s=30)
+    except ConformanceError as exc:
+        return ScenarioResult.failed(adapter.name, "dlq_read", str(exc))
+    if len(got) != 1:
+        return ScenarioResult.failed(adapter.name, "dlq_read", f"read {len(got)} dead-letter records, not 1")
+    keys = [k for k, _ in got[0].headers]
+    if keys != DLQ_HEADERS:
+        return ScenarioResult.failed(adapter.name, "dlq_read", f"headers {keys}")
+    values = {k: (v or b"").decode() for k, v in got[0].headers}
+    if values["__dlq.errors.group"] != group or values["__dlq.errors.message"] != "Offset rejected by client.":
+        return ScenarioResult.failed(adapter.name, "dlq_read", f"header values {values}")
+    return ScenarioResult.passed(adapter.name, "dlq_read")
+
+
 SHARE_SCENARIOS = {
     "share_exclusive": share_exclusive,
     "share_lock_expiry": share_lock_expiry,
     "share_delivery_limit": share_delivery_limit,
     "share_dead_consumer": share_dead_consumer,
     "share_commit": share_commit,
+    "dlq_read": dlq_read,
 }
