@@ -23,6 +23,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "conform": ("kwire.cli.conform", "run real Kafka clients through the conformance scenarios"),
     "fuzz": ("kwire.cli.fuzz", "fuzz a broker it starts (mutated and generated requests)"),
     "replay": ("kwire.cli.replay", "replay recorded requests against a broker and diff the responses"),
+    "dlq": ("kwire.cli.dlq", "inspect dead-letter topics and replay them to their original topics"),
 }
 
 
