@@ -9,8 +9,8 @@ partition (it served 45,508 of 100,000 records written to one), so on both broke
 in rounds of 20,000 into a fresh one-partition topic,
 produced first (not timed) and then consumed by one share consumer of a fresh share group that
 starts at the earliest offset; the time is from the consumer's creation to the commit of the
-last acknowledgement. The median run is reported with the spread; one round per broker also
-counts ShareFetch requests and records per answer (where the brokers differ in shape).
+last acknowledgement. The median run is reported with the spread; the first run also counts the
+client's polls that returned records, per round (where the brokers' answers differ in shape).
 Writes benchmarks/results/share.json and share.md.
 """
 
