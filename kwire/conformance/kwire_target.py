@@ -71,6 +71,17 @@ class KwireControl:
     def advance(self, ms: int) -> None:
         self.broker.advance(ms)
 
+    def enable_dlq(self, group: str, dlq_topic: str) -> None:
+        self.broker.create_topic(dlq_topic, 1, configs={"errors.deadletterqueue.group.enable": "true"})
+        self.broker.set_config("group", group, "errors.deadletterqueue.topic.name", dlq_topic)
+
+    def dead_letters(self, dlq_topic: str) -> list[tuple[int, str]]:
+        out = []
+        for r in self.broker.read(dlq_topic, 0):
+            h = {k: bytes(v).decode() for k, v in r.headers if v is not None}
+            out.append((int(h["__dlq.errors.offset"]), h["__dlq.errors.message"]))
+        return out
+
     def reject_into_dlq(self, topic: str, group: str, dlq_topic: str, values: list[bytes]) -> None:
         from kwire.broker.core.share_partition import AckBatch
 

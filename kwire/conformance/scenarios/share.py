@@ -10,6 +10,8 @@ configs the scenario controls (kwire's control API; other targets skip).
 * ``share_dead_consumer``: A dies (killed) holding records; once its session has timed out on the
   broker clock, B receives them.
 * ``share_commit``: explicit acknowledgement committed synchronously, then asynchronously.
+* ``share_dlq``: a rejected record and one released until the delivery limit each land in the
+  group's dead-letter topic once (KIP-1191); the consumer's acknowledgements all succeed.
 * ``dlq_read`` (every client, not only share consumers): kwire writes a share group's dead-letter
   record (KIP-1191); the client reads the DLQ topic as any topic and sees the ``__dlq.errors.*``
   headers in order.
@@ -41,6 +43,14 @@ class ShareControl(Protocol):
     def produce_values(self, topic: str, values: list[bytes]) -> None: ...
     def set_group_config(self, group: str, key: str, value: str) -> None: ...
     def advance(self, ms: int) -> None: ...
+    def enable_dlq(self, group: str, dlq_topic: str) -> None:
+        """Create ``dlq_topic`` (opted in) and make it ``group``'s dead-letter topic."""
+        ...
+
+    def dead_letters(self, dlq_topic: str) -> list[tuple[int, str]]:
+        """(source offset, error message) of each record in ``dlq_topic``."""
+        ...
+
     def reject_into_dlq(self, topic: str, group: str, dlq_topic: str, values: list[bytes]) -> None:
         """Produce ``values`` to ``topic``, have a share member of ``group`` reject them all and wait
         until they are in ``dlq_topic``."""
@@ -207,6 +217,29 @@ def share_commit(adapter: ClientAdapter, bootstrap: str, control: BrokerControl)
     return _run("share_commit", adapter, bootstrap, control, body)
 
 
+def share_dlq(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        dlq = f"dlq.{group}"
+        ctl.enable_dlq(group, dlq)
+        ctl.set_group_config(group, "share.delivery.count.limit", "2")
+        ctl.produce_values(topic, [b"bad", b"poison"])
+        c = member()
+        deadline = time.monotonic() + 60
+        while not ctl.wait_share_start_offset(group, topic, 0, 2, 0.05):
+            _check(time.monotonic() < deadline, "the two records were never archived")
+            for r in c.poll(300):
+                c.ack(r, "REJECT" if r.value == "bad" else "RELEASE")
+                results = c.commit()
+                _check(all(line.endswith(" ok") for line in results), f"commit: {results}")
+        written = ctl.dead_letters(dlq)
+        _check(sorted(written) == [(0, "Offset rejected by client."),
+                                   (1, "Offset delivery count exceeded the threshold.")],
+               f"dead letters {written}")
+        return {"dead_letters": len(written)}
+
+    return _run("share_dlq", adapter, bootstrap, control, body)
+
+
 DLQ_HEADERS = ["__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
                "__dlq.errors.delivery.count", "__dlq.errors.message"]
 
@@ -240,5 +273,6 @@ SHARE_SCENARIOS = {
     "share_delivery_limit": share_delivery_limit,
     "share_dead_consumer": share_dead_consumer,
     "share_commit": share_commit,
+    "share_dlq": share_dlq,
     "dlq_read": dlq_read,
 }
