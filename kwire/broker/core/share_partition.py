@@ -424,6 +424,8 @@ class SharePartition:
         budget = max_records
         record_limit = mode is ShareAcquireMode.RECORD_LIMIT
         # 1. AVAILABLE records inside the window, lowest first (ST-9).
+        limit = cfg.delivery_count_limit
+        threshold = max(2, -(-limit // 2))  # AQ-6: delivery-attempt isolation starts here
         for first in list(self._firsts):
             if budget <= 0:
                 break
@@ -435,18 +437,36 @@ class SharePartition:
                 if b.whole.state is not RecordState.AVAILABLE:
                     continue
                 size = b.last - max(b.first, self.spso) + 1
-                if b.first >= self.spso and (not record_limit or size <= budget):
+                if (b.first >= self.spso and (not record_limit or size <= budget)
+                        and b.whole.delivery_count < threshold):
                     self._take(b, None, b.whole, member_id, deadline)
                     out.append(AcquiredRecords(b.first, b.last, b.whole.delivery_count))
                     budget -= size
                     continue
-                self._split(b)  # ST-1: partial re-acquisition or SPSO inside the batch
+                self._split(b)  # ST-1: partial re-acquisition, SPSO inside the batch, or AQ-6
             assert b.offsets is not None
             for off, rec in b.offsets.items():
                 if budget <= 0:
                     break
                 if off < self.spso or rec.state is not RecordState.AVAILABLE:
                     continue
+                if rec.delivery_count >= threshold:
+                    # AQ-6: a record that keeps failing goes out in a shrinking group (half the
+                    # batch per extra attempt, at least 1), alone for its last allowed delivery,
+                    # and nothing else joins this acquisition.
+                    if not out:
+                        group = 1 if limit > 2 and rec.delivery_count + 1 >= limit else \
+                            max(1, (b.last - b.first + 1) >> (rec.delivery_count - threshold + 1))
+                        for o, r in b.offsets.items():
+                            if group <= 0:
+                                break
+                            if (o >= off and r.state is RecordState.AVAILABLE and r.delivery_count >= threshold
+                                    and not (limit > 2 and r.delivery_count + 1 >= limit and o != off)):
+                                self._take(b, o, r, member_id, deadline)
+                                _append_merged(out, o, r.delivery_count)
+                                group -= 1
+                    out.sort(key=lambda r: r.first_offset)
+                    return out
                 self._take(b, off, rec, member_id, deadline)
                 _append_merged(out, off, rec.delivery_count)
                 budget -= 1

@@ -258,6 +258,26 @@ def test_a_record_is_delivered_at_most_limit_times_then_archived():
     assert r.sp.start_offset == 1 and r.sp.in_flight_count() == 0
 
 
+@pytest.mark.rule("AQ-6")
+def test_records_that_keep_failing_are_delivered_in_shrinking_groups_and_alone_at_the_end():
+    """AQ-6: limit 5, threshold max(2, ceil(5/2)) = 3: below it a released batch comes back whole; from
+    delivery count 3 in groups of half the batch (then a quarter), and a record about to get its last
+    allowed delivery comes alone; nothing else joins such an acquisition."""
+    r = rig(8, delivery_count_limit=5)
+    for expected in (1, 2, 3):
+        assert r.sp.acquire("m", 100) == [AcquiredRecords(0, 7, expected)]
+        r.ack("m", 0, 7, RELEASE)
+    assert r.sp.acquire("m", 100) == [AcquiredRecords(0, 3, 4)]  # 8 >> 1
+    assert r.sp.acquire("n", 100) == [AcquiredRecords(4, 7, 4)]
+    r.ack("m", 0, 3, RELEASE)
+    r.ack("n", 4, 7, RELEASE)
+    # count 4: the next delivery is the 5th and last, one record at a time
+    assert r.sp.acquire("m", 100) == [AcquiredRecords(0, 0, 5)]
+    assert r.sp.acquire("m", 100) == [AcquiredRecords(1, 1, 5)]
+    append(r.log, 2)  # new records wait behind the throttled ones
+    assert r.sp.acquire("n", 100) == [AcquiredRecords(2, 2, 5)]
+
+
 @pytest.mark.rule("AQ-11")
 def test_release_at_the_limit_archives_without_an_archiver():
     """AQ-11: with no DLQ writer the record reaches ARCHIVED at once."""
