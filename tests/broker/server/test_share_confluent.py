@@ -127,3 +127,19 @@ def test_the_delivery_limit_archives(broker: Broker, consumers: list[Any]) -> No
     assert [m for m in c.poll(0.5) or [] if m.error() is None] == []
     st = broker.share_state(GROUP, "t", 0)
     assert st is not None and st["start_offset"] == 1
+
+
+@pytest.mark.rule("AQ-12, SS-8")
+def test_control_api_expires_locks_and_fences_members(broker: Broker, consumers: list[Any]) -> None:
+    """Faults from Python: expire_locks makes a held record available now (AQ-12); fence_share_member
+    removes the member, ends its session and releases what it held (SS-8)."""
+    broker.produce("t", [b"a", b"b"])
+    a = start(broker, consumers)
+    poll_until(a, 2)
+    assert broker.expire_locks(GROUP, "t", 0, [0]) == 1
+    assert states(broker) == {0: ("AVAILABLE", 1), 1: ("ACQUIRED", 1)}
+    group = broker.describe_share_group(GROUP)
+    assert group is not None and len(group["members"]) == 1
+    (member_id,) = group["members"]
+    assert broker.fence_share_member(GROUP, member_id)
+    assert states(broker) == {0: ("AVAILABLE", 1), 1: ("AVAILABLE", 1)}
