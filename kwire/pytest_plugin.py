@@ -9,18 +9,44 @@ Installed with kwire (entry point ``pytest11``). Fixtures:
   ``settings={...}``, ``manual_clock=True``) to get more clusters in one test.
 
 Mark a test ``@pytest.mark.kwire(brokers=3, manual_clock=True)`` to configure ``kwire_broker``.
+
+Test-friendly defaults (``FIXTURE_SETTINGS``; a test's own ``settings`` win):
+``group.initial.rebalance.delay.ms=0``, so a consumer group forms at once instead of after
+Kafka's 3 s delay, and connections are not logged.
+
+Only this module is assertion-rewritten by pytest: pytest marks every top-level package of a
+distribution that declares a ``pytest11`` entry point, which would rewrite (and recompile) all
+of kwire when the fixture imports it.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from kwire.control import Broker, BrokerConfig
+__all__ = ["kwire_broker", "kwire_broker_factory", "FIXTURE_SETTINGS"]
 
-__all__ = ["kwire_broker", "kwire_broker_factory"]
+FIXTURE_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
+
+
+def _rewrite_only_this_module() -> None:
+    """Narrow pytest's rewrite mark from the whole ``kwire`` package to this module."""
+    for finder in sys.meta_path:
+        marked = getattr(finder, "_must_rewrite", None)
+        if type(finder).__name__ == "AssertionRewritingHook" and isinstance(marked, set) and "kwire" in marked:
+            marked.discard("kwire")
+            marked.add(__name__)
+            cache = getattr(finder, "_marked_for_rewrite_cache", None)
+            if isinstance(cache, dict):
+                cache.clear()
+
+
+_rewrite_only_this_module()
+
+from kwire.control import Broker, BrokerConfig  # noqa: E402 - after narrowing the rewrite mark
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -32,6 +58,7 @@ def _start(options: dict[str, Any]) -> Broker:
     options = dict(options)
     manual = bool(options.pop("manual_clock", False))
     options.setdefault("log_connections", False)
+    options["settings"] = {**FIXTURE_SETTINGS, **options.get("settings", {})}
     return Broker(BrokerConfig(**options), manual_clock=manual).start()
 
 

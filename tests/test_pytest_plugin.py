@@ -31,3 +31,48 @@ def test_fixture_gives_a_running_broker_and_its_control_api(pytester: pytest.Pyt
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
+
+
+def test_only_the_plugin_module_is_assertion_rewritten(pytester: pytest.Pytester) -> None:
+    """A regular install declares pytest11, so pytest marks the whole ``kwire`` package for
+    rewriting (an editable install does not, so the conftest marks it as pytest would); the
+    plugin narrows the mark to itself and the broker's modules import as they are."""
+    pytester.makeconftest("""
+        import sys
+        hook = next(f for f in sys.meta_path if type(f).__name__ == "AssertionRewritingHook")
+        assert "kwire" not in sys.modules
+        hook.mark_rewrite("kwire")
+        pytest_plugins = ["kwire.pytest_plugin"]
+    """)
+    pytester.makepyfile("""
+        import sys
+
+        def test_loaders(kwire_broker):
+            name = lambda m: type(sys.modules[m].__loader__).__name__
+            assert name("kwire.pytest_plugin") == "AssertionRewritingHook"
+            assert name("kwire.control") != "AssertionRewritingHook"
+            assert name("kwire.broker.core.broker_core") != "AssertionRewritingHook"
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:kwire")
+    result.assert_outcomes(passed=1)
+
+
+def test_fixture_groups_form_without_the_initial_rebalance_delay(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        def test_defaults(kwire_broker):
+            from kwire.broker.core.configs import ResourceType
+            core = kwire_broker.core
+            assert kwire_broker.call(lambda: core.configs.get_int(ResourceType.BROKER, "",
+                                                                  "group.initial.rebalance.delay.ms")) == 0
+
+        @pytest.mark.kwire(settings={"group.initial.rebalance.delay.ms": "250"})
+        def test_override(kwire_broker):
+            from kwire.broker.core.configs import ResourceType
+            core = kwire_broker.core
+            assert kwire_broker.call(lambda: core.configs.get_int(ResourceType.BROKER, "",
+                                                                  "group.initial.rebalance.delay.ms")) == 250
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)

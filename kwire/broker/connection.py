@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from kwire.broker.core.broker_core import BrokerCore, ConnInfo
+from kwire.broker.core.configs import ResourceType
 from kwire.errors import DecodeError, FrameTooLargeError
 from kwire.protocol.framing import FrameBuffer
 from kwire.protocol.splice import Buffer, FramePieces
@@ -24,12 +25,14 @@ _JOIN_BELOW = 64 * 1024
 
 
 class Connection:
-    __slots__ = ("core", "info", "_frames", "_queue", "_out", "_out_bytes", "busy", "closed", "close_reason")
+    __slots__ = ("core", "info", "_frames", "_queue", "_out", "_out_bytes", "busy", "closed", "close_reason",
+                 "_pre_auth_limit")
 
     def __init__(self, core: BrokerCore, broker_id: int, peer: str = "") -> None:
         self.core = core
         self.info: ConnInfo = core.connect(broker_id, peer)
         self._frames = FrameBuffer(core.config.max_request_bytes)
+        self._pre_auth_limit = core.configs.get_int(ResourceType.BROKER, "", "sasl.server.max.receive.size")
         self._queue: deque[bytearray] = deque()
         self._out: list[Buffer] = []
         self._out_bytes = 0
@@ -60,6 +63,11 @@ class Connection:
         self._dispatch()
 
     def _dispatch(self) -> None:
+        # Before SASL completes, frames are capped at sasl.server.max.receive.size as Kafka's
+        # authenticator reads them (a larger one closes the connection); after, the broker's limit.
+        info = self.info
+        self._frames.max_frame_bytes = (self._pre_auth_limit if info.sasl_mechanism is not None
+                                        and not info.authenticated else self.core.config.max_request_bytes)
         try:
             for payload in self._frames.frames():
                 self._queue.append(payload)

@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaError, KwireError
 from kwire.protocol.error_codes import ErrorCode
 
@@ -82,6 +83,7 @@ __all__ = [
     "describe_producers",
     "txn_coordinator",
     "coordinator_for_core",
+    "LogMarkerWriter",
     "settings_from",
     "offsets_partition_for",
     "tv_for_request",
@@ -200,7 +202,8 @@ class MarkerWriter(Protocol):
     """
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                      partitions: list[TopicPartition]) -> Mapping[TopicPartition, int]: ...
+                      partitions: list[TopicPartition], transaction_version: int = 2) -> Mapping[TopicPartition, int]:
+        ...
 
 
 class TxnOffsetStore(Protocol):
@@ -376,7 +379,7 @@ def _fenced(code: int, api_version: int, since: int) -> int:
     return code
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(Subsystem):
     """Transactional id -> ``TransactionMetadata``; the requests of TX-2..TX-23 as methods.
 
     Methods raise ``KafkaError`` for a whole-request error (state unchanged) and return the
@@ -824,7 +827,8 @@ class TransactionCoordinator:
             meta.pending_state = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
             try:
                 result = self.markers.write_markers(meta.producer_id, meta.producer_epoch, commit,
-                                                    self.coordinator_epoch, sorted(meta.pending_markers))
+                                                    self.coordinator_epoch, sorted(meta.pending_markers),
+                                                    transaction_version=meta.transaction_version)
             except KwireError:  # the writer failed as a whole: every marker is retried
                 result = {}
             finally:
@@ -997,13 +1001,45 @@ def settings_from(configs: Any) -> Callable[[], TxnCoordinatorConfig]:
 
 def coordinator_for_core(core: Any, markers: MarkerWriter) -> TransactionCoordinator:
     """A coordinator on a BrokerCore's clock, deadlines, producer ids, offset store and configs."""
-    return TransactionCoordinator(core.clock, core.deadlines.at, core.subsystems["producer_ids"].allocate, markers,
-                                  core.subsystems["offsets"], settings_from(core.configs))
+    return TransactionCoordinator(core.clock, core.deadlines.at, core.subsystems.producer_ids.allocate, markers,
+                                  core.subsystems.offsets, settings_from(core.configs))
+
+
+class LogMarkerWriter:
+    """The ``MarkerWriter`` of a BrokerCore: each marker goes through the partition log's one append
+    path (``PartitionLog.append_marker``: TX-19's epoch checks, the LSO, the aborted-transaction
+    index), on the partition's leader, at the broker's time; appends wake waiting fetches."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+
+    def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      partitions: list[TopicPartition], transaction_version: int = 2) -> dict[TopicPartition, int]:
+        core = self.core
+        out: dict[TopicPartition, int] = {}
+        tv = transaction_version
+        for topic, index in partitions:
+            p = core.cluster.partition(topic, index)
+            if p is None:
+                out[(topic, index)] = ErrorCode.NONE  # gone: nothing to write (the marker channel drops it)
+                continue
+            node = core.cluster.nodes.get(p.leader_id)
+            if node is None or not node.up:
+                out[(topic, index)] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                continue
+            try:
+                p.log.append_marker(producer_id, producer_epoch, commit, coordinator_epoch=coordinator_epoch,
+                                    now_ms=core.clock.now_ms(), leader_epoch=p.leader_epoch,
+                                    config=core.log_config(topic), transaction_version=tv)
+                out[(topic, index)] = ErrorCode.NONE
+            except KafkaError as exc:
+                out[(topic, index)] = exc.code
+        return out
 
 
 def txn_coordinator(core: Any) -> TransactionCoordinator | None:
-    """The core's transaction coordinator, when one is installed (``subsystems["transactions"]``)."""
-    got = core.subsystems.get("transactions")
+    """The core's transaction coordinator, when one is installed (``core.subsystems.transactions``)."""
+    got = core.subsystems.transactions
     return got if isinstance(got, TransactionCoordinator) else None
 
 

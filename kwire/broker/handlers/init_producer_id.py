@@ -49,7 +49,7 @@ def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdRes
         except KafkaError as exc:
             return error_response(ctx, req, exc.code)
         return InitProducerIdResponse(producer_id=got.producer_id, producer_epoch=got.producer_epoch)
-    ids = core.subsystems["producer_ids"]
+    ids = core.subsystems.producer_ids
     if req.producer_id >= 0 and req.producer_epoch < MAX_EPOCH:
         return InitProducerIdResponse(producer_id=req.producer_id, producer_epoch=req.producer_epoch + 1)
     return InitProducerIdResponse(producer_id=ids.allocate(), producer_epoch=0)

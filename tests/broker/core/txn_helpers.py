@@ -33,7 +33,7 @@ class FakeMarkers:
     fail_all: bool = False
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                      partitions: list[tuple[str, int]]) -> Mapping[tuple[str, int], int]:
+                      partitions: list[tuple[str, int]], transaction_version: int = 2) -> Mapping[tuple[str, int], int]:
         self.calls.append(MarkerCall(producer_id, producer_epoch, commit, coordinator_epoch, tuple(partitions)))
         out = {}
         for tp in partitions:

@@ -32,7 +32,7 @@ TXN_HANDLERS = ("add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_o
 def txn_core(**settings: str):
     core, clock = make_core(settings=settings)
     markers = FakeMarkers()
-    core.subsystems["transactions"] = coordinator_for_core(core, markers)
+    core.subsystems.transactions = coordinator_for_core(core, markers)  # fake markers: see what is asked for
     core.handlers = dict(core.handlers)  # this core only: the registry stays as main ships it
     for name in TXN_HANDLERS:
         mod = importlib.import_module(f"kwire.broker.handlers.{name}")
@@ -102,7 +102,7 @@ def test_add_partitions_unknown_topic_and_operation_not_attempted():
     got = init(c)
     codes = add_v3(c, "tx", got.producer_id, got.producer_epoch, {"t": [0], "nope": [0]})
     assert codes == {("t", 0): E.OPERATION_NOT_ATTEMPTED, ("nope", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
-    assert core.subsystems["transactions"].transactions["tx"].partitions == set()
+    assert core.subsystems.transactions.transactions["tx"].partitions == set()
     assert add_v3(c, "tx", got.producer_id, got.producer_epoch, {"t": [0, 1]}) == {("t", 0): 0, ("t", 1): 0}
     assert add_v3(c, "tx", got.producer_id, 9, {"t": [0]}, version=1) == {("t", 0): E.INVALID_PRODUCER_EPOCH}
     assert add_v3(c, "tx", got.producer_id, 9, {"t": [0]}, version=2) == {("t", 0): E.PRODUCER_FENCED}
@@ -134,7 +134,7 @@ def test_produce_v12_implicitly_adds_and_v10_is_refused_when_not_added():
     core, _, _, c = txn_core()
     a = init(c, "a")
     assert produce_txn(c, "a", a.producer_id, a.producer_epoch, 0, 12).error_code == 0
-    assert core.subsystems["transactions"].transactions["a"].partitions == {("t", 0)}
+    assert core.subsystems.transactions.transactions["a"].partitions == {("t", 0)}
     b = init(c, "b")
     r = produce_txn(c, "b", b.producer_id, b.producer_epoch, 0, 10)
     assert r.error_code == E.INVALID_TXN_STATE
@@ -245,7 +245,7 @@ def test_find_coordinator_transaction_key_and_not_coordinator_elsewhere():
 def test_not_coordinator_on_the_wrong_broker():
     """A transactional request on a broker that does not coordinate the id → NOT_COORDINATOR."""
     core, clock = make_core(brokers=3)
-    core.subsystems["transactions"] = coordinator_for_core(core, FakeMarkers())
+    core.subsystems.transactions = coordinator_for_core(core, FakeMarkers())
     core.handlers = dict(core.handlers)
     mod = importlib.import_module("kwire.broker.handlers.end_txn")
     core.handlers[int(mod.API_KEY)] = HandlerSpec(int(mod.API_KEY), "EndTxn", *mod.VERSIONS, "end_txn", mod.handle,
