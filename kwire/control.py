@@ -314,6 +314,17 @@ class Broker:
 
         return int(self.call(run))
 
+    # --- transactions -----------------------------------------------------------------------
+    def transactions(self) -> list[dict[str, Any]]:
+        """Every transactional id the coordinator knows: state (Kafka's names), producer id and
+        epoch, partitions, groups, timeout and, for an Ongoing transaction, when it times out."""
+
+        def run() -> list[dict[str, Any]]:
+            txn = self.core.subsystems.transactions
+            return [] if txn is None else txn.inspect()
+
+        return self._peek(run)
+
     # --- share groups -----------------------------------------------------------------------
     def share_state(self, group_id: str, topic: str, partition: int) -> dict[str, Any] | None:
         """A share partition as the broker holds it: the start and end offsets (SPSO, SPEO) and each

@@ -21,7 +21,7 @@ from kwire.protocol.messages.list_transactions import ListTransactionsRequest
 from kwire.protocol.messages.offset_fetch import OffsetFetchRequest
 from kwire.protocol.messages.produce import ProduceRequest
 from kwire.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
-from kwire.protocol.registry import api_info
+from kwire.protocol.registry import ApiKey, api_info
 from tests.broker.core.txn_helpers import FakeMarkers
 from tests.broker.helpers import CoreClient, batch, make_core
 
@@ -286,3 +286,13 @@ def test_timeout_on_the_core_clock_fences_the_producer():
     assert end(c, "a", a.producer_id, a.producer_epoch, True, 3).error_code == E.PRODUCER_FENCED
     d = c.send(DescribeTransactionsRequest(transactional_ids=["a"]), 0).transaction_states[0]
     assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", a.producer_epoch + 1)
+
+
+@pytest.mark.rule("TX-5")
+def test_init_producer_id_v6_is_not_advertised() -> None:
+    """TX-5: InitProducerId v6 (KIP-939 two-phase commit) is unstable upstream: ApiVersions says 5."""
+    from kwire.protocol.messages.api_versions import ApiVersionsRequest
+
+    core, _, _, c = txn_core()
+    keys = {k.api_key: k.max_version for k in c.send(ApiVersionsRequest(), 3).api_keys}
+    assert keys[ApiKey.INIT_PRODUCER_ID] == 5

@@ -160,6 +160,30 @@ def test_java_producer_uses_tv2(broker: Broker) -> None:
     assert epochs == sorted(epochs) and len(set(epochs)) == len(epochs)  # each end bumps the epoch
 
 
+@pytest.mark.rule("TX-24, TX-11, TX-15")
+def test_java_producer_falls_back_to_tv1_when_the_feature_says_so() -> None:
+    """TX-24: with transaction.version 1 finalized, the Java producer adds partitions explicitly
+    (AddPartitionsToTxn, TX-11) and ends with EndTxn v4 or below, without epoch bumps (TX-15)."""
+    java = shutil.which("java")
+    jars = sorted(java_lib_dir().glob("*.jar"))
+    if java is None or not jars:
+        pytest.skip("java or the kafka-clients jars are not installed (tools/install_clients.sh java)")
+    config = BrokerConfig(log_connections=False, settings={"transaction.version": "1"})
+    with Broker(config) as b:
+        b.create_topic("t", partitions=2)
+        b.start_recording()
+        src = Path(__file__).parent / "java" / "TxnProducer.java"
+        out = subprocess.run([java, "-cp", ":".join(map(str, jars)), str(src), b.bootstrap, "jtx1"],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert read_all(b, "read_committed", 3) == [b"committed-1", b"committed-2", b"committed-3"]
+        recorded = b.recorded()
+    end_txns = [e for e in recorded if e.api_key == 26]
+    assert end_txns and all(e.api_version <= 4 for e in end_txns)
+    assert [e for e in recorded if e.api_key == 24]
+    assert len({e.response.producer_epoch for e in end_txns if hasattr(e.response, "producer_epoch")}) <= 1
+
+
 @pytest.mark.rule("TX-11")
 def test_kcat_transactional_producer(broker: Broker) -> None:
     """TX-11: kcat (librdkafka 2.0.2, AddPartitionsToTxn v0, EndTxn v1) commits at exit; read_committed sees it."""
