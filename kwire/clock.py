@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "SteppableClock", "SystemClock", "ManualClock"]
+__all__ = ["Clock", "SteppableClock", "SystemClock", "ManualClock", "JumpClock"]
 
 
 class Clock(Protocol):
@@ -56,3 +56,36 @@ class ManualClock:
             raise ValueError("time does not go backwards")
         self._now_ms = at_ms
         return self._now_ms
+
+
+class JumpClock:
+    """Wall-clock time that a test may jump forward: time flows as on a real broker (client
+    timeouts, heartbeats and long polls behave normally) and ``advance_to`` moves it ahead at once,
+    e.g. past a 30-second acquisition lock while real clients stay connected.
+
+    Monotonic underneath: the start is the wall clock, the flow is ``time.monotonic_ns``.
+    """
+
+    __slots__ = ("_base_ms", "_start_ns", "_offset_ms")
+
+    def __init__(self) -> None:
+        self._base_ms = time.time_ns() // 1_000_000
+        self._start_ns = time.monotonic_ns()
+        self._offset_ms = 0
+
+    def now_ms(self) -> int:
+        return self._base_ms + (time.monotonic_ns() - self._start_ns) // 1_000_000 + self._offset_ms
+
+    def advance(self, ms: int) -> int:
+        """Jump forward by ``ms``; returns the new time."""
+        if ms < 0:
+            raise ValueError("time does not go backwards")
+        self._offset_ms += ms
+        return self.now_ms()
+
+    def advance_to(self, at_ms: int) -> int:
+        """Jump forward to ``at_ms``; a time already passed leaves the clock alone."""
+        now = self.now_ms()
+        if at_ms > now:
+            self._offset_ms += at_ms - now
+        return self.now_ms()

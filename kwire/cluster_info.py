@@ -21,7 +21,7 @@ from kwire.protocol.registry import ApiKey
 if TYPE_CHECKING:
     from kwire.client import WireClient
 
-__all__ = ["PartitionInfo", "TopicInfo", "MemberInfo", "GroupInfo", "describe_topics", "describe_groups"]
+__all__ = ["PartitionInfo", "TopicInfo", "MemberInfo", "GroupInfo", "describe_topics", "describe_groups", "consumer_assignment"]
 
 EARLIEST, LATEST = -2, -1
 _ZERO_UUID = uuid.UUID(int=0)
@@ -214,7 +214,7 @@ def _coordinator(client: WireClient, group: str) -> int:
     return int(node)
 
 
-def _assignment(raw: bytes) -> dict[str, list[int]]:
+def consumer_assignment(raw: bytes) -> dict[str, list[int]]:
     """A consumer-protocol assignment (int16 version, then the ConsumerProtocolAssignment)."""
     from kwire.protocol.data.consumer_protocol_assignment import ConsumerProtocolAssignment
 
@@ -239,7 +239,7 @@ def _describe_classic_group(client: WireClient, info: GroupInfo) -> None:
     info.state, info.protocol_type = g.group_state, g.protocol_type
     info.type = info.type or "classic"
     for m in g.members:
-        assignment = _assignment(bytes(m.member_assignment)) if g.protocol_type == "consumer" else {}
+        assignment = consumer_assignment(bytes(m.member_assignment)) if g.protocol_type == "consumer" else {}
         info.members.append(MemberInfo(m.member_id, m.client_id, m.client_host, assignment))
 
 

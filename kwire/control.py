@@ -26,14 +26,32 @@ from kwire.broker.config import BrokerConfig, SaslConfig
 from kwire.broker.core.broker_core import BrokerCore, Exchange
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.faults import FaultAction, FaultRule
+from kwire.broker.handlers import load_handlers
 from kwire.broker.server import BrokerServer
-from kwire.clock import Clock, ManualClock, SystemClock
+from kwire.clock import Clock, JumpClock, ManualClock, SystemClock
 from kwire.errors import KwireError
+from kwire.protocol.registry import resolve_api_key, resolve_error_code
 
 __all__ = ["Broker", "BrokerConfig", "SaslConfig", "FaultAction"]
 
 T = TypeVar("T")
 
+
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost reason of a start-up failure, in one line (trio wraps errors in groups)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_cause(e) for e in exc.exceptions)
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and text.startswith("[Errno"):
+        text = text.split("] ", 1)[-1]  # "[Errno 98] ..." -> the sentence itself
+    return text
+
+def _api(api_key: int | str | None) -> int | None:
+    return None if api_key is None else resolve_api_key(api_key)
 
 class BrokerNotRunning(KwireError):
     """A control call on a broker that is not running."""
@@ -48,7 +66,7 @@ class Broker:
         if clock is None:
             clock = ManualClock() if manual_clock else SystemClock()
         self.clock = clock
-        self.core = BrokerCore(self.config, self.clock)
+        self.core = BrokerCore(self.config, self.clock, handlers=load_handlers())
         self.server = BrokerServer(self.config, self.clock, self.core, on_line=on_line)
         self._token: trio.lowlevel.TrioToken | None = None
         self._thread: threading.Thread | None = None
@@ -69,7 +87,8 @@ class Broker:
         if not self._started.wait(timeout):
             raise BrokerNotRunning("the broker did not start in time")
         if self._error is not None:
-            raise BrokerNotRunning(f"the broker failed to start: {self._error}") from self._error
+            where = f"{self.config.host}:{self.config.port}" if self.config.port else self.config.host
+            raise BrokerNotRunning(f"the broker failed to start on {where}: {_cause(self._error)}") from self._error
         return self
 
     def _run(self) -> None:
@@ -156,6 +175,252 @@ class Broker:
             if time.monotonic() >= end:
                 raise TimeoutError(f"broker condition not reached within {timeout} s")
 
+    def _wait(self, what: str, check: Callable[[BrokerCore], tuple[bool, str]], timeout: float) -> None:
+        """wait_until with a failure message naming what was expected and what was last seen."""
+        seen: list[str] = [""]
+
+        def predicate(core: BrokerCore) -> bool:
+            ok, seen[0] = check(core)
+            return ok
+
+        try:
+            self.wait_until(predicate, timeout)
+        except TimeoutError:
+            raise TimeoutError(f"waited {timeout} s for {what}; last seen: {seen[0]}") from None
+
+    def wait_for_request(self, api_key: int | str, *, count: int = 1, timeout: float = 30.0) -> None:
+        """Until ``count`` requests of ``api_key`` (number, ``ApiKey`` or name) have arrived in all."""
+        key = resolve_api_key(api_key)
+
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            n = core.stats.per_api.get(key, 0)
+            return n >= count, f"{n} such request(s)"
+
+        self._wait(f"{count} request(s) of api key {key}", check, timeout)
+
+    def wait_for_parked(self, api_key: int | str | None = None, *, count: int = 1, timeout: float = 30.0) -> None:
+        """Until ``count`` requests (of ``api_key``, or of any API) are waiting for their answer:
+        a long poll, a JoinGroup or SyncGroup, a request held by a latency fault."""
+        key = None if api_key is None else resolve_api_key(api_key)
+
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            keys = core.unanswered_api_keys()
+            n = len(keys) if key is None else keys.count(key)
+            return n >= count, f"{n} parked (api keys {sorted(keys)})"
+
+        self._wait(f"{count} parked request(s)" + (f" of api key {key}" if key is not None else ""), check, timeout)
+
+    def wait_for_group(self, group_id: str, *, state: str | None = None, members: int | None = None,
+                       timeout: float = 30.0) -> None:
+        """Until the group exists and is in ``state`` (e.g. "Stable", any case) and/or has
+        ``members`` members."""
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            g = core.subsystems.groups.groups.get(group_id)
+            if g is None:
+                return False, "no such group"
+            stats = g.statistics()
+            ok = (state is None or g.state_name.lower() == state.lower()) and (
+                members is None or stats.members == members)
+            return ok, f"state {g.state_name}, {stats.members} member(s)"
+
+        want = ", ".join(x for x in (f"state {state}" if state else "",
+                                     f"{members} member(s)" if members is not None else "") if x)
+        self._wait(f"group {group_id!r} with {want or 'existence'}", check, timeout)
+
+    def wait_for_offset(self, topic: str, partition: int, offset: int, *, timeout: float = 30.0) -> None:
+        """Until the partition's log end offset reaches ``offset``."""
+        def check(core: BrokerCore) -> tuple[bool, str]:
+            p = core.cluster.partition(topic, partition)
+            if p is None:
+                return False, "no such partition"
+            return p.log.log_end_offset >= offset, f"log end offset {p.log.log_end_offset}"
+
+        self._wait(f"{topic}-{partition} to reach offset {offset}", check, timeout)
+
+    # --- inspection -------------------------------------------------------------------------
+    def topics(self) -> dict[str, list[dict[str, Any]]]:
+        """Every topic's partitions: leader, replicas, log start/end, high watermark, LSO."""
+        def run() -> dict[str, list[dict[str, Any]]]:
+            return {t.name: [{"partition": p.index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
+                              "replicas": list(p.replicas), "log_start_offset": p.log.log_start_offset,
+                              "log_end_offset": p.log.log_end_offset, "high_watermark": p.log.high_watermark,
+                              "last_stable_offset": p.log.last_stable_offset} for p in t.partitions]
+                    for t in sorted(self.core.cluster.topics.values(), key=lambda t: t.name)}
+        return self._peek(run)
+
+    def describe_group(self, group_id: str) -> dict[str, Any] | None:
+        """A group's type, state, members (with assignments) and committed offsets; None if absent."""
+        def run() -> dict[str, Any] | None:
+            table = self.core.subsystems.groups
+            g = table.get(group_id)
+            if g is None:
+                return None
+            from kwire.cluster_info import consumer_assignment
+
+            members: dict[str, Any] = {}
+            by_id = self.core.cluster.topics_by_id
+            for mid, m in getattr(g, "members", {}).items():
+                if hasattr(m, "assigned"):  # KIP-848: topic id -> partitions
+                    assignment: Any = {(by_id[t].name if t in by_id else str(t)): sorted(ps)
+                                       for t, ps in m.assigned.items()}
+                elif g.protocol_type == "consumer":  # classic: the consumer protocol's bytes
+                    assignment = consumer_assignment(bytes(m.assignment))
+                else:
+                    assignment = bytes(getattr(m, "assignment", b"")).hex()
+                members[mid] = {"client_id": getattr(m, "client_id", ""), "assignment": assignment}
+            offsets = {f"{t}-{p}": c.offset for (t, p), c in self.core.subsystems.offsets.partitions(group_id).items()}
+            return {"group_id": group_id, "type": g.group_type, "state": g.state_name,
+                    "protocol_type": g.protocol_type, "members": members, "committed": offsets}
+        return self._peek(run)
+
+    def read(self, topic: str, partition: int, offset: int = 0, max_records: int = 1000) -> list[Any]:
+        """Records of a partition from ``offset``, decoded (``kwire.records.Record``: offset,
+        timestamp, key, value, headers); control records are left out."""
+        from kwire.records import RecordBatch
+
+        def run() -> list[bytes]:
+            p = self.core.cluster.partition(topic, partition)
+            if p is None:
+                raise KwireError(f"{topic}-{partition} does not exist")
+            return [bytes(b.data) for b in p.log.batches if b.last_offset >= offset and not b.is_control]
+
+        out: list[Any] = []
+        for data in self._peek(run):
+            for r in RecordBatch(data):
+                if r.offset >= offset:
+                    out.append(r)
+                    if len(out) >= max_records:
+                        return out
+        return out
+
+    def produce(self, topic: str, values: list[bytes | None], *, partition: int = 0,
+                keys: list[bytes | None] | None = None) -> int:
+        """Append one batch of records to a partition as a client's Produce would (its leader's
+        log, the topic's configs, wake-ups for waiting fetches); returns the base offset."""
+        from kwire.broker.core.log import AppendOrigin
+        from kwire.records import BatchBuilder
+
+        def run() -> int:
+            p = self.core.cluster.partition(topic, partition)
+            if p is None:
+                raise KwireError(f"{topic}-{partition} does not exist")
+            now = self.core.clock.now_ms()
+            b = BatchBuilder()
+            for i, v in enumerate(values):
+                b.append(v, keys[i] if keys else None, timestamp_ms=now)
+            res = p.log.append(bytearray(b.build()), AppendOrigin.CLIENT, now_ms=now,
+                               leader_epoch=p.leader_epoch, config=self.core.log_config(topic))
+            return res.base_offset
+
+        return int(self.call(run))
+
+    # --- transactions -----------------------------------------------------------------------
+    def transactions(self) -> list[dict[str, Any]]:
+        """Every transactional id the coordinator knows: state (Kafka's names), producer id and
+        epoch, partitions, groups, timeout and, for an Ongoing transaction, when it times out."""
+
+        def run() -> list[dict[str, Any]]:
+            txn = self.core.subsystems.transactions
+            return [] if txn is None else txn.inspect()
+
+        return self._peek(run)
+
+    # --- share groups -----------------------------------------------------------------------
+    def share_state(self, group_id: str, topic: str, partition: int) -> dict[str, Any] | None:
+        """A share partition as the broker holds it: the start and end offsets (SPSO, SPEO) and each
+        in-flight offset's state, delivery count, holder and lock deadline; None before the group
+        first fetched the partition."""
+
+        def run() -> dict[str, Any] | None:
+            sp = self._share().partitions.get(group_id, topic, partition)
+            if sp is None:
+                return None
+            st = sp.statistics()
+            return {"start_offset": st.start_offset, "end_offset": st.end_offset,
+                    "in_flight_records": st.in_flight_records,
+                    "offsets": [{"offset": o.offset, "state": o.state.name, "delivery_count": o.delivery_count,
+                                 "member_id": o.member_id, "lock_deadline_ms": o.lock_deadline_ms}
+                                for o in st.offsets]}
+
+        return self._peek(run)
+
+    def describe_share_group(self, group_id: str) -> dict[str, Any] | None:
+        """A share group's state, epochs and members with their assignments; None if absent."""
+
+        def run() -> dict[str, Any] | None:
+            g = self._share().groups.get(group_id)
+            if g is None:
+                return None
+            d = g.describe()
+            return {"state": d.group_state, "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
+                    "members": {m.member_id: {"member_epoch": m.member_epoch, "client_id": m.client_id,
+                                              "subscribed": list(m.subscribed_topic_names),
+                                              "assignment": {t: sorted(ps) for t, ps in m.assignment.items()}}
+                                for m in d.members}}
+
+        return self._peek(run)
+
+    def expire_locks(self, group_id: str, topic: str, partition: int, offsets: list[int] | None = None) -> int:
+        """Fault injection: the acquisition locks of ``offsets`` (every held one if None) expire
+        now, as if their time had run out (AQ-12); returns how many records were released."""
+
+        def run() -> int:
+            sp = self._share().partitions.get(group_id, topic, partition)
+            return 0 if sp is None else sp.expire_now(offsets)
+
+        return int(self.call(run))
+
+    def fence_share_member(self, group_id: str, member_id: str) -> bool:
+        """Fault injection: remove a share-group member now, as a session timeout would: its share
+        session ends and its records are released; its next heartbeat gets UNKNOWN_MEMBER_ID."""
+        return bool(self.call(lambda: self._share().fence_member(group_id, member_id)))
+
+    def dlq_records(self, group_id: str) -> list[dict[str, Any]]:
+        """The dead-letter records of a share group (KIP-1191), decoded: offset, key, value, timestamp
+        and the headers as a dict (``__dlq.errors.topic``, ``.partition``, ``.offset``, ``.group``,
+        ``.delivery.count``, ``.message``), from the group's dead-letter topic."""
+        from kwire.broker.core.configs import ResourceType
+
+        topic = self._peek(lambda: self.core.configs.get(ResourceType.GROUP, group_id,
+                                                          "errors.deadletterqueue.topic.name"))
+        if not topic or topic not in self.topics():
+            return []
+        out = []
+        for p in range(len(self.topics()[topic])):
+            for r in self.read(topic, p, 0, max_records=1_000_000):
+                headers = {k: (None if v is None else bytes(v).decode()) for k, v in r.headers}
+                if headers.get("__dlq.errors.group") != group_id:
+                    continue
+                out.append({"partition": p, "offset": r.offset, "timestamp": r.timestamp,
+                            "key": None if r.key is None else bytes(r.key),
+                            "value": None if r.value is None else bytes(r.value), "headers": headers})
+        return out
+
+    def dlq_stats(self, group_id: str) -> dict[str, Any]:
+        """KIP-1191's metrics for a group (records written, produce requests, failed ones) and the
+        records not written, by cause."""
+
+        def run() -> dict[str, Any]:
+            st = self._share().dlq.stats.get(group_id)
+            if st is None:
+                return {"records_written": 0, "produce_requests": 0, "failed_produce_requests": 0, "failures": {}}
+            return {"records_written": st.records_written, "produce_requests": st.produce_requests,
+                    "failed_produce_requests": st.failed_produce_requests, "failures": dict(st.failures)}
+
+        return self._peek(run)
+
+    def fail_dlq_writes(self, group_id: str, error_code: int | str = "KAFKA_STORAGE_ERROR",
+                        times: int | None = 1) -> None:
+        """Fault injection: the group's next ``times`` dead-letter writes fail with ``error_code``
+        (retriable codes are retried as DLQ-10 says, so a retriable failure counts once per attempt)."""
+        code = resolve_error_code(error_code)
+        self.call(lambda: self._share().dlq.forced_failures.__setitem__(group_id, [code, times]))
+
+    def _share(self) -> Any:
+        from kwire.broker.core.share_coordinator import share_coordinator
+
+        return share_coordinator(self.core)
+
     def parked_requests(self) -> int:
         """How many requests are waiting for their answer (long polls, group joins and syncs,
         injected latency or swallowed requests)."""
@@ -181,32 +446,49 @@ class Broker:
         self.call(run)
 
     # --- faults -----------------------------------------------------------------------------
-    def inject_error(self, *, api_key: int | None = None, error_code: int, times: int | None = 1,
+    def inject_error(self, *, api_key: int | str | None = None, error_code: int | str, times: int | None = 1,
                      broker_id: int | None = None, topic: str | None = None, partition: int | None = None,
                      when: Callable[[Any], bool] | None = None) -> int:
-        """Answer matching requests (or one partition of them) with ``error_code``."""
-        rule = FaultRule(FaultAction.ERROR, api_key=api_key, broker_id=broker_id, error_code=error_code,
+        """Answer matching requests (or one partition of them) with ``error_code``.
+
+        ``api_key`` and ``error_code`` take numbers, ``ApiKey``/``ErrorCode`` members or names
+        (``api_key="Produce"``, ``error_code="NOT_LEADER_OR_FOLLOWER"``); anything that names no
+        API or error raises UnknownApiKeyError / UnknownErrorCodeError at once.
+        """
+        rule = FaultRule(FaultAction.ERROR, api_key=_api(api_key), broker_id=broker_id,
+                         error_code=resolve_error_code(error_code),
                          times=times, topic=topic, partition=partition, when=when)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def add_latency(self, delay_ms: int, *, api_key: int | None = None, times: int | None = None,
+    def drop_partition(self, *, api_key: int | str, topic: str, partition: int | None = None,
+                       times: int | None = 1, broker_id: int | None = None) -> int:
+        """Leave a partition out of matching responses (ShareFetch, ShareAcknowledge): the broker
+        does the work (acquires, applies acknowledgements) and the answer loses it, as when a
+        response is cut short; the client never learns of the records it now holds."""
+        rule = FaultRule(FaultAction.DROP, api_key=_api(api_key), broker_id=broker_id, times=times, topic=topic,
+                         partition=partition)
+        return self.call(lambda: self.core.faults.add(rule).rule_id)
+
+    def add_latency(self, delay_ms: int, *, api_key: int | str | None = None, times: int | None = None,
                     broker_id: int | None = None) -> int:
-        rule = FaultRule(FaultAction.LATENCY, api_key=api_key, broker_id=broker_id, delay_ms=delay_ms, times=times)
+        rule = FaultRule(FaultAction.LATENCY, api_key=_api(api_key), broker_id=broker_id, delay_ms=delay_ms, times=times)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def swallow(self, *, api_key: int | None = None, times: int | None = 1, broker_id: int | None = None) -> int:
-        rule = FaultRule(FaultAction.SWALLOW, api_key=api_key, broker_id=broker_id, times=times)
+    def swallow(self, *, api_key: int | str | None = None, times: int | None = 1,
+                broker_id: int | None = None) -> int:
+        rule = FaultRule(FaultAction.SWALLOW, api_key=_api(api_key), broker_id=broker_id, times=times)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def close_on(self, *, api_key: int | None = None, times: int | None = 1, broker_id: int | None = None) -> int:
+    def close_on(self, *, api_key: int | str | None = None, times: int | None = 1,
+                 broker_id: int | None = None) -> int:
         """Close the connection instead of answering the next matching request(s)."""
-        rule = FaultRule(FaultAction.CLOSE, api_key=api_key, broker_id=broker_id, times=times)
+        rule = FaultRule(FaultAction.CLOSE, api_key=_api(api_key), broker_id=broker_id, times=times)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
-    def hook(self, fn: Callable[[Any, Any], Any], *, api_key: int | None = None, times: int | None = None,
+    def hook(self, fn: Callable[[Any, Any], Any], *, api_key: int | str | None = None, times: int | None = None,
              broker_id: int | None = None) -> int:
         """Call ``fn(request, context)``; a non-None return is sent as the response."""
-        rule = FaultRule(FaultAction.HOOK, api_key=api_key, broker_id=broker_id, times=times, hook=fn)
+        rule = FaultRule(FaultAction.HOOK, api_key=_api(api_key), broker_id=broker_id, times=times, hook=fn)
         return self.call(lambda: self.core.faults.add(rule).rule_id)
 
     def remove_fault(self, rule_id: int) -> None:
@@ -218,8 +500,10 @@ class Broker:
     def close_connections(self, broker_id: int | None = None) -> int:
         return self.call(lambda: self.server.close_connections(broker_id))
 
-    def cap_api_version(self, api_key: int, max_version: int | None) -> None:
+    def cap_api_version(self, api_key: int | str, max_version: int | None) -> None:
         """Advertise at most ``max_version`` of an API (simulate an older broker); None lifts the cap."""
+        api_key = resolve_api_key(api_key)
+
         def run() -> None:
             if max_version is None:
                 self.core.version_caps.pop(api_key, None)
@@ -270,7 +554,7 @@ class Broker:
     def run_retention(self) -> int:
         """Apply retention.ms/retention.bytes now instead of at the next periodic check
         (``log.retention.check.interval.ms``); returns how many log segments were deleted."""
-        return int(self.call(lambda: self.core.subsystems["retention"].run()))
+        return int(self.call(lambda: self.core.subsystems.retention.run()))
 
     # --- time -------------------------------------------------------------------------------
     def advance(self, ms: int) -> int:
@@ -280,8 +564,8 @@ class Broker:
         if they fall due within ``ms`` (a 10 ms periodic timer fires 3 times in ``advance(35)``).
         Answers those timers complete are sent when the call returns. Returns the new time.
         """
-        if not isinstance(self.clock, ManualClock):
-            raise KwireError("advance() needs a broker started with manual_clock=True")
+        if not isinstance(self.clock, ManualClock | JumpClock):
+            raise KwireError("advance() needs a broker started with manual_clock=True or clock=JumpClock()")
         return self.call(lambda: self.core.advance(ms))
 
     # --- recording --------------------------------------------------------------------------

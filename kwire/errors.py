@@ -16,6 +16,7 @@ __all__ = [
     "EncodeError",
     "UnsupportedVersionError",
     "UnknownApiKeyError",
+    "UnknownErrorCodeError",
     "FrameTooLargeError",
     "RecordError",
     "CorruptBatchError",
@@ -118,9 +119,13 @@ class UnsupportedVersionError(ProtocolError):
 class UnknownApiKeyError(ProtocolError):
     """An API key that the pinned spec set does not define."""
 
-    def __init__(self, api_key: int) -> None:
+    def __init__(self, api_key: int, message: str | None = None) -> None:
         self.api_key = api_key
-        super().__init__(f"unknown api key {api_key}")
+        super().__init__(message or f"unknown api key {api_key}")
+
+
+class UnknownErrorCodeError(ProtocolError):
+    """An error code (or name) that Kafka's error table does not define."""
 
 
 class FrameTooLargeError(ProtocolError):

@@ -2,7 +2,7 @@
 # Install the real Kafka clients that kwire's conformance tests drive.
 #
 # usage: tools/install_clients.sh [--check] [COMPONENT...]
-#   COMPONENT: python | java | js | kcat | all (default: all)
+#   COMPONENT: python | java | js | kcat | chromium | all (default: all)
 #   --check    report what is installed, change nothing; exit 1 if anything is missing
 #
 # Idempotent and fast when everything is in place: each component checks first.
@@ -187,6 +187,15 @@ install_kcat() {
   apt_install kcat
 }
 
+# ---- chromium (opens kwire conform's HTML report in a test) ------------------------
+
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1; then log "chromium: ok ($(command -v chromium))"; return 0; fi
+  if [ "$CHECK" = 1 ]; then MISSING+=("chromium"); return 0; fi
+  log "chromium: apt-get install chromium"
+  apt_install chromium
+}
+
 # ---- main ---------------------------------------------------------------------------
 
 COMPONENTS=()
@@ -194,12 +203,12 @@ for arg in "$@"; do
   case "$arg" in
     --check) CHECK=1 ;;
     -h|--help) usage; exit 0 ;;
-    all) COMPONENTS+=(python java js kcat) ;;
-    python|java|js|kcat) COMPONENTS+=("$arg") ;;
+    all) COMPONENTS+=(python java js kcat chromium) ;;
+    python|java|js|kcat|chromium) COMPONENTS+=("$arg") ;;
     *) log "unknown argument: $arg"; usage; exit 2 ;;
   esac
 done
-[ "${#COMPONENTS[@]}" -gt 0 ] || COMPONENTS=(python java js kcat)
+[ "${#COMPONENTS[@]}" -gt 0 ] || COMPONENTS=(python java js kcat chromium)
 
 for c in "${COMPONENTS[@]}"; do
   "install_$c" || { log "$c: FAILED"; FAILED+=("$c"); }

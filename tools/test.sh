@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, from a clean checkout: installs what the tests need, then runs them.
-# Usage: bash tools/test.sh [extra pytest args]
+# The whole test suite, from a clean checkout: installs what the tests need, then runs them:
+# ruff, mypy, the codec staleness check, pytest on 2 cores, the broker/record/protocol tests again
+# without the C extensions, and the C extensions under ASan/UBSan (tools/sanitize.sh).
+# Usage: bash tools/test.sh [extra pytest args]   (extra args: only the main pytest run, with them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,4 +36,21 @@ if [ "$rc" -eq 5 ]; then
     echo "pytest collected no tests: that is a failure here" >&2
     exit 1
 fi
-exit "$rc"
+if [ "$rc" -ne 0 ] || [ "$#" -gt 0 ]; then
+    exit "$rc"  # a failing main run, or a targeted run (extra args): nothing more
+fi
+
+# The pure-Python twins of the C loops and decoders must stay correct on their own (they serve
+# wherever no compiler was at hand). Real clients add nothing here: they ran above.
+echo "== pytest, pure Python (KWIRE_NO_EXTENSIONS=1)"
+KWIRE_NO_EXTENSIONS=1 python3 -m pytest -n 2 -p no:cacheprovider -q -m "not conformance" \
+    tests/broker tests/records tests/protocol
+
+# The C extensions under ASan + UBSan over the decode tests (tools/sanitize.sh); skipped, with a
+# note, where the compiler has no sanitizer runtime.
+echo "== C extensions under AddressSanitizer + UndefinedBehaviorSanitizer"
+if command -v "${CC:-gcc}" >/dev/null && [ -f "$("${CC:-gcc}" -print-file-name=libasan.so)" ]; then
+    bash tools/sanitize.sh
+else
+    echo "no compiler with an ASan runtime: sanitizer run skipped" >&2
+fi

@@ -19,6 +19,7 @@ import trio
 from kwire.broker.config import BrokerConfig
 from kwire.broker.connection import Connection
 from kwire.broker.core.broker_core import BrokerCore
+from kwire.broker.handlers import load_handlers
 from kwire.clock import Clock, ManualClock, SystemClock
 
 __all__ = ["BrokerServer"]
@@ -84,7 +85,7 @@ class BrokerServer:
                  on_line: Callable[[str], None] | None = None) -> None:
         self.config = config
         self.clock = clock if clock is not None else SystemClock()
-        self.core = core if core is not None else BrokerCore(config, self.clock)
+        self.core = core if core is not None else BrokerCore(config, self.clock, handlers=load_handlers())
         self.on_line = on_line
         # Called after every batch of work (requests handled, deadlines fired, responses routed),
         # so a controller in another thread can wait for a condition without sleeping.
@@ -160,18 +161,26 @@ class BrokerServer:
                 await stream.aclose()
             return
         self._per_ip[host] = self._per_ip.get(host, 0) + 1
+        held = [True]  # released once, as soon as the connection is gone from the core
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                left = self._per_ip[host] - 1
+                if left:
+                    self._per_ip[host] = left
+                else:
+                    del self._per_ip[host]
+
         try:
             while len(self._conns) >= self._limit("max.connections"):
                 await self._slot_freed.wait()
-            await self._serve_accepted(stream, broker_id, host, peer)
+            await self._serve_accepted(stream, broker_id, host, peer, release)
         finally:
-            left = self._per_ip[host] - 1
-            if left:
-                self._per_ip[host] = left
-            else:
-                del self._per_ip[host]
+            release()
 
-    async def _serve_accepted(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str) -> None:
+    async def _serve_accepted(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
+                              release: Callable[[], None]) -> None:
         conn = Connection(self.core, broker_id, peer)
         try:
             c = _Conn(conn, stream, broker_id)
@@ -249,6 +258,7 @@ class BrokerServer:
             if not conn.closed:
                 conn.connection_lost()
             self._conns.pop(conn.conn_id, None)
+            release()
             self._slot_freed.set()
             self._slot_freed = trio.Event()
             # A disconnect changes core state too (what it held goes, waiters may wake): route

@@ -20,6 +20,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("kwire.cli.topics", "list a cluster's topics, partitions and offsets"),
     "groups": ("kwire.cli.groups", "list a cluster's groups with members and lag"),
     "demo": ("kwire.cli.demo", "start the broker and run a produce/consume demo"),
+    "conform": ("kwire.cli.conform", "run real Kafka clients through the conformance scenarios"),
+    "fuzz": ("kwire.cli.fuzz", "fuzz a broker it starts (mutated and generated requests)"),
+    "replay": ("kwire.cli.replay", "replay recorded requests against a broker and diff the responses"),
+    "dlq": ("kwire.cli.dlq", "inspect dead-letter topics and replay them to their original topics"),
     "pipeline": ("kwire.cli.pipeline", "traffic and DLQ reports from captures and log dirs (Spark)"),
 }
 
@@ -51,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
     args = parser.parse_args(argv)
+    args._argv = list(argv)  # the command line as given, for reports that cite it
     from kwire.errors import KwireError
 
     try:

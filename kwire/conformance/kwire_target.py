@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from kwire.clock import JumpClock
 from kwire.control import Broker, BrokerConfig
 
 __all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "KwireControl", "kwire_cluster"]
@@ -47,6 +48,76 @@ class KwireControl:
     def end_offsets(self, topic: str) -> dict[int, int]:
         return self.broker.end_offsets(topic)
 
+    def wait_for_commits(self, group: str, topic: str, positions: dict[int, int], timeout_s: float) -> bool:
+        """Wait until the group's committed offsets reach ``positions`` (partition -> next offset)."""
+
+        def reached(core: object) -> bool:
+            got = self.broker.core.subsystems.offsets.partitions(group)
+            return all((topic, p) in got and got[(topic, p)].offset >= n for p, n in positions.items())
+
+        try:
+            self.broker.wait_until(reached, timeout=timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    # --- share groups (kwire.conformance.scenarios.share.ShareControl) -------------------------
+    def produce_values(self, topic: str, values: list[bytes]) -> None:
+        self.broker.produce(topic, list(values))
+
+    def set_group_config(self, group: str, key: str, value: str) -> None:
+        self.broker.set_config("group", group, key, value)
+
+    def advance(self, ms: int) -> None:
+        self.broker.advance(ms)
+
+    def enable_dlq(self, group: str, dlq_topic: str) -> None:
+        self.broker.create_topic(dlq_topic, 1, configs={"errors.deadletterqueue.group.enable": "true"})
+        self.broker.set_config("group", group, "errors.deadletterqueue.topic.name", dlq_topic)
+
+    def dead_letters(self, dlq_topic: str) -> list[tuple[int, str]]:
+        out = []
+        for r in self.broker.read(dlq_topic, 0):
+            h = {k: bytes(v).decode() for k, v in r.headers if v is not None}
+            out.append((int(h["__dlq.errors.offset"]), h["__dlq.errors.message"]))
+        return out
+
+    def reject_into_dlq(self, topic: str, group: str, dlq_topic: str, values: list[bytes]) -> None:
+        from kwire.broker.core.share_partition import AckBatch
+
+        b = self.broker
+        b.create_topic(dlq_topic, 1, configs={"errors.deadletterqueue.group.enable": "true"})
+        b.set_config("group", group, "share.auto.offset.reset", "earliest")
+        b.set_config("group", group, "errors.deadletterqueue.topic.name", dlq_topic)
+        b.produce(topic, list(values))
+
+        def reject() -> None:
+            from kwire.broker.core.share_coordinator import share_coordinator
+
+            sp = share_coordinator(b.core).partitions.for_fetch(group, topic, 0)
+            got = sp.acquire("kwire-conformance", len(values))
+            sp.acknowledge("kwire-conformance", [AckBatch(a.first_offset, a.last_offset, (3,)) for a in got])
+
+        b.call(reject)
+
+        def written(core: object) -> bool:
+            return b.core.cluster.topics[dlq_topic].partitions[0].log.log_end_offset >= len(values)
+
+        b.wait_until(written, timeout=30)
+
+    def wait_share_start_offset(self, group: str, topic: str, partition: int, want: int, timeout_s: float) -> bool:
+        from kwire.broker.core.share_coordinator import share_coordinator
+
+        def reached(core: object) -> bool:
+            sp = share_coordinator(self.broker.core).partitions.get(group, topic, partition)
+            return sp is not None and sp.start_offset == want
+
+        try:
+            self.broker.wait_until(reached, timeout=timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     def wait_for_records(self, topic: str, count: int, timeout_s: float) -> bool:
         def enough(core: object) -> bool:
             t = self.broker.core.cluster.topics.get(topic)
@@ -78,5 +149,6 @@ def kwire_cluster(
         settings=dict(CONFORMANCE_SETTINGS if settings is None else settings),
         log_connections=False,
     )
-    with Broker(config) as broker:
+    # Real time, so clients' own timeouts behave, that share scenarios may jump forward.
+    with Broker(config, clock=JumpClock()) as broker:
         yield broker, KwireControl(broker, replication_factor=brokers)

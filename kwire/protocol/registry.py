@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kwire.errors import UnknownApiKeyError, UnsupportedVersionError
+from kwire.errors import UnknownApiKeyError, UnknownErrorCodeError, UnsupportedVersionError
 from kwire.protocol._index import API_INDEX, SCHEMA_INDEX, ApiKey
 
 __all__ = [
+    "resolve_api_key",
+    "resolve_error_code",
     "ApiKey",
     "ApiInfo",
     "api_info",
@@ -79,6 +81,46 @@ def _load(package: str, module: str, name: str) -> Any:
 
 
 @cache
+def _norm(name: str) -> str:
+    return name.replace("_", "").replace("-", "").replace(" ", "").lower()
+
+
+def resolve_api_key(value: int | str) -> int:
+    """An API key from its number, ``ApiKey`` member or name (``"Produce"``, ``"PRODUCE"``,
+    ``"share_fetch"``: case and separators ignored). Raises UnknownApiKeyError otherwise."""
+    if isinstance(value, str):
+        wanted = _norm(value)
+        for info in all_apis():
+            if _norm(info.name) == wanted:
+                return info.key
+        if wanted.isdigit():
+            return resolve_api_key(int(wanted))
+        raise UnknownApiKeyError(-1, f"no Kafka API is named {value!r} (see `kwire apis`)")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UnknownApiKeyError(-1, f"an API key is an int, an ApiKey or a name, not {value!r}")
+    api_info(value)  # raises UnknownApiKeyError for a key the spec set lacks
+    return int(value)
+
+
+def resolve_error_code(value: int | str) -> int:
+    """A Kafka error code from its number, ``ErrorCode`` member or name
+    (``"NOT_LEADER_OR_FOLLOWER"``, case and separators ignored). Raises UnknownErrorCodeError."""
+    from kwire.protocol.error_codes import ErrorCode
+
+    if isinstance(value, str):
+        wanted = _norm(value)
+        for code in ErrorCode:
+            if _norm(code.name) == wanted:
+                return int(code)
+        raise UnknownErrorCodeError(f"no Kafka error code is named {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UnknownErrorCodeError(f"an error code is an int, an ErrorCode or a name, not {value!r}")
+    try:
+        return int(ErrorCode(value))
+    except ValueError:
+        raise UnknownErrorCodeError(f"{value} is not a Kafka error code") from None
+
+
 def api_info(api_key: int) -> ApiInfo:
     row = API_INDEX.get(api_key)
     if row is None:

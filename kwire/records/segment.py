@@ -146,7 +146,9 @@ class SegmentWriter:
         self.next_offset = base_offset
         if self.size:
             # reopening: continue after what is there (a torn tail is cut off first)
-            reader = read_segment(self.path)
+            # Structure only: a batch that fails its CRC below the end is kept (log recovery
+            # decides about it), and appending continues after the last whole batch.
+            reader = read_segment(self.path, verify_crc=False, recover=True)
             for batch in reader:
                 self.next_offset = batch.next_offset
             if reader.torn_tail is not None:

@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from kwire.broker.core.broker_core import BrokerCore
-from kwire.broker.core.groups import GroupCoordinator, group_coordinator
+from kwire.broker.core.group_table import GroupTable, group_table
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
@@ -24,8 +24,8 @@ GROUP = "g"
 PROTOCOLS = (("range", b"meta"),)
 
 
-def coordinator_of(core: BrokerCore) -> GroupCoordinator:
-    return group_coordinator(core)
+def coordinator_of(core: BrokerCore) -> GroupTable:
+    return group_table(core)
 
 
 class ClassicClient(CoreClient):

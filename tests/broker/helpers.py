@@ -7,6 +7,7 @@ from typing import Any
 
 from kwire.broker.config import BrokerConfig
 from kwire.broker.core.broker_core import BrokerCore, ConnInfo
+from kwire.broker.handlers import load_handlers
 from kwire.clock import ManualClock
 from kwire.protocol import decode_response, encode_request
 from kwire.protocol.splice import as_bytes
@@ -62,7 +63,7 @@ class ConnectionClosed(Exception):
 def make_core(**kwargs: Any) -> tuple[BrokerCore, ManualClock]:
     clock = ManualClock(START_MS)
     settings = kwargs.pop("settings", {})
-    core = BrokerCore(BrokerConfig(settings=settings, **kwargs), clock)
+    core = BrokerCore(BrokerConfig(settings=settings, **kwargs), clock, handlers=load_handlers())
     return core, clock
 
 

@@ -59,3 +59,26 @@ def test_schemas_record_the_upstream_commit() -> None:
     source = json.loads((ROOT / "schemas" / "SOURCE.json").read_text())
     assert source["commit"] == "d79bd502ec7fa49335afa422f442af80ed0ab8f6"
     assert len(source["files"]) == len(list((ROOT / "schemas").glob("*/*.json")))
+
+
+def test_every_generated_file_is_marked_generated_in_gitattributes() -> None:
+    """GitHub folds what tools/gen_protocol.py writes (linguist-generated); plain diffs still show it."""
+    if not (ROOT / ".git").exists():
+        import pytest
+
+        pytest.skip("not a git checkout")
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import gen_protocol
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    paths = sorted(f"kwire/protocol/{rel}" for rel in gen_protocol.generate())
+    out = subprocess.run(["git", "check-attr", "--stdin", "linguist-generated", "diff"], cwd=ROOT, check=True,
+                         input="\n".join(paths) + "\n", capture_output=True, text=True).stdout
+    attrs: dict[str, dict[str, str]] = {}
+    for line in out.splitlines():
+        path, attr, value = line.rsplit(": ", 2)
+        attrs.setdefault(path, {})[attr] = value
+    assert {p for p in paths if attrs[p]["linguist-generated"] != "set"} == set()
+    assert {p for p in paths if attrs[p]["diff"] == "unset"} == set()  # diffs stay visible
+    assert "kwire/protocol/_index.py" in paths and any(p.startswith("kwire/protocol/data/") for p in paths)

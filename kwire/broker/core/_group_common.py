@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.cluster import Rng
     from kwire.broker.core.configs import ConfigStore
 
-__all__ = ["GroupError", "java_uuid_string", "kafka_uuid_string", "broker_int", "group_int"]
+__all__ = ["GroupError", "GroupStats", "java_uuid_string", "kafka_uuid_string", "broker_int", "group_int"]
 
 
 class GroupError(KafkaError):
@@ -22,6 +23,18 @@ class GroupError(KafkaError):
 
     def __init__(self, code: int, message: str = "") -> None:
         super().__init__(code, message or None)
+
+
+@dataclass(slots=True, frozen=True)
+class GroupStats:
+    """A frozen snapshot of one group (any type)."""
+
+    group_id: str
+    group_type: str
+    state: str
+    epoch: int  # classic: the generation; KIP-848 and share: the group epoch
+    members: int
+    waiting: int  # classic: answers not yet given (join/sync); KIP-848: members not yet reconciled
 
 
 def java_uuid_string(rng: Rng) -> str:

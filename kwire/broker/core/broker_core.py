@@ -24,21 +24,27 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.config import BrokerConfig
-from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic, TopicError
+from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
+from kwire.broker.core.dispatch import HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
-from kwire.clock import Clock, ManualClock
-from kwire.errors import DecodeError, KwireError, UnknownApiKeyError, UnsupportedVersionError
+from kwire.broker.core.log import LogConfig
+from kwire.broker.core.sasl import SaslAuthenticationError, SaslExchange, evaluate_token
+from kwire.clock import Clock, JumpClock, ManualClock
+from kwire.errors import DecodeError, KafkaError, KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.framing import RequestFrame, encode_response, encode_response_frame, peek_request_header
 from kwire.protocol.registry import ApiKey, api_info, request_header_version, schema_class
 from kwire.protocol.splice import FramePieces, as_bytes
+
+if TYPE_CHECKING:
+    from kwire.broker.core.subsystems import Subsystems
 
 __all__ = ["BrokerCore", "ConnInfo", "RequestContext", "Reply", "Outcome", "Exchange", "LongPoll", "Parked"]
 
@@ -58,7 +64,7 @@ class ConnInfo:
     sasl_mechanism: str | None = None
     authenticated: bool = False
     principal: str = "User:ANONYMOUS"
-    sasl_state: Any = None
+    sasl_state: SaslExchange | None = None
 
 
 @dataclass(slots=True)
@@ -207,18 +213,18 @@ def _decode_request(payload: bytes | bytearray) -> RequestFrame:
 class BrokerCore:
     """All broker state and request handling, with no I/O."""
 
-    def __init__(self, config: BrokerConfig, clock: Clock, *, rng: Rng | None = None) -> None:
-        from kwire.broker.handlers import HANDLERS, load_handlers
-
-        load_handlers()
-        self.handlers = HANDLERS
+    def __init__(self, config: BrokerConfig, clock: Clock, *, handlers: Mapping[int, HandlerSpec],
+                 rng: Rng | None = None) -> None:
+        # The API surface comes from outside (``kwire.broker.handlers.load_handlers()``): the core
+        # dispatches to it and never imports the handler modules (tests/test_import_walls.py).
+        self.handlers = handlers
         self.config = config
         self.clock = clock
         self.rng: Rng = rng if rng is not None else SeededRng(config.seed)
         nodes = [BrokerNode(config.first_node_id + i, config.host, config.port + i if config.port else 0)
                  for i in range(config.brokers)]
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)
-        self.configs = ConfigStore()
+        self.configs = ConfigStore(static_broker=dict(config.settings))
         for k, v in config.settings.items():
             self.configs.set(ResourceType.BROKER, "", k, v, static=True)
         if "socket.request.max.bytes" in config.settings:
@@ -242,14 +248,14 @@ class BrokerCore:
         # api key -> max version advertised (simulating an older broker); None = all implemented
         self.version_caps: dict[int, int] = {}
         self._listeners_changed: list[Callable[[], None]] = []
-        self.subsystems: dict[str, Any] = {}
+        self.subsystems: Subsystems
         self._init_subsystems()
 
     def _init_subsystems(self) -> None:
         """Coordinators that hold their own state (groups, offsets, transactions...)."""
         from kwire.broker.core import subsystems
 
-        subsystems.install(self)
+        self.subsystems = subsystems.install(self)
 
     # --- connections ------------------------------------------------------------------------
     def connect(self, broker_id: int, peer: str = "") -> ConnInfo:
@@ -268,10 +274,8 @@ class BrokerCore:
             self._unpark(p)
         for r in [r for r in self._unanswered if r.conn_id == conn_id]:
             del self._unanswered[r]  # nobody is left to answer
-        for sub in self.subsystems.values():
-            hook = getattr(sub, "on_disconnect", None)
-            if hook is not None:
-                hook(conn_id)
+        for sub in self.subsystems.installed():
+            sub.on_disconnect(conn_id)
 
     # --- requests ---------------------------------------------------------------------------
     def handle(self, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
@@ -284,11 +288,9 @@ class BrokerCore:
 
     def _handle(self, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
         self.stats.requests += 1
-        if conn.sasl_state is not None and not conn.authenticated and getattr(conn.sasl_state, "raw_tokens", False):
+        if conn.sasl_state is not None and not conn.authenticated and conn.sasl_state.raw_tokens:
             # After a v0 SaslHandshake the next frames are bare SASL tokens, not requests.
-            from kwire.broker.handlers.sasl_authenticate import handle_raw_token
-
-            return handle_raw_token(self, conn, payload)
+            return self._raw_sasl_token(conn, conn.sasl_state, payload)
         try:
             api_key, api_version, corr = peek_request_header(payload)
         except DecodeError as exc:
@@ -300,9 +302,7 @@ class BrokerCore:
                                self._record_raw(conn, payload, api_key, api_version, corr))
         if not self.advertised_supports(api_key, api_version):
             if api_key == ApiKey.API_VERSIONS:
-                from kwire.broker.handlers import api_versions
-
-                data = api_versions.unsupported_version_response(self, corr)
+                data = self._api_versions_unsupported(corr)
                 ex = self._record_raw(conn, payload, api_key, api_version, corr)
                 if ex is not None:
                     ex.response_bytes = data
@@ -334,12 +334,60 @@ class BrokerCore:
             outcome = self._apply_fault(rule, spec, ctx, frame.body)
             if outcome is not None:
                 return outcome
+        return self._dispatch(spec, ctx, frame.body)
+
+    def _dispatch(self, spec: HandlerSpec, ctx: RequestContext, body: Any) -> Outcome:
+        """Run the handler. A ``KafkaError`` escaping it is the whole request's answer: the
+        handler's error response with that code (the one place where the core's errors become
+        response codes; per-resource errors are caught by the handlers themselves)."""
         try:
-            response = spec.handle(ctx, frame.body)
+            response = spec.handle(ctx, body)
+        except KafkaError as exc:
+            return self._error_answer(ctx, spec, body, exc)
         except Exception as exc:  # noqa: BLE001 - a handler bug must cost one request, not the broker
-            log.exception("handler for %s v%d failed", spec.name, api_version)
-            return self._internal_error(ctx, spec, frame.body, f"{spec.name} handler error: {exc}")
+            log.exception("handler for %s v%d failed", spec.name, ctx.api_version)
+            return self._internal_error(ctx, spec, body, f"{spec.name} handler error: {exc}")
         return self._respond(ctx, response)
+
+    def _error_answer(self, ctx: RequestContext, spec: HandlerSpec, body: Any, exc: KafkaError) -> Outcome:
+        """``spec.error_response(ctx, body, exc.code)``; close when the API has no error field."""
+        if ctx.deferred is not None and ctx.deferred.done:
+            return self._deferred(ctx.deferred)  # the handler answered (or closed) through its Reply
+        try:
+            resp = spec.error_response(ctx, body, exc.code)
+        except Exception:  # noqa: BLE001 - a broken error response costs the connection, not the broker
+            log.exception("error response for %s failed", spec.name)
+            resp = None
+        if resp is None:
+            return self._close(ctx.conn, f"{spec.name}: {exc} (the response has no error code)", ctx.exchange)
+        if ctx.deferred is not None:
+            ctx.deferred.send(resp)
+            return self._deferred(ctx.deferred)
+        return self._respond(ctx, resp)
+
+    def _raw_sasl_token(self, conn: ConnInfo, ex: SaslExchange, payload: bytes | bytearray) -> Outcome:
+        """A bare SASL token after a v0 handshake: answer with the bare server token, or close."""
+        if ex.failed:
+            return Outcome("close", reason="SASL token after a failed exchange")
+        try:
+            out = evaluate_token(conn, ex, bytes(payload))
+        except SaslAuthenticationError as exc:
+            return Outcome("close", reason=f"SASL authentication failed: {exc.message}")
+        return Outcome("send", out)
+
+    def _api_versions_unsupported(self, correlation_id: int) -> bytes:
+        """KIP-511 fallback for an ApiVersions version the broker does not know: the v0 layout
+        (int16 error, int32 count, 6-byte entries) with header v0, which every client reads,
+        naming only ApiVersions' own range."""
+        from kwire.protocol.messages.api_versions import ApiVersionsResponse
+
+        spec = self.handlers[ApiKey.API_VERSIONS]
+        body = ApiVersionsResponse(
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+            api_keys=[ApiVersionsResponse.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=spec.min_version,
+                                                     max_version=self.max_version(ApiKey.API_VERSIONS))],
+        )
+        return encode_response(body, 0, correlation_id=correlation_id, size_prefix=False)
 
     def _record_raw(self, conn: ConnInfo, payload: bytes | bytearray, api_key: int = -1, api_version: int = -1,
                     corr: int = -1) -> Exchange | None:
@@ -351,7 +399,7 @@ class BrokerCore:
         self.recording.append(ex)
         return ex
 
-    def _internal_error(self, ctx: RequestContext, spec: Any, request: Any, reason: str) -> Outcome:
+    def _internal_error(self, ctx: RequestContext, spec: HandlerSpec, request: Any, reason: str) -> Outcome:
         """What a broker does when processing fails unexpectedly: UNKNOWN_SERVER_ERROR, or close."""
         try:
             resp = spec.error_response(ctx, request, ErrorCode.UNKNOWN_SERVER_ERROR)
@@ -389,7 +437,7 @@ class BrokerCore:
             exchange.closed = reason
         return Outcome("close", reason=reason)
 
-    def _apply_fault(self, rule: Any, spec: Any, ctx: RequestContext, body: Any) -> Outcome | None:
+    def _apply_fault(self, rule: Any, spec: HandlerSpec, ctx: RequestContext, body: Any) -> Outcome | None:
         action = rule.action
         if action is FaultAction.CLOSE:
             return self._close(ctx.conn, f"fault injection closed the connection ({spec.name})", ctx.exchange)
@@ -401,7 +449,13 @@ class BrokerCore:
                 return self._close(ctx.conn, f"fault injection: {spec.name} has no error response", ctx.exchange)
             return self._respond(ctx, resp)
         if action is FaultAction.LATENCY:
-            response = spec.handle(ctx, body)
+            try:
+                response = spec.handle(ctx, body)
+            except KafkaError as exc:
+                response = spec.error_response(ctx, body, exc.code)
+                if response is None:
+                    return self._close(ctx.conn, f"{spec.name}: {exc} (the response has no error code)",
+                                       ctx.exchange)
             if response is None:
                 # Deferred: already waiting on its own (latency adds nothing sensible); else acks=0.
                 return SEND_NOTHING if ctx.deferred is None else self._deferred(ctx.deferred)
@@ -411,6 +465,8 @@ class BrokerCore:
         if action is FaultAction.HOOK:
             try:
                 resp = rule.hook(body, ctx)
+            except KafkaError as exc:
+                return self._error_answer(ctx, spec, body, exc)
             except Exception as exc:  # noqa: BLE001 - a test's hook failing is reported like a handler bug
                 log.exception("fault hook failed")
                 return self._internal_error(ctx, spec, body, f"fault hook error: {exc}")
@@ -447,8 +503,10 @@ class BrokerCore:
         how many callbacks ran.
         """
         clock = self.clock
-        if not isinstance(clock, ManualClock):
-            raise KwireError("stepping the clock needs a ManualClock")
+        if isinstance(clock, JumpClock):
+            target_ms = max(target_ms, clock.now_ms())  # real time may have passed it already
+        elif not isinstance(clock, ManualClock):
+            raise KwireError("stepping the clock needs a ManualClock or a JumpClock")
         return self.deadlines.run_until(target_ms, clock, after=self.run_wakeups)
 
     def advance(self, ms: int) -> int:
@@ -465,6 +523,10 @@ class BrokerCore:
     def unanswered_requests(self) -> int:
         """Requests whose answer is deferred and not sent yet (long polls, joins, latency faults)."""
         return len(self._unanswered)
+
+    def unanswered_api_keys(self) -> list[int]:
+        """The api key of each unanswered request."""
+        return [r.api_key for r in self._unanswered]
 
     # --- long polls -------------------------------------------------------------------------
     def park(self, reply: Reply, keys: Iterable[Hashable], wait_ms: int, poll: LongPoll) -> Parked:
@@ -563,29 +625,25 @@ class BrokerCore:
         for k, v in (configs or {}).items():
             d = defs.get(k)
             if d is None:
-                raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {k!r}")
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"unknown topic config {k!r}")
             try:
                 d.validate(v)
             except KwireError as exc:
-                raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+                raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         topic = self.cluster.create_topic(name, num_partitions, replication_factor, internal=internal,
                                           topic_id=topic_id, assignments=assignments)
         for k, v in (configs or {}).items():
             self.configs.set(ResourceType.TOPIC, name, k, v)
         for p in topic.partitions:
             self._attach_partition(p)
-        for sub in self.subsystems.values():
-            hook = getattr(sub, "on_topic_created", None)
-            if hook is not None:
-                hook(topic)
+        for sub in self.subsystems.installed():
+            sub.on_topic_created(topic)
         return topic
 
     def _attach_partition(self, p: Any) -> None:
         p.log.on_append.append(lambda batch, key=(p.topic, p.index): self.wake(key))
-        for sub in self.subsystems.values():
-            hook = getattr(sub, "on_partition_created", None)
-            if hook is not None:
-                hook(p)
+        for sub in self.subsystems.installed():
+            sub.on_partition_created(p)
 
     def create_partitions(self, name: str, total: int, assignments: list[list[int]] | None = None) -> Topic:
         before = len(self.cluster.topics[name].partitions) if name in self.cluster.topics else 0
@@ -597,25 +655,29 @@ class BrokerCore:
     def delete_topic(self, name: str) -> Topic:
         topic = self.cluster.delete_topic(name)
         self.configs.drop(ResourceType.TOPIC, name)
-        for sub in self.subsystems.values():
-            hook = getattr(sub, "on_topic_deleted", None)
-            if hook is not None:
-                hook(topic)
+        for sub in self.subsystems.installed():
+            sub.on_topic_deleted(topic)
         return topic
 
     def metadata_changed(self) -> None:
         """Configs, log start offsets or leader epochs changed outside the topic hooks (persistence)."""
-        for sub in self.subsystems.values():
-            hook = getattr(sub, "on_metadata_changed", None)
-            if hook is not None:
-                hook()
+        for sub in self.subsystems.installed():
+            sub.on_metadata_changed()
 
     def close(self) -> None:
         """The broker stops: subsystems holding resources (open segment files) release them."""
-        for sub in self.subsystems.values():
-            hook = getattr(sub, "on_close", None)
-            if hook is not None:
-                hook()
+        for sub in self.subsystems.installed():
+            sub.on_close()
+
+    def log_config(self, topic: str) -> LogConfig:
+        """The settings an append to ``topic`` needs, from the config store."""
+        c = self.configs
+        return LogConfig(
+            segment_bytes=c.get_int(ResourceType.TOPIC, topic, "segment.bytes"),
+            segment_ms=c.get_int(ResourceType.TOPIC, topic, "segment.ms"),
+            max_message_bytes=c.get_int(ResourceType.TOPIC, topic, "max.message.bytes"),
+            log_append_time=c.get(ResourceType.TOPIC, topic, "message.timestamp.type") == "LogAppendTime",
+        )
 
     def auto_create_enabled(self) -> bool:
         return self.configs.get_bool(ResourceType.BROKER, "", "auto.create.topics.enable")
@@ -626,7 +688,7 @@ class BrokerCore:
             return None
         try:
             return self.create_topic(name)
-        except TopicError:
+        except KafkaError:
             return None
 
     # --- coordinators -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from kwire.broker.core.log import PartitionLog
@@ -17,7 +17,7 @@ from kwire.broker.core.producer_state import ProducerStateManager
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
-__all__ = ["Rng", "SeededRng", "BrokerNode", "Partition", "Topic", "Cluster", "TopicError", "validate_topic_name",
+__all__ = ["Rng", "SeededRng", "BrokerNode", "Partition", "Topic", "Cluster", "validate_topic_name",
            "MAX_TOPIC_NAME_LENGTH"]
 
 MAX_TOPIC_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
@@ -58,18 +58,14 @@ class SeededRng:
         return out >> (bits - k)
 
 
-class TopicError(KafkaError):
-    """A topic operation refused with a Kafka error code."""
-
-
 def validate_topic_name(name: str | None) -> None:
     if not name or name in (".", ".."):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {name!r} is illegal")
     if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
     if not _LEGAL.match(name):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'")
 
 
@@ -91,7 +87,11 @@ class Partition:
     leader_epoch: int
     replicas: list[int]
     log: PartitionLog
-    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        """The log's producer state (kept with the log, as Kafka's UnifiedLog keeps it)."""
+        return self.log.producers
 
     @property
     def isr(self) -> list[int]:
@@ -153,7 +153,7 @@ class Cluster:
         assignments) set the partitions' replicas and leaders instead of spreading them."""
         validate_topic_name(name)
         if name in self.topics:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         if assignments is not None:
             rf: int | None = None
             for i, replicas in enumerate(assignments):
@@ -166,10 +166,10 @@ class Cluster:
             self._add_assigned(topic, assignments)
             return topic
         if num_partitions < 1:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
         live = self.live_nodes()
         if replication_factor < 1 or replication_factor > len(live):
-            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"replication factor {replication_factor} is not within 1..{len(live)} live brokers")
         tid = topic_id or self.new_uuid()
         topic = Topic(name, tid, [], internal)
@@ -201,44 +201,44 @@ class Cluster:
     def check_manual_assignment(self, replicas: list[int], replication_factor: int | None, partition: int) -> None:
         """ReplicationControlManager.validateManualPartitionAssignment, then its fenced check.
 
-        Brokers are checked in id order, as Kafka sorts them first; raises TopicError with
+        Brokers are checked in id order, as Kafka sorts them first; raises KafkaError with
         INVALID_REPLICA_ASSIGNMENT and Kafka's message.
         """
         if not replicas:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "The manual partition assignment includes an empty replica list.")
         prev = None
         for b in sorted(replicas):
             if b not in self.nodes:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes broker {b}, but no such broker is "
                                  "registered.")
             if b == prev:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes the broker {b} more than once.")
             prev = b
         if replication_factor is not None and len(replicas) != replication_factor:
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"The manual partition assignment includes a partition with {len(replicas)} replica(s), "
                              f"but this is not consistent with previous partitions, which have "
                              f"{replication_factor} replica(s).")
         if not any(self.nodes[r].up for r in replicas):
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"All brokers specified in the manual partition assignment for partition {partition} "
                              "are fenced or in controlled shutdown.")
 
     def create_partitions(self, name: str, total: int, assignments: list[list[int]] | None = None) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         have = len(topic.partitions)
         if total <= have:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"topic {name!r} has {have} partitions; the new count must be larger, not {total}")
         rf = len(topic.partitions[0].replicas) if topic.partitions else 1
         if assignments is not None:
             if len(assignments) != total - have:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"Attempted to add {total - have} additional partition(s), but only "
                                  f"{len(assignments)} assignment(s) were specified.")
             for i, replicas in enumerate(assignments):
@@ -251,7 +251,7 @@ class Cluster:
     def delete_topic(self, name: str) -> Topic:
         topic = self.topics.pop(name, None)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         self.topics_by_id.pop(topic.topic_id, None)
         return topic
 
@@ -265,9 +265,9 @@ class Cluster:
     def move_leader(self, topic: str, index: int, node_id: int) -> Partition:
         p = self.partition(topic, index)
         if p is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
         if node_id not in self.nodes:
-            raise TopicError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
         if node_id not in p.replicas:
             p.replicas = [node_id, *[r for r in p.replicas if r != node_id]][: max(1, len(p.replicas))]
         p.leader_id = node_id

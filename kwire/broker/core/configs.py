@@ -1,18 +1,26 @@
-"""Configuration of brokers, topics and groups: known keys, defaults, validation, overrides.
+"""Configuration of brokers, topics and groups: known keys, defaults, synonyms, docs, overrides.
 
 Keys stay Kafka's dotted names here, at the edge of the core; the parts of the core that act
 on a value read it through ``ConfigStore.get_int``/``get`` so an override takes effect at once.
+
+Each key is one ``ConfigDef``: type, default, checks, documentation and ``synonyms``, the broker
+keys a topic or group key falls back to (``segment.bytes`` -> ``log.segment.bytes``), in
+precedence order. ``ConfigStore.synonyms`` walks that chain (own override, broker synonyms,
+default) for both the value the broker acts on (``get``) and what DescribeConfigs and
+CreateTopics report, so the two cannot disagree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 from kwire.errors import ConfigError
 
-__all__ = ["ResourceType", "ConfigSource", "ConfigDef", "ConfigStore", "TOPIC_CONFIGS", "BROKER_CONFIGS",
-           "GROUP_CONFIGS"]
+__all__ = ["ResourceType", "ConfigSource", "ConfigDef", "ConfigStore", "ConfigEntry", "Synonym", "TOPIC_CONFIGS",
+           "BROKER_CONFIGS", "GROUP_CONFIGS"]
 
 
 class ResourceType(IntEnum):
@@ -54,10 +62,24 @@ class ConfigDef:
     min_value: int | None = None
     read_only: bool = False
     sensitive: bool = False
+    # Broker keys this topic/group key falls back to when not set on the resource, in Kafka's
+    # precedence order (LogConfig's TopicConfigSynonyms); each must be a broker ConfigDef.
+    synonyms: tuple[str, ...] = ()
+    doc: str = ""
+    max_value: int | None = None
+    # a group config bounded by broker configs (min key, max key), checked when set (section 1.10)
+    bounds: tuple[str, str] | None = None
+    # a check beyond type/choices/range (share.auto.offset.reset's by_duration:<ISO-8601>, ST-6)
+    check: Callable[[str], None] | None = None
 
     @property
     def type_id(self) -> int:
         return _TYPES.get(self.type, 0)
+
+    @property
+    def documentation(self) -> str:
+        """DescribeConfigs' documentation (a generic sentence for keys without a text of their own)."""
+        return self.doc or f"{self.name}: a {self.type} setting (default {self.default})."
 
     def validate(self, value: str | None) -> str | None:
         if value is None:
@@ -69,6 +91,8 @@ class ConfigDef:
                 raise ConfigError(f"{self.name}: {value!r} is not an integer") from None
             if self.min_value is not None and n < self.min_value:
                 raise ConfigError(f"{self.name}: {n} is below the minimum {self.min_value}")
+            if self.max_value is not None and n > self.max_value:
+                raise ConfigError(f"{self.name}: {n} is above the maximum {self.max_value}")
         elif self.type == "boolean":
             if value.lower() not in ("true", "false"):
                 raise ConfigError(f"{self.name}: {value!r} is not true/false")
@@ -83,6 +107,8 @@ class ConfigDef:
             for item in items:
                 if item.strip() not in self.choices:
                     raise ConfigError(f"{self.name}: {item!r} is not one of {', '.join(self.choices)}")
+        if self.check is not None:
+            self.check(value)
         return value
 
 
@@ -91,30 +117,66 @@ def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
 
 
 TOPIC_CONFIGS = _defs(
-    ConfigDef("cleanup.policy", "delete", "list", ("delete", "compact")),
-    ConfigDef("compression.type", "producer", "string", ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-    ConfigDef("delete.retention.ms", "86400000", "long", min_value=0),
-    ConfigDef("file.delete.delay.ms", "60000", "long", min_value=0),
-    ConfigDef("flush.messages", "9223372036854775807", "long", min_value=1),
-    ConfigDef("flush.ms", "9223372036854775807", "long", min_value=0),
-    ConfigDef("index.interval.bytes", "4096", "int", min_value=0),
-    ConfigDef("max.compaction.lag.ms", "9223372036854775807", "long", min_value=1),
-    ConfigDef("max.message.bytes", "1048588", "int", min_value=0),
-    ConfigDef("message.timestamp.type", "CreateTime", "string", ("CreateTime", "LogAppendTime")),
-    ConfigDef("message.timestamp.before.max.ms", "9223372036854775807", "long", min_value=0),
-    ConfigDef("message.timestamp.after.max.ms", "3600000", "long", min_value=0),
-    ConfigDef("min.cleanable.dirty.ratio", "0.5", "double"),
-    ConfigDef("min.compaction.lag.ms", "0", "long", min_value=0),
-    ConfigDef("min.insync.replicas", "1", "int", min_value=1),
-    ConfigDef("preallocate", "false", "boolean"),
-    ConfigDef("retention.bytes", "-1", "long"),
-    ConfigDef("retention.ms", "604800000", "long", min_value=-1),
-    ConfigDef("segment.bytes", "1073741824", "int", min_value=14),
-    ConfigDef("segment.index.bytes", "10485760", "int", min_value=4),
-    ConfigDef("segment.jitter.ms", "0", "long", min_value=0),
-    ConfigDef("segment.ms", "604800000", "long", min_value=1),
-    ConfigDef("unclean.leader.election.enable", "false", "boolean"),
-    ConfigDef("message.downconversion.enable", "true", "boolean"),
+    ConfigDef("cleanup.policy", "delete", "list", ("delete", "compact"),
+              synonyms=("log.cleanup.policy",),
+              doc="How old log segments are handled: \"delete\" (retention) and/or \"compact\" (keep the "
+                  "latest value per key)."),
+    ConfigDef("compression.type", "producer", "string", ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+              synonyms=("compression.type",),
+              doc="The final compression of the topic's batches; \"producer\" keeps the producer's codec."),
+    ConfigDef("delete.retention.ms", "86400000", "long", min_value=0,
+              doc="How long delete tombstones are kept on compacted topics."),
+    ConfigDef("file.delete.delay.ms", "60000", "long", min_value=0,
+              doc="How long to wait before deleting a file from the filesystem."),
+    ConfigDef("flush.messages", "9223372036854775807", "long", min_value=1,
+              doc="Force an fsync after this many messages (kwire never fsyncs)."),
+    ConfigDef("flush.ms", "9223372036854775807", "long", min_value=0,
+              doc="Force an fsync after this long (kwire never fsyncs)."),
+    ConfigDef("index.interval.bytes", "4096", "int", min_value=0,
+              doc="How often an offset index entry is added."),
+    ConfigDef("max.compaction.lag.ms", "9223372036854775807", "long", min_value=1,
+              doc="The longest a message stays ineligible for compaction."),
+    ConfigDef("max.message.bytes", "1048588", "int", min_value=0,
+              synonyms=("message.max.bytes",),
+              doc="The largest record batch size allowed for the topic."),
+    ConfigDef("message.timestamp.type", "CreateTime", "string", ("CreateTime", "LogAppendTime"),
+              synonyms=("log.message.timestamp.type",),
+              doc="CreateTime (the producer's timestamp) or LogAppendTime (the broker's clock)."),
+    ConfigDef("message.timestamp.before.max.ms", "9223372036854775807", "long", min_value=0,
+              doc="How far a CreateTime timestamp may lie before the broker's time."),
+    ConfigDef("message.timestamp.after.max.ms", "3600000", "long", min_value=0,
+              doc="How far a CreateTime timestamp may lie after the broker's time."),
+    ConfigDef("min.cleanable.dirty.ratio", "0.5", "double",
+              doc="How dirty a log must be before it is compacted."),
+    ConfigDef("min.compaction.lag.ms", "0", "long", min_value=0,
+              doc="The least time a message stays uncompacted."),
+    ConfigDef("min.insync.replicas", "1", "int", min_value=1,
+              synonyms=("min.insync.replicas",),
+              doc="The least number of in-sync replicas an acks=all produce needs."),
+    ConfigDef("preallocate", "false", "boolean",
+              doc="Preallocate segment files."),
+    ConfigDef("retention.bytes", "-1", "long",
+              synonyms=("log.retention.bytes",),
+              doc="The most bytes a partition keeps before old segments go (-1: no limit)."),
+    ConfigDef("retention.ms", "604800000", "long", min_value=-1,
+              synonyms=("log.retention.ms",),
+              doc="How long a segment is kept before it is deleted (-1: no limit)."),
+    ConfigDef("segment.bytes", "1073741824", "int", min_value=14,
+              synonyms=("log.segment.bytes",),
+              doc="The size of one segment file."),
+    ConfigDef("segment.index.bytes", "10485760", "int", min_value=4,
+              doc="The size of the offset index."),
+    ConfigDef("segment.jitter.ms", "0", "long", min_value=0,
+              doc="Random jitter subtracted from segment.ms."),
+    ConfigDef("segment.ms", "604800000", "long", min_value=1,
+              synonyms=("log.roll.ms",),
+              doc="Roll a new segment after this long."),
+    ConfigDef("unclean.leader.election.enable", "false", "boolean",
+              doc="Let an out-of-sync replica become leader."),
+    ConfigDef("message.downconversion.enable", "true", "boolean",
+              doc="Down-convert batches for old fetch versions."),
+    ConfigDef("errors.deadletterqueue.group.enable", "false", "boolean",
+              doc="Whether share groups may write dead-letter records to this topic (KIP-1191)."),
 )
 
 BROKER_CONFIGS = _defs(
@@ -152,26 +214,82 @@ BROKER_CONFIGS = _defs(
     ConfigDef("min.insync.replicas", "1", "int", min_value=1),
     ConfigDef("log.message.timestamp.type", "CreateTime", "string", ("CreateTime", "LogAppendTime")),
     ConfigDef("unstable.api.versions.enable", "false", "boolean"),
-    ConfigDef("share.version", "1", "int", min_value=0),
+    ConfigDef("share.version", "2", "int", min_value=0, max_value=2),
+    ConfigDef("errors.deadletterqueue.topic.name.prefix", "dlq.", "string"),  # DLQ-5
+    ConfigDef("errors.deadletterqueue.auto.create.topics.enable", "false", "boolean"),  # DLQ-5, DLQ-6  # SG-1: 2 = share groups + DLQ
+    # share groups (broker-semantics 1.10)
+    ConfigDef("group.share.record.lock.duration.ms", "30000", "int", min_value=1000, max_value=3600000),
+    ConfigDef("group.share.min.record.lock.duration.ms", "15000", "int", min_value=1000, max_value=30000),
+    ConfigDef("group.share.max.record.lock.duration.ms", "60000", "int", min_value=30000, max_value=3600000),
+    ConfigDef("group.share.delivery.count.limit", "5", "int", min_value=2, max_value=10),
+    ConfigDef("group.share.min.delivery.count.limit", "2", "int", min_value=2, max_value=5),
+    ConfigDef("group.share.max.delivery.count.limit", "10", "int", min_value=5, max_value=25),
+    ConfigDef("group.share.partition.max.record.locks", "2000", "int", min_value=100, max_value=10000),
+    ConfigDef("group.share.min.partition.max.record.locks", "100", "int", min_value=100, max_value=10000),
+    ConfigDef("group.share.max.partition.max.record.locks", "4000", "int", min_value=100, max_value=10000),
+    ConfigDef("group.share.max.share.sessions", "2000", "int", min_value=1),
+    ConfigDef("group.share.max.size", "200", "int", min_value=1, max_value=1000),
+    ConfigDef("group.share.session.timeout.ms", "45000", "int", min_value=1),
+    ConfigDef("group.share.min.session.timeout.ms", "45000", "int", min_value=1),
+    ConfigDef("group.share.max.session.timeout.ms", "60000", "int", min_value=1),
+    ConfigDef("group.share.heartbeat.interval.ms", "5000", "int", min_value=1),
+    ConfigDef("group.share.min.heartbeat.interval.ms", "5000", "int", min_value=1),
+    ConfigDef("group.share.max.heartbeat.interval.ms", "15000", "int", min_value=1),
     ConfigDef("transaction.version", "2", "int", min_value=0),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
 
+def _check_dlq_topic_name(value: str) -> None:
+    """DLQ-2: an internal ("__") topic cannot be a share group's dead-letter queue."""
+    if value.startswith("__"):
+        raise ConfigError(f"errors.deadletterqueue.topic.name: {value!r} is an internal topic name (it starts "
+                          f"with '__')")
+
+
+def _check_auto_offset_reset(value: str) -> None:
+    from kwire.broker.core.share_config import check_auto_offset_reset
+
+    check_auto_offset_reset(value)
+
+
 GROUP_CONFIGS = _defs(
-    ConfigDef("consumer.session.timeout.ms", "45000", "int", min_value=1),
-    ConfigDef("consumer.heartbeat.interval.ms", "5000", "int", min_value=1),
-    ConfigDef("share.session.timeout.ms", "45000", "int", min_value=1),
-    ConfigDef("share.heartbeat.interval.ms", "5000", "int", min_value=1),
-    ConfigDef("share.record.lock.duration.ms", "30000", "int", min_value=1000),
-    ConfigDef("share.delivery.count.limit", "5", "int", min_value=2),
-    ConfigDef("share.partition.max.record.locks", "2000", "int", min_value=100),
-    ConfigDef("share.auto.offset.reset", "latest", "string", ("latest", "earliest", "by_duration")),
-    ConfigDef("share.isolation.level", "read_uncommitted", "string", ("read_uncommitted", "read_committed")),
-    ConfigDef("errors.deadletterqueue.topic.name", "", "string"),
-    ConfigDef("errors.deadletterqueue.copy.record.enable", "false", "boolean"),
-    ConfigDef("streams.session.timeout.ms", "45000", "int", min_value=1),
-    ConfigDef("streams.heartbeat.interval.ms", "5000", "int", min_value=1),
-    ConfigDef("streams.num.standby.replicas", "0", "int", min_value=0),
+    ConfigDef("consumer.session.timeout.ms", "45000", "int", min_value=1,
+              synonyms=("group.consumer.session.timeout.ms",),
+              doc="The session timeout of the group's consumer-protocol members."),
+    ConfigDef("consumer.heartbeat.interval.ms", "5000", "int", min_value=1,
+              synonyms=("group.consumer.heartbeat.interval.ms",),
+              doc="The heartbeat interval of the group's consumer-protocol members."),
+    ConfigDef("share.session.timeout.ms", "45000", "int", min_value=1,
+              bounds=("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+              doc="The session timeout of the share group's members."),
+    ConfigDef("share.heartbeat.interval.ms", "5000", "int", min_value=1,
+              bounds=("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+              doc="The heartbeat interval of the share group's members."),
+    ConfigDef("share.record.lock.duration.ms", "30000", "int", min_value=1000,
+              bounds=("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
+              doc="How long a share consumer holds a record it fetched."),
+    ConfigDef("share.delivery.count.limit", "5", "int", min_value=2,
+              bounds=("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+              doc="How often a record is delivered before it is archived."),
+    ConfigDef("share.partition.max.record.locks", "2000", "int", min_value=100,
+              bounds=("group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"),
+              doc="The most records one share partition holds locked at once."),
+    ConfigDef("share.auto.offset.reset", "latest", "string", check=_check_auto_offset_reset,
+              doc="Where a share group starts without a start offset: latest, earliest or by_duration."),
+    ConfigDef("share.isolation.level", "read_uncommitted", "string", ("read_uncommitted", "read_committed"),
+              doc="Whether a share group reads uncommitted or only committed transactional records."),
+    ConfigDef("share.renew.acknowledge.enable", "true", "boolean",  # RN-6
+              doc="Whether the group's members may renew acquisition locks (KIP-1222)."),
+    ConfigDef("errors.deadletterqueue.topic.name", "", "string", check=_check_dlq_topic_name,
+              doc="The topic that records a share group gives up on are copied to."),
+    ConfigDef("errors.deadletterqueue.copy.record.enable", "false", "boolean",
+              doc="Copy the record's key and value into the dead letter record."),
+    ConfigDef("streams.session.timeout.ms", "45000", "int", min_value=1,
+              doc="The session timeout of the streams group's members."),
+    ConfigDef("streams.heartbeat.interval.ms", "5000", "int", min_value=1,
+              doc="The heartbeat interval of the streams group's members."),
+    ConfigDef("streams.num.standby.replicas", "0", "int", min_value=0,
+              doc="How many standby replicas a streams group keeps per task."),
 )
 
 _DEFS = {ResourceType.TOPIC: TOPIC_CONFIGS, ResourceType.BROKER: BROKER_CONFIGS, ResourceType.GROUP: GROUP_CONFIGS}
@@ -182,21 +300,39 @@ _SOURCES = {
 }
 
 
+class Synonym(NamedTuple):
+    """One link of a config's synonym chain, as DescribeConfigs lists it."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
 @dataclass(slots=True)
 class ConfigEntry:
+    """A config as a resource sees it: the value in force, where it comes from, and the chain."""
+
     name: str
     value: str | None
     source: ConfigSource
     read_only: bool
     sensitive: bool
     type_id: int
+    synonyms: list[Synonym]
+    documentation: str
 
 
 @dataclass(slots=True)
 class ConfigStore:
-    """Overrides per (resource type, resource name); a broker-level override feeds topic defaults."""
+    """Overrides per (resource type, resource name); a broker-level override feeds topic defaults.
+
+    ``static_broker`` is what the broker was started with (``BrokerConfig.settings``, kwire's
+    ``server.properties``): a broker value equal to it is STATIC_BROKER_CONFIG, any other
+    DYNAMIC_DEFAULT_BROKER_CONFIG (broker settings are cluster-wide here).
+    """
 
     overrides: dict[tuple[ResourceType, str], dict[str, str]] = field(default_factory=dict)
+    static_broker: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def definitions(rtype: ResourceType) -> dict[str, ConfigDef]:
@@ -212,6 +348,7 @@ class ConfigStore:
         if d.read_only and not static:
             raise ConfigError(f"{key} is read-only")
         value = d.validate(value)
+        self.check_bounds(d, value)
         over = self.overrides.setdefault((rtype, name), {})
         if value is None:
             over.pop(key, None)
@@ -229,26 +366,59 @@ class ConfigStore:
             if d.read_only:
                 raise ConfigError(f"{k} is read-only")
             checked[k] = d.validate(v)
+            self.check_bounds(d, checked[k])
         self.overrides[(rtype, name)] = {k: v for k, v in checked.items() if v is not None}
 
+    def check_bounds(self, d: ConfigDef, value: str | None) -> None:
+        """A group override must lie within the broker's min/max for it (GroupConfig.validate)."""
+        if d.bounds is None or value is None:
+            return
+        lo, hi = (self.get_int(ResourceType.BROKER, "", k) for k in d.bounds)
+        if not lo <= int(value) <= hi:
+            raise ConfigError(f"{d.name}: {value} is outside [{lo}, {hi}] ({d.bounds[0]}, {d.bounds[1]})")
+
     def get(self, rtype: ResourceType, name: str, key: str) -> str | None:
-        over = self.overrides.get((rtype, name), {})
-        if key in over:
+        """The value in force: the head of ``synonyms`` (written out: it is on every append's path)."""
+        over = self.overrides.get((rtype, name))
+        if over is not None and key in over:
             return over[key]
-        if rtype is ResourceType.TOPIC:
-            # A topic without an override follows the broker-wide setting of the same meaning.
-            broker_key = {"retention.ms": "log.retention.ms", "retention.bytes": "log.retention.bytes",
-                          "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
-                          "cleanup.policy": "log.cleanup.policy",
-                          "message.timestamp.type": "log.message.timestamp.type",
-                          "max.message.bytes": "message.max.bytes"}.get(key, key)
-            bover = self.overrides.get((ResourceType.BROKER, ""), {})
-            if broker_key in bover:
-                return bover[broker_key]
         d = self.definitions(rtype).get(key)
         if d is None:
             raise ConfigError(f"unknown {rtype.name.lower()} config {key!r}")
+        if d.synonyms:
+            bover = self.overrides.get((ResourceType.BROKER, ""))
+            if bover is not None:
+                for s in d.synonyms:
+                    if s in bover:
+                        return bover[s]
         return d.default
+
+    def synonyms(self, rtype: ResourceType, name: str, key: str) -> list[Synonym]:
+        """The chain DescribeConfigs reports, in precedence order; its head is what ``get`` returns.
+
+        The resource's own override, then each broker synonym that is set (static or dynamic),
+        then the default under the first synonym's name (Kafka names the broker key there).
+        """
+        d = self.definitions(rtype).get(key)
+        if d is None:
+            raise ConfigError(f"unknown {rtype.name.lower()} config {key!r}")
+        out: list[Synonym] = []
+        over = self.overrides.get((rtype, name), {})
+        if key in over:
+            source = self.broker_source(key, over[key]) if rtype is ResourceType.BROKER else _SOURCES[rtype]
+            out.append(Synonym(key, over[key], source))
+        bover = self.overrides.get((ResourceType.BROKER, ""), {})
+        for s in d.synonyms:
+            if s in bover:
+                out.append(Synonym(s, bover[s], self.broker_source(s, bover[s])))
+        out.append(Synonym(d.synonyms[0] if d.synonyms else key, d.default, ConfigSource.DEFAULT_CONFIG))
+        return out
+
+    def broker_source(self, key: str, value: str) -> ConfigSource:
+        """STATIC_BROKER_CONFIG while a broker value is the start-up one, else dynamic."""
+        if self.static_broker.get(key) == value:
+            return ConfigSource.STATIC_BROKER_CONFIG
+        return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
 
     def get_int(self, rtype: ResourceType, name: str, key: str) -> int:
         v = self.get(rtype, name, key)
@@ -258,20 +428,19 @@ class ConfigStore:
         return (self.get(rtype, name, key) or "").lower() == "true"
 
     def describe(self, rtype: ResourceType, name: str, keys: list[str] | None = None) -> list[ConfigEntry]:
+        """The entries of a resource (every key, or the named ones that exist, in definition order)."""
         defs = self.definitions(rtype)
-        over = self.overrides.get((rtype, name), {})
         names = list(defs) if keys is None else keys
         out = []
         for key in names:
             d = defs.get(key)
             if d is None:
                 continue
-            value: str | None
-            if key in over:
-                value, source = over[key], _SOURCES.get(rtype, ConfigSource.UNKNOWN)
-            else:
-                value, source = self.get(rtype, name, key), ConfigSource.DEFAULT_CONFIG
-            out.append(ConfigEntry(key, None if d.sensitive else value, source, d.read_only, d.sensitive, d.type_id))
+            chain = self.synonyms(rtype, name, key)
+            if d.sensitive:
+                chain = [Synonym(s.name, None, s.source) for s in chain]
+            out.append(ConfigEntry(key, chain[0].value, chain[0].source, d.read_only, d.sensitive, d.type_id, chain,
+                                   d.documentation))
         return out
 
     def drop(self, rtype: ResourceType, name: str) -> None:

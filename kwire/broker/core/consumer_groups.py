@@ -32,13 +32,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from kwire.broker.core._group_common import GroupError, broker_int, group_int, kafka_uuid_string
+from kwire.broker.core._group_common import GroupError, GroupStats, broker_int, group_int, kafka_uuid_string
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kwire.broker.core.deadlines import Deadline
+    from kwire.broker.core.group_table import GroupTable
 
 __all__ = [
     "ConsumerGroup", "ConsumerMember", "ConsumerGroupManager", "ConsumerGroupState", "MemberState",
@@ -153,18 +154,6 @@ def range_assign(members: Mapping[str, Iterable[str]], topics: Mapping[str, int]
 
 
 ASSIGNORS: dict[str, Callable[..., dict[str, NamedAssignment]]] = {UNIFORM: uniform_assign, RANGE: range_assign}
-
-
-@dataclass(slots=True, frozen=True)
-class GroupStats:
-    """A frozen snapshot of one group (classic or KIP-848)."""
-
-    group_id: str
-    group_type: str
-    state: str
-    epoch: int  # classic: the generation; KIP-848: the group epoch
-    members: int
-    waiting: int  # classic: answers not yet given (join/sync); KIP-848: members not yet reconciled
 
 
 # --- members and groups -----------------------------------------------------------------------
@@ -354,11 +343,16 @@ class HeartbeatRequest:
 
 
 class ConsumerGroupManager:
-    """ConsumerGroupHeartbeat and friends over the coordinator's shared group table."""
+    """ConsumerGroupHeartbeat and friends: the KIP-848 groups of the shared group table."""
 
-    def __init__(self, core: Any, groups: dict[str, Any]) -> None:
+    group_type = "consumer"
+
+    def __init__(self, core: Any, table: GroupTable) -> None:
         self.core = core
-        self.groups = groups
+        self.table = table
+
+    def new_group(self, group_id: str) -> ConsumerGroup:
+        return ConsumerGroup(group_id)
 
     # --- configs ------------------------------------------------------------------------------
     def session_timeout_ms(self, group_id: str) -> int:
@@ -374,26 +368,25 @@ class ConsumerGroupManager:
 
     # --- lookups ------------------------------------------------------------------------------
     def group(self, group_id: str) -> ConsumerGroup:
-        g = self.groups.get(group_id)
+        g = self.table.groups.get(group_id)
         if g is None:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-        if not isinstance(g, ConsumerGroup):
+        if g.group_type != self.group_type:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return g
+        return cast(ConsumerGroup, g)
 
     def _get_or_create(self, group_id: str, create: bool) -> ConsumerGroup:
-        g = self.groups.get(group_id)
-        if isinstance(g, ConsumerGroup):
-            return g
+        g = self.table.groups.get(group_id)
+        if g is not None and g.group_type == self.group_type:
+            return cast(ConsumerGroup, g)
         if not create:
             return self.group(group_id)  # raises GROUP_ID_NOT_FOUND
-        if g is not None and not g.is_empty():
+        # Another type holds the id: an empty group gives way (its offsets stay).
+        if not self.table.take_over(group_id):
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        if g is not None:  # an empty classic group gives way (its offsets stay)
-            g.destroy()
-        g = ConsumerGroup(group_id)
-        self.groups[group_id] = g
-        return g
+        new = ConsumerGroup(group_id)
+        self.table.add(new)
+        return new
 
     def _topic_metadata(self, names: Iterable[str]) -> dict[str, tuple[uuid.UUID, int]]:
         topics = self.core.cluster.topics
@@ -593,7 +586,7 @@ class ConsumerGroupManager:
 
     def _expire(self, group_id: str, member_id: str, epoch: int | None) -> None:
         """Session timeout (epoch None) or a revocation that took longer than the rebalance timeout."""
-        g = self.groups.get(group_id)
+        g = self.table.groups.get(group_id)
         if not isinstance(g, ConsumerGroup):
             return
         m = g.members.get(member_id)
@@ -644,8 +637,8 @@ class ConsumerGroupManager:
         return HeartbeatResult(member_id=req.member_id, member_epoch=req.member_epoch)
 
     # --- offsets --------------------------------------------------------------------------------
-    def validate_offset_commit(self, g: ConsumerGroup, member_id: str, epoch: int, api_version: int,
-                               transactional: bool = False) -> None:
+    def validate_offset_commit(self, g: ConsumerGroup, member_id: str, instance_id: str | None, epoch: int,
+                               api_version: int, transactional: bool = False) -> None:
         if epoch < 0 and not g.members:
             return  # an admin (or a consumer without group management) commits for an empty group
         m = g.members.get(member_id)
@@ -659,20 +652,27 @@ class ConsumerGroupManager:
             raise GroupError(ErrorCode.STALE_MEMBER_EPOCH,
                              f"The member epoch {epoch} does not match the current member epoch {m.member_epoch}.")
 
-    def validate_offset_fetch(self, g: ConsumerGroup, member_id: str | None, epoch: int) -> None:
+    def validate_offset_fetch(self, g: ConsumerGroup, member_id: str | None, epoch: int) -> bool:
         if member_id is None and epoch < 0:
-            return
+            return True
         m = g.members.get(member_id or "")
         if m is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {g.group_id}.")
         if epoch != m.member_epoch:
             raise GroupError(ErrorCode.STALE_MEMBER_EPOCH,
                              f"The member epoch {epoch} does not match the current member epoch {m.member_epoch}.")
+        return True
+
+    def offset_delete_subscriptions(self, g: ConsumerGroup) -> set[str]:
+        return g.subscribed_names(t.name for t in self.core.cluster.topics.values())
+
+    def delete_error(self, g: ConsumerGroup) -> int:
+        return ErrorCode.NON_EMPTY_GROUP if g.members else ErrorCode.NONE
 
     # --- hooks ----------------------------------------------------------------------------------
     def on_metadata_change(self) -> None:
         """Topics were created, deleted or grew: groups whose subscribed metadata changed rebalance."""
-        for g in list(self.groups.values()):
+        for g in list(self.table.groups.values()):
             if isinstance(g, ConsumerGroup) and g.members and self._refresh_metadata(g):
                 g.group_epoch += 1
 

@@ -23,6 +23,7 @@ class FaultAction(Enum):
     SWALLOW = "swallow"  # never answer (the connection stays busy until the client gives up)
     CLOSE = "close"  # close the connection instead of answering
     HOOK = "hook"  # call hook(request, context) -> response object | None (None: handle normally)
+    DROP = "drop"  # with topic: the partition is handled but left out of the response (handlers that support it)
 
 
 @dataclass(slots=True)
@@ -74,7 +75,7 @@ class Faults:
     def match(self, api_key: int, broker_id: int, request: Any) -> FaultRule | None:
         """The first live rule for this request (partition-scoped ERROR rules are left to handlers)."""
         for r in self.rules:
-            if r.action is FaultAction.ERROR and r.topic is not None:
+            if r.topic is not None and r.action in (FaultAction.ERROR, FaultAction.DROP):
                 continue
             if r.matches(api_key, broker_id, request):
                 r.consume()
@@ -94,6 +95,19 @@ class Faults:
                 self._prune()
                 return r.error_code
         return None
+
+    def partition_dropped(self, api_key: int, broker_id: int, topic: str, partition: int) -> bool:
+        """Whether a DROP rule leaves this partition out of this response."""
+        for r in self.rules:
+            if r.action is not FaultAction.DROP or r.topic != topic:
+                continue
+            if r.partition is not None and r.partition != partition:
+                continue
+            if r.matches(api_key, broker_id, None):
+                r.consume()
+                self._prune()
+                return True
+        return False
 
     def _prune(self) -> None:
         self.rules = [r for r in self.rules if r.times is None or r.times > 0]

@@ -5,7 +5,7 @@
   changed (added/updated partitions, plus forgotten ones) and the response lists only
   partitions with news (records, a changed high watermark/LSO/log start, or an error).
 * session S, epoch 0: close S and open a new one.           * session S, epoch -1: close S, sessionless fetch.
-Errors: unknown session → FETCH_SESSION_ID_NOT_FOUND(70), wrong epoch → INVALID_FETCH_SESSION_EPOCH(71).
+Errors (raised as ``KafkaError``): unknown session → FETCH_SESSION_ID_NOT_FOUND(70), wrong epoch → INVALID_FETCH_SESSION_EPOCH(71).
 """
 
 from __future__ import annotations
@@ -15,22 +15,17 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kwire.broker.core.subsystems import Subsystem
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
-__all__ = ["FetchSessionCache", "FetchSession", "SessionTarget", "SessionContext", "FetchSessionError",
-           "INITIAL_EPOCH", "FINAL_EPOCH", "MAX_SESSIONS"]
+__all__ = ["FetchSessionCache", "FetchSession", "SessionTarget", "SessionContext", "INITIAL_EPOCH", "FINAL_EPOCH", "MAX_SESSIONS"]
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 MAX_SESSIONS = 1000  # max.incremental.fetch.session.cache.slots
 
 Key = tuple[str, int]  # (topic name, or "id:<uuid>" when the id is unknown; partition)
-
-
-class FetchSessionError(Exception):
-    def __init__(self, code: ErrorCode) -> None:
-        self.code = code
-        super().__init__(code.name)
 
 
 @dataclass(slots=True)
@@ -69,7 +64,7 @@ def _next(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
 
 
-class FetchSessionCache:
+class FetchSessionCache(Subsystem):
     __slots__ = ("sessions", "_ids", "max_sessions")
 
     def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
@@ -96,9 +91,9 @@ class FetchSessionCache:
             s = self._new(conn_id, targets)
             return SessionContext(s, targets, True, s.session_id if s else 0)
         if s is None:
-            raise FetchSessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+            raise KafkaError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if epoch != s.next_epoch:
-            raise FetchSessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+            raise KafkaError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         for key in forgotten:
             s.targets.pop(key, None)
         for key, t in updates:

@@ -4,7 +4,18 @@ Batches are kept as the bytes a client sent, with base offset and leader epoch r
 place (``kwire.records.validate_and_assign``), so a fetch serves them without re-encoding.
 Single-replica semantics: the high watermark is the log end offset once a batch is appended.
 The last stable offset is the high watermark minus whatever open transactions hold back
-(``open_txn_first_offsets``, maintained by the producer-state and transaction code).
+(``open_txn_first_offsets``).
+
+Appending has one entry, ``append(buf, origin, ...)``, as Kafka's ``UnifiedLog.append`` with
+its ``AppendOrigin``: a client's Produce, the transaction coordinator's markers
+(``append_marker``), the broker's own dead-letter-queue records, and batches restored from a
+data dir all pass through it. In that one place: offsets and the leader epoch are written into
+the batch, the client checks run (size, codec, control batches, producer id/epoch/sequence:
+TX-6..TX-10), LogAppendTime is stamped, the producer state (``producers``) and the
+open/aborted transaction index (TX-18..TX-20) are updated, the segment rolls, and the
+listeners (persistence, long-poll wake-ups) hear of it. Restored batches keep their offsets
+and skip the client checks and the listeners, so a restart rebuilds exactly the state the live
+appends made.
 
 ``segments`` mirror Kafka's log segments in memory: a new one starts when the active one would
 pass ``segment.bytes`` or its records span more than ``segment.ms`` (``roll_if_needed``, called
@@ -22,11 +33,25 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 
+from kwire.broker.core.producer_state import Duplicate, ProducerStateManager
+from kwire.errors import CorruptBatchError, KafkaError, RecordError
+from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.splice import Buffer, RecordChain
-from kwire.records import BatchInfo, RecordBatch
+from kwire.records import (
+    BatchInfo,
+    Compression,
+    ControlRecordType,
+    RecordBatch,
+    build_control_batch,
+    parse_control_record,
+    set_log_append_time,
+    validate_and_assign,
+)
 
-__all__ = ["PartitionLog", "StoredBatch", "Segment", "AbortedTxn", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
+__all__ = ["PartitionLog", "StoredBatch", "Segment", "AbortedTxn", "AppendOrigin", "LogConfig", "AppendResult",
+           "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
 
 UNDEFINED_EPOCH = -1  # RecordBatch.NO_PARTITION_LEADER_EPOCH
 UNDEFINED_EPOCH_OFFSET = -1  # EpochEndOffset.UNDEFINED_EPOCH_OFFSET
@@ -67,6 +92,39 @@ class AbortedTxn:
     last_offset: int
 
 
+class AppendOrigin(Enum):
+    """Who appends (Kafka's AppendOrigin): which checks run and who hears of the batch."""
+
+    CLIENT = "client"  # Produce: every client check, producer state checked and recorded
+    COORDINATOR = "coordinator"  # transaction markers the broker writes (append_marker)
+    DLQ = "dlq"  # records the broker itself writes to a share group's dead-letter queue
+    RESTORE = "restore"  # batches read back from a data dir: offsets as stored, no listeners
+
+
+@dataclass(slots=True, frozen=True)
+class LogConfig:
+    """The topic settings an append needs (the core resolves them from the config store)."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    max_message_bytes: int = 1048588
+    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+
+
+DEFAULT_LOG_CONFIG = LogConfig()
+
+
+@dataclass(slots=True, frozen=True)
+class AppendResult:
+    """Where a batch went. ``duplicate``: a retried idempotent batch answered with its original
+    offset and not appended again (TX-6); ``log_append_time`` is -1 for CreateTime topics."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time: int = -1
+    duplicate: bool = False
+
+
 @dataclass(slots=True)
 class PartitionLog:
     """The batches of one partition, with the offsets a broker reports."""
@@ -87,6 +145,14 @@ class PartitionLog:
     epochs: list[tuple[int, int]] = field(default_factory=list)
     # in-memory segments, oldest first; the last is the active one
     segments: list[Segment] = field(default_factory=list)
+    # producer id -> epoch, last batches, open transaction (Kafka's ProducerStateManager)
+    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    # Persistence before the append counts: called with each live batch before any state
+    # changes; raising KafkaError (KAFKA_STORAGE_ERROR) refuses the batch (a data dir's writer).
+    write_ahead: Callable[[Buffer, BatchInfo], None] | None = None
+    # Why the log is offline (its data dir failed), or None: every read and write is refused
+    # with KAFKA_STORAGE_ERROR, as a partition in an offline log dir is.
+    offline: str | None = None
 
     @property
     def high_watermark(self) -> int:
@@ -98,17 +164,129 @@ class PartitionLog:
             return self.log_end_offset
         return min(self.log_end_offset, min(self.open_txn_first_offsets.values()))
 
-    def append(self, data: Buffer, info: BatchInfo) -> StoredBatch:
-        """Store a batch whose offsets were already assigned from ``log_end_offset``."""
-        assert info.base_offset == self.log_end_offset, "offsets must be assigned from the log end"
-        batch = self._store(data, info)
-        for fn in self.on_append:
-            fn(batch)
-        return batch
+    def append(self, buf: bytearray | memoryview, origin: AppendOrigin, *, now_ms: int, leader_epoch: int = UNDEFINED_EPOCH,
+               config: LogConfig = DEFAULT_LOG_CONFIG, info: BatchInfo | None = None,
+               allow_zstd: bool = True, verify: Callable[[BatchInfo], None] | None = None) -> AppendResult:
+        """Append one magic-2 batch (the one append path; see the module docstring).
 
-    def load(self, data: Buffer, info: BatchInfo) -> None:
-        """Restore a batch read back from disk (no callbacks)."""
-        self._store(data, info)
+        ``buf`` must be writable (offsets, epoch and LogAppendTime are written in place); it is
+        stored as it is, not copied. ``info`` is the batch's header as read from disk (RESTORE
+        only). ``allow_zstd`` is False for Produce before v7. ``verify`` (CLIENT) runs after the
+        batch checks and before the producer state, raising KafkaError to refuse (the transaction
+        coordinator's check, TX-13). Raises ``KafkaError`` with the code a
+        broker answers (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+        UNSUPPORTED_COMPRESSION_TYPE, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...);
+        nothing changes then.
+        """
+        if origin is AppendOrigin.RESTORE:
+            if info is None:
+                raise ValueError("a restored batch needs its BatchInfo")
+            if info.base_offset < self.log_end_offset:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"batch at offset {info.base_offset} overlaps the log "
+                                                            f"end {self.log_end_offset}")
+        else:
+            try:
+                info = validate_and_assign(buf, self.log_end_offset, leader_epoch)
+            except CorruptBatchError as exc:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+            except RecordError as exc:
+                raise KafkaError(ErrorCode.INVALID_RECORD, str(exc)) from None
+        if origin is AppendOrigin.CLIENT:
+            dup = self._check_client_batch(info, config, allow_zstd, verify)
+            if dup is not None:
+                return AppendResult(dup.base_offset, dup.base_offset + info.last_offset - info.base_offset,
+                                    -1, duplicate=True)
+        append_time = -1
+        if config.log_append_time and origin is not AppendOrigin.RESTORE:
+            set_log_append_time(buf, now_ms)
+            info = info._replace(max_timestamp=now_ms, timestamp_type=1)
+            append_time = now_ms
+        if origin is not AppendOrigin.RESTORE:
+            if self.offline is not None:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, self.offline)
+            if self.write_ahead is not None:
+                self.write_ahead(buf, info)  # raises KafkaError: nothing has changed yet
+        if info.producer_id >= 0:
+            if info.is_control:
+                self._complete_txn(buf, info)
+            else:
+                entry = self.producers.record(info, info.base_offset, info.max_timestamp)
+                if entry is not None and info.is_transactional:
+                    first = entry.txn_first_offset if entry.txn_first_offset is not None else info.base_offset
+                    self.open_txn_first_offsets.setdefault(info.producer_id, first)
+        self.roll_if_needed(len(buf), info.max_timestamp, config.segment_bytes, config.segment_ms)
+        batch = self._store(buf, info)
+        if origin is not AppendOrigin.RESTORE:
+            for fn in self.on_append:
+                fn(batch)
+        return AppendResult(info.base_offset, info.last_offset, append_time)
+
+    def _check_client_batch(self, info: BatchInfo, config: LogConfig, allow_zstd: bool,
+                            verify: Callable[[BatchInfo], None] | None) -> Duplicate | None:
+        """What LogValidator and ProducerAppendInfo refuse from a client, in their order."""
+        if info.size_in_bytes > config.max_message_bytes:
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"the batch of {info.size_in_bytes} bytes exceeds "
+                                                          f"max.message.bytes {config.max_message_bytes}")
+        if info.compression == Compression.ZSTD and not allow_zstd:
+            raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs produce v7 or later")
+        if info.is_control:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "control batches may only be written by the broker")
+        if info.producer_id >= 0 and info.producer_epoch < 0:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "a batch with a producer id needs a producer epoch")
+        if verify is not None:
+            verify(info)
+        verdict = self.producers.check(info)
+        if isinstance(verdict, Duplicate):  # TX-6
+            return verdict
+        if verdict is not None:
+            raise KafkaError(verdict)
+        return None
+
+    def _complete_txn(self, buf: Buffer, info: BatchInfo) -> None:
+        """A COMMIT/ABORT marker ends its producer's transaction (TX-18, TX-20): the LSO moves past
+        it, an aborted one joins ``aborted_txns`` (TX-21) and the producer's epoch is the marker's."""
+        try:
+            marker = parse_control_record(next(iter(RecordBatch(buf))))
+        except (StopIteration, RecordError):
+            return  # not a transaction marker (another control type): nothing to track
+        pid = info.producer_id
+        first = self.open_txn_first_offsets.pop(pid, None)
+        entry = self.producers.entries.get(pid)
+        if first is None and entry is not None:
+            first = entry.txn_first_offset
+        # ProducerStateEntry.update: the marker's epoch becomes the producer's (a newer one
+        # fences what came before), its coordinator epoch is remembered, the transaction ends.
+        self.producers.fence(pid, info.producer_epoch)
+        entry = self.producers.entries[pid]
+        entry.txn_first_offset = None
+        entry.coordinator_epoch = max(entry.coordinator_epoch, marker.coordinator_epoch)
+        if marker.type == ControlRecordType.ABORT and first is not None:
+            self.aborted_txns.append(AbortedTxn(pid, first, info.last_offset))
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, *, coordinator_epoch: int,
+                      now_ms: int, leader_epoch: int = UNDEFINED_EPOCH, config: LogConfig = DEFAULT_LOG_CONFIG,
+                      transaction_version: int = 2) -> AppendResult:
+        """Write a COMMIT or ABORT control batch for ``producer_id`` (WriteTxnMarkers at the leader).
+
+        TX-19: a marker older than the producer's epoch → INVALID_PRODUCER_EPOCH; with TV2 (version
+        2) the marker's epoch must be above the epoch of the open transaction (a repeat at the
+        same epoch once the transaction ended is an idempotent retry); an older coordinator epoch
+        → TRANSACTION_COORDINATOR_FENCED. The marker carries the broker's time.
+        """
+        entry = self.producers.entries.get(producer_id)
+        if entry is not None:
+            if producer_epoch < entry.epoch:
+                raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                 f"marker epoch {producer_epoch} of producer {producer_id} is older than {entry.epoch}")
+            if transaction_version >= 2 and producer_epoch == entry.epoch and entry.txn_first_offset is not None:
+                raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                 f"a TV2 marker for producer {producer_id} needs an epoch above {entry.epoch}")
+            if coordinator_epoch < entry.coordinator_epoch:
+                raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                                 f"coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}")
+        kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        buf = bytearray(build_control_batch(kind, producer_id, producer_epoch, coordinator_epoch, 0, now_ms))
+        return self.append(buf, AppendOrigin.COORDINATOR, now_ms=now_ms, leader_epoch=leader_epoch, config=config)
 
     def _store(self, data: Buffer, info: BatchInfo) -> StoredBatch:
         batch = StoredBatch(

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
+
+from kwire.broker.core.subsystems import Subsystem
 
 if TYPE_CHECKING:
     from kwire.broker.core.cluster import Topic
@@ -47,7 +49,7 @@ class OffsetStoreStats:
 
 
 @dataclass(slots=True)
-class OffsetStore:
+class OffsetStore(Subsystem):
     """Committed and pending (transactional) offsets of every group on this cluster."""
 
     _committed: dict[str, dict[TopicPartition, CommittedOffset]] = field(default_factory=dict)
@@ -59,9 +61,11 @@ class OffsetStore:
 
     # --- committed ----------------------------------------------------------------------------
     def commit(self, group_id: str, topic: str, partition: int, committed: CommittedOffset) -> None:
-        self._committed.setdefault(group_id, {})[(topic, partition)] = committed
+        """Store a commit; the listeners (the data dir's journal) hear it first and may refuse it
+        with KafkaError, and then nothing is stored."""
         for fn in self.on_change:
             fn(group_id, topic, partition, committed)
+        self._committed.setdefault(group_id, {})[(topic, partition)] = committed
 
     def _removed(self, group_id: str, tps: Iterable[TopicPartition]) -> None:
         for fn in self.on_change:
@@ -150,4 +154,4 @@ class OffsetStore:
 
 def offset_store(core: Any) -> OffsetStore:
     """The core's offset store (installed by ``subsystems.install``)."""
-    return cast(OffsetStore, core.subsystems["offsets"])
+    return core.subsystems.offsets

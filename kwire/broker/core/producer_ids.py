@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from kwire.broker.core.subsystems import Subsystem
+
 __all__ = ["ProducerIdManager"]
 
 
-class ProducerIdManager:
+class ProducerIdManager(Subsystem):
     """Hands out producer ids in increasing order, as the controller's block allocator does."""
 
     __slots__ = ("next_id",)

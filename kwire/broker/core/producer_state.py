@@ -94,9 +94,11 @@ class ProducerStateManager:
             return None
         entry = self.entries.get(pid)
         if entry is None or info.producer_epoch > entry.epoch:
-            old_txn = entry.txn_first_offset if entry is not None else None
+            old = entry
             entry = ProducerEntry(pid, info.producer_epoch)
-            entry.txn_first_offset = old_txn
+            if old is not None:
+                entry.txn_first_offset = old.txn_first_offset
+                entry.coordinator_epoch = old.coordinator_epoch
             self.entries[pid] = entry
         last_offset = base_offset + (info.last_offset - info.base_offset)
         entry.batches.append(BatchMeta(info.base_sequence, info.last_sequence, base_offset, last_offset, timestamp))
@@ -105,7 +107,8 @@ class ProducerStateManager:
         return entry
 
     def fence(self, producer_id: int, epoch: int) -> None:
-        """A newer epoch was issued by the coordinator: older ones are rejected from now on."""
+        """A newer epoch reached the partition (a transaction marker): older ones are rejected
+        from now on and the batches of the old epoch are forgotten."""
         entry = self.entries.get(producer_id)
         if entry is None:
             self.entries[producer_id] = ProducerEntry(producer_id, epoch)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.subsystems import Subsystem
 
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["LogRetention"]
 
 
-class LogRetention:
+class LogRetention(Subsystem):
     """The periodic retention pass over every partition log."""
 
     def __init__(self, core: BrokerCore) -> None:

@@ -21,18 +21,24 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from kwire.broker.config import SaslConfig
 from kwire.broker.core.cluster import Rng
+from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaProtocolError
 from kwire.protocol.error_codes import ErrorCode
 
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import ConnInfo
+
 __all__ = [
+    "evaluate_token",
     "SaslAuthenticationError",
     "SaslServer",
     "PlainServer",
@@ -321,7 +327,7 @@ class ScramServer:
 # --- the broker's SASL settings ---------------------------------------------------------------
 
 
-class SaslAuthority:
+class SaslAuthority(Subsystem):
     """Enabled mechanisms and users; makes one server per exchange.
 
     SCRAM credentials come from the cluster's credential store (``ScramCredentialStore``:
@@ -370,3 +376,21 @@ class SaslExchange:
     server: SaslServer
     raw_tokens: bool = False
     failed: bool = False
+
+
+log = logging.getLogger("kwire.broker")
+
+
+def evaluate_token(conn: ConnInfo, ex: SaslExchange, token: bytes) -> bytes:
+    """Feed one client token (SaslAuthenticate's, or a bare v0 frame); on completion the
+    connection is authenticated as the mechanism's user. A failure marks the exchange failed."""
+    try:
+        out = ex.server.evaluate(token)
+    except SaslAuthenticationError as exc:
+        ex.failed = True
+        log.info("connection %d: SASL %s authentication failed: %s", conn.conn_id, ex.server.mechanism, exc.reason)
+        raise
+    if ex.server.complete:
+        conn.authenticated = True
+        conn.principal = f"User:{ex.server.username}"
+    return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.sasl import MIN_SCRAM_ITERATIONS, SCRAM_MECHANISMS, ScramCredential, scram_credential
+from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
@@ -73,7 +74,7 @@ class _Entry:
     credential: ScramCredential | None  # None: removed
 
 
-class ScramCredentialStore:
+class ScramCredentialStore(Subsystem):
     """Every SCRAM credential of the cluster: explicit ones (altered) over the configured users."""
 
     def __init__(self, sasl: SaslConfig | None, rng: Rng) -> None:

@@ -5,15 +5,20 @@ Layout of ``BrokerConfig.data_dir``::
     kwire-metadata.json                          topics (ids, partitions, leaders, leader-epoch
                                                  history, log start offsets, configs), dynamic
                                                  broker and group configs, committed offsets,
-                                                 altered SCRAM credentials
+                                                 altered SCRAM credentials, transactional ids
+                                                 and their state, share groups and their
+                                                 share-partition state
     <topic>-<partition>/00000000000000000000.log the batches, back to back, as a broker writes them
 
 Theory of operation
 -------------------
 * This module is the persistence edge: the only place in the core that touches files. It is
-  synchronous and simple: a batch is written and flushed from the log's ``on_append`` callback,
-  so it is in the file before the Produce response leaves (no fsync: a process crash loses
-  nothing acknowledged, a machine crash may).
+  synchronous and simple: a batch is written and flushed from the log's ``write_ahead`` hook,
+  before the log takes it, so it is in the file before the Produce response leaves (no fsync: a
+  process crash loses nothing acknowledged, a machine crash may). A write that fails (ENOSPC,
+  EIO, a file size limit) takes the data dir offline as Kafka's LogDirFailureChannel does: the
+  batch and every later read or write of the partitions is answered KAFKA_STORAGE_ERROR, the
+  rest of the broker keeps serving, and nothing unwritten is ever acknowledged.
 * Metadata is rewritten whole (temporary file, then rename) whenever it changes: the topic
   hooks, ``BrokerCore.metadata_changed()`` (config changes, DeleteRecords, leader moves) and
   ``on_close``.
@@ -32,6 +37,11 @@ Theory of operation
   snapshot (a torn last line is reported and skipped); a metadata write that includes the
   offsets empties it. The metadata is re-checked every ``SYNC_INTERVAL_MS`` of broker time (a
   deadline), which keeps the journal short.
+* Share-partition state (the start offset, each in-flight offset's state and delivery count,
+  as Kafka's share coordinator persists it; ACQUIRED comes back AVAILABLE, ST-3) is part of the
+  metadata snapshot, so it is at most ``SYNC_INTERVAL_MS`` of broker time behind: after a crash
+  an acknowledgement of that last moment may be lost and its record delivered again (at least
+  once, as with a real broker's lost acknowledgement). A clean stop loses nothing.
 """
 
 from __future__ import annotations
@@ -46,28 +56,26 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.cluster import TopicError
 from kwire.broker.core.configs import ResourceType
-from kwire.broker.core.log import AbortedTxn
-from kwire.errors import ConfigError, RecordError, SegmentError
+from kwire.broker.core.log import AppendOrigin
+from kwire.broker.core.subsystems import Subsystem
+from kwire.errors import ConfigError, KafkaError, RecordError, SegmentError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.records import (
     BatchInfo,
-    ControlRecordType,
     RecordBatch,
     SegmentWriter,
     TornTail,
-    iter_partition_dir,
     list_segments,
-    parse_control_key,
     partition_dir_name,
+    read_segment,
 )
 
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.deadlines import Deadline
-    from kwire.broker.core.log import StoredBatch
+    from kwire.protocol.splice import Buffer
 
 __all__ = ["Storage", "METADATA_FILE", "METADATA_VERSION", "batch_info"]
 
@@ -91,7 +99,7 @@ def batch_info(batch: RecordBatch) -> BatchInfo:
     )
 
 
-class Storage:
+class Storage(Subsystem):
     """Keeps a core's topics, logs and configs in a data dir and brings them back on start."""
 
     def __init__(self, core: BrokerCore, data_dir: str | os.PathLike[str]) -> None:
@@ -107,6 +115,7 @@ class Storage:
         self._sync: Deadline | None = None
         self._closed = False
         self._journal: Any = None  # open offsets journal (text file), once something was written
+        self.offline: str | None = None  # why the data dir went offline (a failed write), if it did
 
     @property
     def metadata_path(self) -> Path:
@@ -121,10 +130,12 @@ class Storage:
 
     # --- hooks (called by the core) ---------------------------------------------------------
     def on_partition_created(self, p: Partition) -> None:
-        def persist(batch: StoredBatch) -> None:
-            self._append(p, batch)
+        def persist(buf: Buffer, info: BatchInfo) -> None:
+            self._write(p, buf, info)
 
-        p.log.on_append.append(persist)
+        p.log.write_ahead = persist
+        if self.offline is not None:
+            p.log.offline = self.offline
         if not self._restoring and p.topic in self._known_topics:
             self.save_metadata()  # CreatePartitions: the topic hook does not run
 
@@ -186,73 +197,108 @@ class Storage:
             self._writers[key] = w
         return w
 
-    def _append(self, p: Partition, batch: StoredBatch) -> None:
+    def _write(self, p: Partition, buf: Buffer, info: BatchInfo) -> None:
+        """Write and flush a batch before the log takes it. A failure takes the data dir offline
+        (Kafka's LogDirFailureChannel): this batch and every later read or write of its
+        partitions is answered KAFKA_STORAGE_ERROR, so nothing unwritten is acknowledged."""
         try:
             w = self._writer(p)
-            w.append(batch.data)
+            w.append(buf)
             w.flush()
         except (OSError, RecordError) as exc:
-            # The batch is in memory and acknowledged; it will not survive a restart.
-            log.error("data dir %s: cannot write %s-%d at offset %d: %s", self.root, p.topic, p.index,
-                      batch.base_offset, exc)
+            self._go_offline(f"cannot write {p.topic}-{p.index} at offset {info.base_offset}: {exc}")
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, self.offline) from None
 
-    def _load_partition(self, p: Partition) -> None:
+    def _go_offline(self, reason: str) -> None:
+        if self.offline is not None:
+            return
+        self.offline = f"the data dir {self.root} is offline: {reason}"
+        log.error("%s; its partitions answer KAFKA_STORAGE_ERROR until the broker restarts", self.offline)
+        self.problems.append(self.offline)
+        for t in self.core.cluster.topics.values():
+            for part in t.partitions:
+                part.log.offline = self.offline
+        for w in self._writers.values():
+            with contextlib.suppress(OSError):
+                w.close()
+        self._writers.clear()
+
+    def _load_partition(self, p: Partition, recovery_point: int = 0) -> None:
+        """Load a partition's segments as Kafka's log recovery does.
+
+        Batches below ``recovery_point`` (everything written before the last metadata save) are
+        trusted as written: one that fails its CRC is kept and reported, as Kafka keeps flushed
+        data (a consumer reading it sees the corruption); nothing after it is lost. From the
+        recovery point on, every batch is validated, and the first one that is not whole and
+        valid cuts the log there (LogSegment.recover): the cut bytes and any later segments are
+        kept beside the log as ``*.kwire-cut-<offset>`` files, and the report says what went.
+        """
         d = self.partition_dir(p.topic, p.index)
         if not d.is_dir():
             return
         plog = p.log
-        seg_bytes = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.bytes")
-        seg_ms = self.core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.ms")
-        reader = iter_partition_dir(d, recover=True)
-        try:
+        config = self.core.log_config(p.topic)
+        segments = list_segments(d)
+        for n, (_, path) in enumerate(segments):
+            try:
+                reader = read_segment(path, verify_crc=False, recover=True)
+            except SegmentError as exc:
+                self._report(f"{path}: {exc}; not loaded")
+                self._cut(p, segments[n:], None, f"unreadable: {exc}")
+                return
             for batch in reader:
+                position = reader.valid_bytes - batch.size_in_bytes
                 info = batch_info(batch)
-                if info.base_offset < plog.log_end_offset:
-                    self._report(f"{d}: batch at offset {info.base_offset} overlaps the log end "
-                                 f"{plog.log_end_offset}; skipped")
-                    continue
+                if batch.last_offset >= recovery_point:
+                    try:
+                        batch.validate()
+                    except RecordError as exc:
+                        self._cut(p, segments[n:], (path, position, info.base_offset), str(exc))
+                        return
+                elif batch.compute_crc() != batch.crc:
+                    self._report(f"{path}: the batch at offsets {info.base_offset}-{info.last_offset} (byte "
+                                 f"{position}) fails its CRC; kept, as it lies below the recovery point "
+                                 f"{recovery_point} (Kafka keeps flushed data; readers will see CORRUPT_MESSAGE)")
                 if not plog.batches:
                     plog.log_start_offset = max(plog.log_start_offset, info.base_offset)
-                plog.roll_if_needed(info.size_in_bytes, info.max_timestamp, seg_bytes, seg_ms)
-                plog.load(bytes(batch.buffer), info)
-                self._rebuild_producer_state(p, batch, info)
-        except (SegmentError, RecordError, OSError) as exc:
-            self._report(f"{d}: cannot read further: {exc}; serving what was read")
-        for tail in reader.torn_tails:
-            self.torn_tails.append(tail)
-            self._report(f"torn tail in {tail.path} at byte {tail.position} ({tail.size} bytes): {tail.reason}; "
-                         "cut off, the batches before it are served")
-            try:
-                os.truncate(tail.path, tail.position)
-            except OSError as exc:
-                self._report(f"cannot cut the torn tail off {tail.path}: {exc}")
+                try:
+                    # The one append path rebuilds producer state and the transaction index too.
+                    plog.append(bytearray(batch.buffer), AppendOrigin.RESTORE, now_ms=self.core.clock.now_ms(),
+                                config=config, info=info)
+                except KafkaError as exc:
+                    self._report(f"{path}: {exc}; skipped")
+            if reader.torn_tail is not None:
+                tail = reader.torn_tail
+                self.torn_tails.append(tail)
+                self._cut(p, segments[n:], (path, tail.position, plog.log_end_offset), f"of a torn tail: {tail.reason}")
+                return
 
-    @staticmethod
-    def _rebuild_producer_state(p: Partition, batch: RecordBatch, info: BatchInfo) -> None:
-        """What Produce (and transaction markers) did when the batch was appended, replayed."""
-        pid = info.producer_id
-        if pid < 0:
-            return
-        plog = p.log
-        if info.is_control:
+    def _cut(self, p: Partition, segments: list[tuple[int, Path]], at: tuple[Path, int, int] | None,
+             reason: str) -> None:
+        """Cut the log at ``at`` (file, byte, offset): the rest of that file and every later
+        segment are moved aside, never deleted, and the report names them."""
+        first_cut = 0
+        if at is not None:
+            path, position, offset = at
+            size = path.stat().st_size
+            copy = path.with_name(f"{path.name}.kwire-cut-{offset}")
             try:
-                _, kind = parse_control_key(next(iter(batch)).key)
-            except (StopIteration, RecordError):
-                return
-            if kind not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                return
-            entry = p.producers.entries.get(pid)
-            first = plog.open_txn_first_offsets.pop(pid, None)
-            if entry is not None:
-                first = entry.txn_first_offset if first is None else first
-                entry.txn_first_offset = None
-                entry.epoch = max(entry.epoch, info.producer_epoch)
-            if kind == ControlRecordType.ABORT and first is not None:
-                plog.aborted_txns.append(AbortedTxn(pid, first, info.last_offset))
-            return
-        entry = p.producers.record(info, info.base_offset, info.max_timestamp)
-        if entry is not None and info.is_transactional:
-            plog.open_txn_first_offsets.setdefault(pid, entry.txn_first_offset or info.base_offset)
+                with open(path, "rb") as src:
+                    src.seek(position)
+                    copy.write_bytes(src.read())
+                os.truncate(path, position)
+                self._report(f"{path}: cut at byte {position} (offset {offset}) because {reason}; "
+                             f"{size - position} bytes moved to {copy.name}, the batches before it are served")
+            except OSError as exc:
+                self._report(f"{path}: cannot cut at byte {position}: {exc}")
+            first_cut = 1
+        for _, later in segments[first_cut:]:
+            aside = later.with_name(f"{later.name}.kwire-cut")
+            try:
+                os.replace(later, aside)
+                self._report(f"{later}: follows a cut log; moved to {aside.name}")
+            except OSError as exc:
+                self._report(f"{later}: cannot move aside: {exc}")
 
     # --- metadata ---------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -271,6 +317,8 @@ class Storage:
                     "leader_epoch": p.leader_epoch,
                     "replicas": list(p.replicas),
                     "log_start_offset": p.log.log_start_offset,
+                    # Everything up to here was written and flushed (Kafka's recovery point).
+                    "recovery_point": p.log.log_end_offset,
                     "epochs": [list(e) for e in p.log.epochs],
                 } for p in t.partitions],
             }
@@ -278,15 +326,19 @@ class Storage:
         groups = {name: dict(v) for (rtype, name), v in overrides.items() if rtype is ResourceType.GROUP and v}
         out: dict[str, Any] = {"version": METADATA_VERSION, "cluster_id": core.cluster.cluster_id, "topics": topics,
                                "broker_configs": broker, "group_configs": groups}
-        ids = core.subsystems.get("producer_ids")
-        if ids is not None:
-            out["next_producer_id"] = ids.next_id
-        offsets = self._offsets_snapshot()
-        if offsets is not None:
-            out["offsets"] = offsets
-        scram = core.subsystems.get("scram_credentials")
-        if scram is not None and scram.snapshot():
-            out["scram_credentials"] = scram.snapshot()
+        out["next_producer_id"] = core.subsystems.producer_ids.next_id
+        out["offsets"] = self._offsets_snapshot()
+        txn = core.subsystems.transactions
+        if txn is not None and txn.transactions:
+            out["transactions"] = txn.snapshot()
+        share = core.subsystems.share_groups
+        if share is not None:
+            shared = share.snapshot()
+            if shared["groups"] or shared["partitions"]:
+                out["share_groups"] = shared
+        scram = core.subsystems.scram_credentials.snapshot()
+        if scram:
+            out["scram_credentials"] = scram
         return out
 
     def save_metadata(self) -> None:
@@ -321,14 +373,17 @@ class Storage:
             self._journal.write(line + "\n")
             self._journal.flush()
         except OSError as exc:
-            # The commit is in memory and answered; it will not survive a crash (a clean stop saves it).
+            # Never acknowledge a commit that is not written: Kafka's coordinator answers a failed
+            # __consumer_offsets append (KAFKA_STORAGE_ERROR) with NOT_COORDINATOR.
             log.error("data dir %s: cannot append to %s: %s", self.root, OFFSETS_JOURNAL, exc)
+            self._journal = None
+            raise KafkaError(ErrorCode.NOT_COORDINATOR, f"cannot write the offsets journal: {exc}") from None
 
     def _replay_journal(self) -> None:
         path = self.root / OFFSETS_JOURNAL
         if not path.exists():
             return
-        store = self.core.subsystems.get("offsets")
+        store = self.core.subsystems.offsets
         from kwire.broker.core.offsets import CommittedOffset
 
         try:
@@ -339,7 +394,7 @@ class Storage:
         for n, line in enumerate(lines, 1):
             try:
                 group, topic, partition, fields = json.loads(line)
-                if store is None or topic not in self.core.cluster.topics:
+                if topic not in self.core.cluster.topics:
                     continue
                 if fields is None:
                     store.delete(group, topic, int(partition))
@@ -357,29 +412,53 @@ class Storage:
         try:
             meta = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            self._report(f"{path} is unreadable ({exc}); starting without its topics")
+            self._report(f"{path} is unreadable ({exc})")
+            self._set_aside(path)
             return None
         if not isinstance(meta, dict) or meta.get("version") != METADATA_VERSION:
-            self._report(f"{path} has an unknown format (version {meta.get('version') if isinstance(meta, dict) else '?'});"
-                         " starting without its topics")
+            self._report(f"{path} has an unknown format (version {meta.get('version') if isinstance(meta, dict) else '?'})")
+            self._set_aside(path)
             return None
         return meta
 
-    def _offsets_snapshot(self) -> dict[str, Any] | None:
-        store = self.core.subsystems.get("offsets")
-        if store is None or not hasattr(store, "groups") or not hasattr(store, "partitions"):
-            return None
+    def _set_aside(self, path: Path) -> None:
+        """Keep an unusable file for inspection instead of overwriting it."""
+        aside = path.with_name(f"{path.name}.unreadable-{self.core.clock.now_ms()}")
+        try:
+            os.replace(path, aside)
+            self._report(f"kept as {aside.name}")
+        except OSError as exc:
+            self._report(f"cannot set {path} aside: {exc}")
+
+    def _rebuild_from_partition_dirs(self) -> None:
+        """Without usable metadata, bring the topics back from their partition directories (as
+        Kafka recovers logs from its log dirs), so that no new write is acknowledged at offsets
+        the old segments hold. What only the metadata knew is lost and said so: topic ids (new
+        ones), configs, committed offsets, leader epochs beyond what the batches carry."""
+        found: dict[str, set[int]] = {}
+        for d in sorted(self.root.iterdir()):
+            if not d.is_dir():
+                continue
+            topic, _, idx = d.name.rpartition("-")
+            if topic and idx.isdigit() and list_segments(d):
+                found.setdefault(topic, set()).add(int(idx))
+        if not found:
+            return
+        for name, indexes in sorted(found.items()):
+            count = max(indexes) + 1
+            self._report(f"no metadata: rebuilding topic {name!r} ({count} partitions) from its partition "
+                         "directories; its configs, topic id and committed offsets are lost")
+            self._restore_topic(name, {"id": None, "partitions": [{} for _ in range(count)]}, quiet_id=True)
+
+    def _offsets_snapshot(self) -> dict[str, Any]:
+        store = self.core.subsystems.offsets
         out: dict[str, Any] = {}
         for group in store.groups():
             out[group] = [[t, p, dataclasses.asdict(c)] for (t, p), c in store.partitions(group).items()]
         return out
 
     def _restore_offsets(self, saved: dict[str, Any]) -> None:
-        store = self.core.subsystems.get("offsets")
-        if store is None or not hasattr(store, "commit"):
-            if saved:
-                self._report("committed offsets in the data dir, but this broker has no offset store")
-            return
+        store = self.core.subsystems.offsets
         from kwire.broker.core.offsets import CommittedOffset
 
         for group, rows in saved.items():
@@ -399,12 +478,12 @@ class Storage:
         try:
             if meta is not None:
                 self._restore_metadata(meta)
+            else:
+                self._rebuild_from_partition_dirs()
             self._report_orphans()
         finally:
             self._restoring = False
-        store = self.core.subsystems.get("offsets")
-        if store is not None and hasattr(store, "on_change"):
-            store.on_change.append(self._journal_offset)
+        self.core.subsystems.offsets.on_change.append(self._journal_offset)
         self.save_metadata()
         if self._last_saved:  # the replayed journal is in the metadata now
             with contextlib.suppress(OSError):
@@ -429,11 +508,20 @@ class Storage:
             self._restore_topic(name, t)
         self._restore_offsets(meta.get("offsets", {}))
         self._replay_journal()
-        self._restore_producer_ids(int(meta.get("next_producer_id", 0)))
-        scram = core.subsystems.get("scram_credentials")
-        if scram is not None and meta.get("scram_credentials"):
+        if meta.get("transactions") and core.subsystems.transactions is not None:
             try:
-                scram.restore(meta["scram_credentials"])
+                core.subsystems.transactions.restore(meta["transactions"])
+            except (KeyError, TypeError, ValueError) as exc:
+                self._report(f"transaction state unreadable, transactional ids start afresh: {exc}")
+        if meta.get("share_groups") and core.subsystems.share_groups is not None:
+            try:
+                core.subsystems.share_groups.restore(meta["share_groups"])
+            except (KeyError, TypeError, ValueError) as exc:
+                self._report(f"share-group state unreadable, share groups start afresh: {exc}")
+        self._restore_producer_ids(int(meta.get("next_producer_id", 0)))
+        if meta.get("scram_credentials"):
+            try:
+                core.subsystems.scram_credentials.restore(meta["scram_credentials"])
             except (KeyError, TypeError, ValueError) as exc:
                 self._report(f"SCRAM credentials unreadable ({exc}); the configured users remain")
 
@@ -443,9 +531,7 @@ class Storage:
         Ids allocated after the last metadata write are unknown after a crash; like the
         controller's id blocks, allocation resumes at the next block boundary past them.
         """
-        ids = self.core.subsystems.get("producer_ids")
-        if ids is None:
-            return
+        ids = self.core.subsystems.producer_ids
         seen = [pid for t in self.core.cluster.topics.values() for p in t.partitions for pid in p.producers.entries]
         floor = max([saved_next, *(pid + 1 for pid in seen)])
         if floor > ids.next_id:
@@ -457,7 +543,7 @@ class Storage:
         except ConfigError as exc:
             self._report(f"{rtype.name.lower()} config {key}={value!r} not restored: {exc}")
 
-    def _restore_topic(self, name: str, t: dict[str, Any]) -> None:
+    def _restore_topic(self, name: str, t: dict[str, Any], *, quiet_id: bool = False) -> None:
         core = self.core
         parts = t.get("partitions", [])
         rf = max((len(p.get("replicas", [])) for p in parts), default=1)
@@ -465,9 +551,10 @@ class Storage:
         configs = t.get("configs", {})
         try:
             topic_id = uuid.UUID(t["id"])
-        except (KeyError, ValueError):
+        except (KeyError, TypeError, ValueError):
             topic_id = None
-            self._report(f"topic {name!r}: no valid topic id saved; a new one is assigned")
+            if not quiet_id:
+                self._report(f"topic {name!r}: no valid topic id saved; a new one is assigned")
         existing = core.cluster.topics.get(name)
         if existing is not None:
             # Created while the core started (an internal topic): keep it, bring its data back.
@@ -482,13 +569,13 @@ class Storage:
             try:
                 topic = core.create_topic(name, max(1, len(parts)), rf, configs, internal=bool(t.get("internal")),
                                           topic_id=topic_id)
-            except TopicError as exc:
+            except KafkaError as exc:
                 if exc.code != ErrorCode.INVALID_CONFIG:  # keep the topic, drop its configs
                     raise
                 self._report(f"topic {name!r}: configs not restored ({exc.message})")
                 topic = core.create_topic(name, max(1, len(parts)), rf, None, internal=bool(t.get("internal")),
                                           topic_id=topic_id)
-        except TopicError as exc:
+        except KafkaError as exc:
             self._report(f"topic {name!r} not restored: {exc.message}")
             return
         for p, saved in zip(topic.partitions, parts, strict=False):
@@ -502,7 +589,7 @@ class Storage:
         leader = int(saved.get("leader", p.leader_id))
         if leader in nodes:
             p.leader_id = leader
-        self._load_partition(p)
+        self._load_partition(p, int(saved.get("recovery_point", 0)))
         plog = p.log
         # Epoch history: what the batches said, merged with what was saved (leader moves that
         # wrote no batch are known only from the file); the earliest start per epoch wins.

@@ -1,47 +1,150 @@
-"""The coordinators a BrokerCore carries, installed in one place.
+"""The coordinators a BrokerCore carries: a typed registry, installed in one place.
 
-Each subsystem is plain synchronous state with optional hooks the core calls:
-``on_disconnect(conn_id)``, ``on_topic_created(topic)``, ``on_topic_deleted(topic)``,
-``on_partition_created(partition)``, ``on_metadata_changed()`` (configs, log start offsets,
-leader epochs moved: persistence re-saves) and ``on_close()`` (the broker stops).
+Each subsystem is plain synchronous state that subclasses ``Subsystem`` and overrides the hooks
+it needs; the base's hooks do nothing. The core calls them on every installed subsystem, in
+install order:
 
-SASL (``BrokerConfig.sasl``) and persistence (``BrokerConfig.data_dir``) are subsystems too;
-storage is installed last so that restoring the data dir reaches every other subsystem's hooks.
+``on_disconnect(conn_id)``                a client connection closed
+``on_topic_created(topic)``               after its partitions exist (and got ``on_partition_created``)
+``on_partition_created(partition)``       CreateTopics, CreatePartitions, restore
+``on_topic_deleted(topic)``               after the cluster dropped it and its configs
+``on_metadata_changed()``                 configs, log start offsets or leader epochs moved
+``on_close()``                            the broker stops (release files, cancel timers)
+
+Handlers reach a subsystem by attribute (``core.subsystems.fetch_sessions``), never by a
+string. SASL (``BrokerConfig.sasl``) and persistence (``BrokerConfig.data_dir``) are optional;
+storage comes last so that restoring the data dir reaches every other subsystem's hooks.
+``transactions`` (the transaction coordinator), ``share_groups`` (the share coordinator) and
+``share_sessions`` (its session cache) are always installed; transaction.version and
+share.version gate them per request.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore
-
-__all__ = ["install"]
-
-
-def install(core: BrokerCore) -> None:
+    from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.fetch_sessions import FetchSessionCache
-    from kwire.broker.core.groups import GroupCoordinator
+    from kwire.broker.core.group_table import GroupTable
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
     from kwire.broker.core.retention import LogRetention
+    from kwire.broker.core.sasl import SaslAuthority
+    from kwire.broker.core.scram_credentials import ScramCredentialStore
+    from kwire.broker.core.share_coordinator import ShareCoordinator, ShareSessions
+    from kwire.broker.core.storage import Storage
+    from kwire.broker.core.txn_coordinator import TransactionCoordinator
 
-    core.subsystems["producer_ids"] = ProducerIdManager()
-    core.subsystems["fetch_sessions"] = FetchSessionCache()
-    core.subsystems["offsets"] = OffsetStore()
-    core.subsystems["groups"] = GroupCoordinator(core)
-    core.subsystems["retention"] = LogRetention(core)
+__all__ = ["Subsystem", "SubsystemHooks", "Subsystems", "install"]
+
+
+class SubsystemHooks(Protocol):
+    """What the core calls on every installed subsystem (``Subsystem`` implements all as no-ops)."""
+
+    def on_disconnect(self, conn_id: int) -> None: ...
+    def on_topic_created(self, topic: Topic) -> None: ...
+    def on_partition_created(self, partition: Partition) -> None: ...
+    def on_topic_deleted(self, topic: Topic) -> None: ...
+    def on_metadata_changed(self) -> None: ...
+    def on_close(self) -> None: ...
+
+
+class Subsystem:
+    """Base of the core's subsystems: every hook is a no-op until a subclass overrides it."""
+
+    __slots__ = ()
+
+    def on_disconnect(self, conn_id: int) -> None:
+        """A client connection closed."""
+
+    def on_topic_created(self, topic: Topic) -> None:
+        """A topic was created (its partitions already announced through ``on_partition_created``)."""
+
+    def on_partition_created(self, partition: Partition) -> None:
+        """A partition came into being (new topic, CreatePartitions, restore)."""
+
+    def on_topic_deleted(self, topic: Topic) -> None:
+        """A topic was deleted."""
+
+    def on_metadata_changed(self) -> None:
+        """Configs, log start offsets or leader epochs changed outside the topic hooks."""
+
+    def on_close(self) -> None:
+        """The broker stops."""
+
+
+class Subsystems:
+    """The core's subsystems, one typed attribute each; ``installed()`` lists the present ones."""
+
+    __slots__ = ("producer_ids", "fetch_sessions", "offsets", "groups", "retention", "scram_credentials", "sasl",
+                 "transactions", "share_groups", "share_sessions", "extra", "storage")
+
+    def __init__(self, producer_ids: ProducerIdManager, fetch_sessions: FetchSessionCache, offsets: OffsetStore,
+                 groups: GroupTable, retention: LogRetention, scram_credentials: ScramCredentialStore) -> None:
+        self.producer_ids = producer_ids
+        self.fetch_sessions = fetch_sessions
+        self.offsets = offsets
+        self.groups = groups
+        self.retention = retention
+        self.scram_credentials = scram_credentials  # with or without SASL: the SCRAM credential APIs
+        self.sasl: SaslAuthority | None = None
+        self.transactions: TransactionCoordinator | None = None
+        # The share-group coordinator and its share-session cache (KIP-932).
+        self.share_groups: ShareCoordinator | None = None
+        self.share_sessions: ShareSessions | None = None
+        # Subsystems without a slot of their own (a test's listener, an embedding's plug-in).
+        self.extra: list[SubsystemHooks] = []
+        self.storage: Storage | None = None
+
+    def installed(self) -> Iterator[SubsystemHooks]:
+        """Every present subsystem in hook order: the fixed slots, the extras, storage last."""
+        yield self.producer_ids
+        yield self.fetch_sessions
+        yield self.offsets
+        yield self.groups
+        yield self.retention
+        yield self.scram_credentials
+        for sub in (self.sasl, self.transactions, self.share_groups, self.share_sessions):
+            if sub is not None:
+                yield sub
+        yield from self.extra
+        if self.storage is not None:
+            yield self.storage
+
+    def add(self, sub: SubsystemHooks) -> None:
+        """Install a subsystem that has no slot of its own; it gets every hook from now on."""
+        self.extra.append(sub)
+
+
+def install(core: BrokerCore) -> Subsystems:
+    """Create the subsystems the config asks for and hand them to ``core.subsystems``."""
+    from kwire.broker.core.fetch_sessions import FetchSessionCache
+    from kwire.broker.core.group_table import GroupTable
+    from kwire.broker.core.offsets import OffsetStore
+    from kwire.broker.core.producer_ids import ProducerIdManager
+    from kwire.broker.core.retention import LogRetention
     from kwire.broker.core.scram_credentials import ScramCredentialStore
 
-    scram = ScramCredentialStore(core.config.sasl, core.rng)
-    core.subsystems["scram_credentials"] = scram
+    subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupTable(core),
+                      LogRetention(core), ScramCredentialStore(core.config.sasl, core.rng))
+    core.subsystems = subs
+    from kwire.broker.core.share_coordinator import ShareCoordinator
+    from kwire.broker.core.txn_coordinator import LogMarkerWriter, coordinator_for_core
+
+    subs.transactions = coordinator_for_core(core, LogMarkerWriter(core))
+    subs.share_groups = ShareCoordinator(core, subs.groups)
+    subs.share_sessions = subs.share_groups.sessions
     if core.config.sasl is not None:
         from kwire.broker.core.sasl import SaslAuthority
 
-        core.subsystems["sasl"] = SaslAuthority(core.config.sasl, core.rng, scram.get)
+        subs.sasl = SaslAuthority(core.config.sasl, core.rng, subs.scram_credentials.get)
     if core.config.data_dir is not None:
         from kwire.broker.core.storage import Storage
 
         storage = Storage(core, core.config.data_dir)
-        core.subsystems["storage"] = storage
+        subs.storage = storage
         storage.restore()
+    return subs

@@ -3,15 +3,16 @@ both ApiVersions and dispatch read.
 
 Each handler module defines ``API_KEY``, ``VERSIONS = (min, max)``, ``handle(ctx, request)``
 returning the response (or None when deferred / acks=0), and optionally
-``error_response(ctx, request, code)`` used by fault injection.
+``error_response(ctx, request, code)``: the whole request answered with one error code (fault
+injection, a ``KafkaError`` escaping ``handle``). ``load_handlers()`` builds the registry that
+``BrokerCore(..., handlers=...)`` receives; the core itself never imports this package.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+
+from kwire.broker.core.dispatch import HandlerSpec
 
 __all__ = ["HandlerSpec", "HANDLERS", "load_handlers", "HANDLER_MODULES"]
 
@@ -50,34 +51,21 @@ HANDLER_MODULES = (
     "describe_topic_partitions",
     "consumer_group_heartbeat",
     "consumer_group_describe",
+    "share_group_heartbeat",
+    "share_group_describe",
+    "share_fetch",
+    "share_acknowledge",
+    "describe_share_group_offsets",
+    "alter_share_group_offsets",
+    "delete_share_group_offsets",
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "end_txn",
+    "txn_offset_commit",
+    "describe_transactions",
+    "list_transactions",
+    "describe_producers",
 )
-
-
-@dataclass(slots=True, frozen=True)
-class HandlerSpec:
-    api_key: int
-    name: str
-    min_version: int
-    max_version: int
-    module: str
-    handle: Callable[[Any, Any], Any]
-    error_response_fn: Callable[[Any, Any, int], Any] | None
-
-    def error_response(self, ctx: Any, request: Any, code: int) -> Any:
-        if self.error_response_fn is not None:
-            return self.error_response_fn(ctx, request, code)
-        return _top_level_error(ctx, code)
-
-
-def _top_level_error(ctx: Any, code: int) -> Any:
-    """Generic error answer: the response class with its top-level ErrorCode set, if it has one."""
-    from kwire.protocol.registry import response_class
-
-    cls = response_class(ctx.api_key)
-    names = {f.attr for f in cls._fields if f.present_in(ctx.api_version)}
-    if "error_code" not in names:
-        return None
-    return cls(error_code=code)
 
 
 HANDLERS: dict[int, HandlerSpec] = {}

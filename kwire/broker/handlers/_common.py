@@ -60,11 +60,14 @@ def resolve_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | N
 
 
 def leader_error(ctx: RequestContext, p: Partition) -> int:
-    """NOT_LEADER_OR_FOLLOWER when this broker does not lead the partition."""
+    """NOT_LEADER_OR_FOLLOWER when this broker does not lead the partition; KAFKA_STORAGE_ERROR
+    when its log is offline (its data dir failed)."""
     if p.leader_id == -1:
         return ErrorCode.LEADER_NOT_AVAILABLE
     if p.leader_id != ctx.broker_id:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if p.log.offline is not None:
+        return ErrorCode.KAFKA_STORAGE_ERROR
     return ErrorCode.NONE
 
 

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from kwire.broker.core.groups import GroupCoordinator, group_coordinator
+from kwire.broker.core.group_table import GroupTable, group_table
 from kwire.broker.handlers._common import GROUP_OPERATIONS
 from kwire.protocol._message import Struct
 
@@ -88,8 +88,8 @@ def client_host(ctx: RequestContext) -> str:
     return f"/{host.strip('[]')}" if host else ""
 
 
-def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return group_coordinator(ctx.core)
+def coordinator(ctx: RequestContext) -> GroupTable:
+    return group_table(ctx.core)
 
 
 def is_coordinator(ctx: RequestContext, group_id: str | None) -> bool:

@@ -17,14 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._configs import (
-    ResourceError,
+    check_bounds,
     commit,
     duplicates,
     resolve,
     static_settings,
     validate_value,
 )
-from kwire.errors import ConfigError
+from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.alter_configs import (
     AlterConfigsRequest,
@@ -44,7 +44,7 @@ Result = AlterConfigsResponse_AlterConfigsResourceResponse
 
 
 def _alter(ctx: RequestContext, r: AlterConfigsRequest_AlterConfigsResource, validate_only: bool) -> None:
-    """Raises ResourceError with the resource's answer."""
+    """Raises KafkaError with the resource's answer."""
     res = resolve(ctx, r.resource_type, r.resource_name)
     defs = ctx.core.configs.definitions(res.rtype)
     new = static_settings(ctx.core, res)
@@ -56,7 +56,8 @@ def _alter(ctx: RequestContext, r: AlterConfigsRequest_AlterConfigsResource, val
             if value is not None:
                 new[c.name] = value
     except ConfigError as exc:
-        raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    check_bounds(ctx.core, res, new)
     if not validate_only:
         commit(ctx, res, new)
 
@@ -70,9 +71,9 @@ def handle(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsRespons
         out.append(result)
         try:
             if (r.resource_type, r.resource_name) in dup:
-                raise ResourceError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
             _alter(ctx, r, req.validate_only)
-        except ResourceError as exc:
+        except KafkaError as exc:
             result.error_code, result.error_message = exc.code, exc.message
     return AlterConfigsResponse(responses=out)
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core.sasl import MIN_SCRAM_ITERATIONS
 from kwire.broker.core.scram_credentials import MAX_SCRAM_ITERATIONS, mechanism_name
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
@@ -46,8 +47,16 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[int, str] | No
     return None
 
 
+def _mechanism(type_id: int) -> str:
+    """The name of a mechanism that ``_check_name_and_mechanism`` accepted."""
+    name = mechanism_name(type_id)
+    if name is None:  # cannot happen after the check: UNSUPPORTED_SASL_MECHANISM answers it
+        raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+    return name
+
+
 def handle(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
-    store = ctx.core.subsystems["scram_credentials"]
+    store = ctx.core.subsystems.scram_credentials
     errors: dict[str, tuple[int, str]] = {}
     deletions: dict[str, AlterUserScramCredentialsRequest_ScramCredentialDeletion] = {}
     upserts: dict[str, AlterUserScramCredentialsRequest_ScramCredentialUpsertion] = {}
@@ -58,7 +67,7 @@ def handle(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> AlterU
             errors[d.name] = (ErrorCode.DUPLICATE_RESOURCE, _TWICE)
             continue
         err = _check_name_and_mechanism(d.name, d.mechanism)
-        if err is None and not store.exists(mechanism_name(d.mechanism), d.name):
+        if err is None and not store.exists(_mechanism(d.mechanism), d.name):
             err = (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
         if err is not None:
             errors[d.name] = err
@@ -81,10 +90,10 @@ def handle(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> AlterU
             upserts[u.name] = u
     results = []
     for name, d in deletions.items():
-        store.delete(name, mechanism_name(d.mechanism))
+        store.delete(name, _mechanism(d.mechanism))
         results.append(Result(user=name, error_code=ErrorCode.NONE, error_message=None))
     for name, u in upserts.items():
-        store.upsert(name, mechanism_name(u.mechanism), u.iterations, bytes(u.salt), bytes(u.salted_password))
+        store.upsert(name, _mechanism(u.mechanism), u.iterations, bytes(u.salt), bytes(u.salted_password))
         results.append(Result(user=name, error_code=ErrorCode.NONE, error_message=None))
     for name, (code, message) in errors.items():
         results.append(Result(user=name, error_code=code, error_message=message))

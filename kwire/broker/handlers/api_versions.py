@@ -2,8 +2,9 @@
 
 Behaviour: lists exactly the versions this broker implements (less any cap set through the
 control API); v3+ validates the client software name/version and answers with the supported
-and finalized features. A request version the broker does not know is answered in the v0
-layout with UNSUPPORTED_VERSION and the ApiVersions range (KIP-511), so any client can read it.
+and finalized features. A request version the broker does not know is answered by the core
+(``BrokerCore._api_versions_unsupported``) in the v0 layout with UNSUPPORTED_VERSION and the
+ApiVersions range (KIP-511), so any client can read it.
 Version notes: the response header is always v0. Deviations: none.
 """
 
@@ -13,7 +14,6 @@ import re
 from typing import TYPE_CHECKING
 
 from kwire.protocol.error_codes import ErrorCode
-from kwire.protocol.framing import encode_response
 from kwire.protocol.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -38,7 +38,7 @@ SUPPORTED_FEATURES = (
     ("kraft.version", 0, 1),
     ("group.version", 0, 1),
     ("transaction.version", 0, 2),
-    ("share.version", 0, 1),
+    ("share.version", 0, 2),
 )
 
 
@@ -79,17 +79,6 @@ def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
                                                                            min_version_level=v)
                                    for n, v in fin.items()]
     return resp
-
-
-def unsupported_version_response(core: BrokerCore, correlation_id: int) -> bytes:
-    """KIP-511 fallback: v0 layout (int16 error, int32 count, 6-byte entries), header v0."""
-    spec = core.handlers[ApiKey.API_VERSIONS]
-    body = ApiVersionsResponse(
-        error_code=ErrorCode.UNSUPPORTED_VERSION,
-        api_keys=[ApiVersionsResponse.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=spec.min_version,
-                                                 max_version=core.max_version(ApiKey.API_VERSIONS))],
-    )
-    return encode_response(body, 0, correlation_id=correlation_id, size_prefix=False)
 
 
 def error_response(ctx: RequestContext, req: ApiVersionsRequest, code: int) -> ApiVersionsResponse:

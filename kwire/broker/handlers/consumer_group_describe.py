@@ -13,9 +13,9 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from kwire.broker.core._group_common import GroupError
 from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
 from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, coordinator, fitted, is_coordinator
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -54,7 +54,7 @@ def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGr
             continue
         try:
             g = coordinator(ctx).consumer.group(gid)
-        except GroupError as exc:
+        except KafkaError as exc:
             out.append(ConsumerGroupDescribeResponse_DescribedGroup(error_code=exc.code, error_message=exc.message,
                                                                     group_id=gid))
             continue

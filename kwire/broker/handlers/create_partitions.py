@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.cluster import TopicError
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
@@ -39,22 +39,22 @@ Result = CreatePartitionsResponse_CreatePartitionsTopicResult
 
 
 def _check(ctx: RequestContext, t: CreatePartitionsRequest_CreatePartitionsTopic) -> list[list[int]] | None:
-    """The manual assignments of the new partitions (None: spread them); raises TopicError."""
+    """The manual assignments of the new partitions (None: spread them); raises KafkaError."""
     cluster = ctx.core.cluster
     topic = cluster.topics.get(t.name)
     if topic is None:
-        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
     have = len(topic.partitions)
     if t.count < have:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS,
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                          f"The topic {t.name} currently has {have} partition(s); {t.count} would not be an increase.")
     if t.count == have:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
     if t.assignments is None:
         return None
     additional = t.count - have
     if len(t.assignments) != additional:
-        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          f"Attempted to add {additional} additional partition(s), but only "
                          f"{len(t.assignments)} assignment(s) were specified.")
     rf = len(topic.partitions[0].replicas)
@@ -76,9 +76,9 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartition
         results.append(res)
         try:
             if names.count(t.name) > 1:
-                raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             plans.append((t, res, _check(ctx, t)))
-        except TopicError as exc:
+        except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
         records += t.count - len(core.cluster.topics[t.name].partitions)
@@ -92,7 +92,7 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartition
         for t, res, assignments in plans:
             try:
                 core.create_partitions(t.name, t.count, assignments)
-            except TopicError as exc:
+            except KafkaError as exc:
                 res.error_code, res.error_message = exc.code, exc.message
     return CreatePartitionsResponse(results=results)
 

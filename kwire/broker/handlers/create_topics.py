@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.cluster import TopicError, validate_topic_name
+from kwire.broker.core.cluster import validate_topic_name
 from kwire.broker.core.configs import ResourceType
-from kwire.errors import ConfigError
+from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_topics import (
     CreateTopicsRequest,
@@ -45,53 +45,53 @@ MAX_RECORDS_PER_USER_OP = 10_000
 
 def _validate(ctx: RequestContext, t: CreateTopicsRequest_CreatableTopic) -> tuple[int, int, list[list[int]] | None]:
     """(partitions, replication factor, manual assignments) after the controller's checks, in
-    its order (ReplicationControlManager.createTopics/createTopic); raises TopicError."""
+    its order (ReplicationControlManager.createTopics/createTopic); raises KafkaError."""
     core = ctx.core
     validate_topic_name(t.name)
     if t.name in core.cluster.topics:
-        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+        raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
     defs = core.configs.definitions(ResourceType.TOPIC)
     for c in t.configs:
         d = defs.get(c.name)
         if d is None:
-            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {c.name}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {c.name}")
         try:
             d.validate(c.value)
         except ConfigError as exc:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
     if t.assignments:
         if t.replication_factor != -1:
-            raise TopicError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                                         "replication factor was not set to -1.")
         if t.num_partitions != -1:
-            raise TopicError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                                         "numPartitions was not set to -1.")
         by_index: dict[int, list[int]] = {}
         rf: int | None = None
         for a in t.assignments:
             if a.partition_index in by_index:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"Found multiple manual partition assignments for partition {a.partition_index}")
             core.cluster.check_manual_assignment(list(a.broker_ids), rf, a.partition_index)
             rf = len(a.broker_ids)
             by_index[a.partition_index] = list(a.broker_ids)
         if sorted(by_index) != list(range(len(by_index))):
-            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "partitions should be a consecutive 0-based integer sequence")
         assignments = [by_index[i] for i in range(len(by_index))]
         return len(assignments), len(assignments[0]), assignments
     if t.replication_factor < -1 or t.replication_factor == 0:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          "Replication factor must be larger than 0, or -1 to use the default value.")
     if t.num_partitions < -1 or t.num_partitions == 0:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
     parts = t.num_partitions if t.num_partitions != -1 else core.configs.get_int(
         ResourceType.BROKER, "", "num.partitions")
     rf = t.replication_factor if t.replication_factor != -1 else core.configs.get_int(
         ResourceType.BROKER, "", "default.replication.factor")
     live = len(core.cluster.live_nodes())
     if rf > live:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
                          f"cannot be reached because only {live} broker(s) are registered.")
     return parts, rf, None
@@ -113,7 +113,7 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
             continue
         try:
             parts, rf, assignments = _validate(ctx, t)
-        except TopicError as exc:
+        except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
         plans.append((t, res, parts, rf, assignments))
@@ -133,7 +133,7 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
         try:
             topic = core.create_topic(t.name, parts, rf, {c.name: c.value for c in t.configs if c.value is not None},
                                       assignments=assignments)
-        except TopicError as exc:
+        except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
         res.topic_id = topic.topic_id

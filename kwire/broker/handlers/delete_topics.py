@@ -16,8 +16,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.cluster import TopicError
 from kwire.broker.core.configs import ResourceType
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
@@ -44,18 +44,18 @@ def _entries(ctx: RequestContext, req: DeleteTopicsRequest) -> list[tuple[str | 
 
 def _check(ctx: RequestContext, name: str | None, tid: uuid.UUID, dup_names: set[str],
            dup_ids: set[uuid.UUID]) -> None:
-    """Raises TopicError with the entry's answer; returns when the topic may go."""
+    """Raises KafkaError with the entry's answer; returns when the topic may go."""
     if name is None and tid == ZERO_UUID:
-        raise TopicError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
     if name is not None and tid != ZERO_UUID:
-        raise TopicError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
     if name in dup_names:
-        raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
     if tid in dup_ids:
-        raise TopicError(ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
     if not ctx.core.configs.get_bool(ResourceType.BROKER, "", "delete.topic.enable"):
         code = ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else ErrorCode.INVALID_REQUEST
-        raise TopicError(code, "Topic deletion is disabled.")
+        raise KafkaError(code, "Topic deletion is disabled.")
 
 
 def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
@@ -74,14 +74,14 @@ def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsRespons
             if name is not None:
                 topic = cluster.topics.get(name)
                 if topic is None:
-                    raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                      "This server does not host this topic-partition.")
             else:
                 topic = cluster.topics_by_id.get(tid)
                 if topic is None:
-                    raise TopicError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
             ctx.core.delete_topic(topic.name)
-        except TopicError as exc:
+        except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
         res.name, res.topic_id = topic.name, topic.topic_id

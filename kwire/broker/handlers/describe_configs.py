@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._configs import ResourceError, describe, resolve
+from kwire.broker.handlers._configs import describe, resolve
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -45,7 +46,7 @@ def _result(ctx: RequestContext, req: DescribeConfigsRequest, resource_type: int
                                   resource_name=name)
     try:
         res = resolve(ctx, resource_type, name)
-    except ResourceError as exc:
+    except KafkaError as exc:
         out.error_code, out.error_message = exc.code, exc.message
         return out
     v = ctx.api_version

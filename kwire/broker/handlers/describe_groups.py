@@ -46,7 +46,7 @@ def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsRes
         if not is_coordinator(ctx, gid):
             out.append(_error(gid, ErrorCode.NOT_COORDINATOR))
             continue
-        s = coordinator(ctx).describe(gid)
+        s = coordinator(ctx).classic.describe(gid)
         if s is None:
             if v >= 6:
                 out.append(_error(gid, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", f"Group {gid} not found."))

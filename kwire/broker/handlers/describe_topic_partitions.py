@@ -48,8 +48,9 @@ def _partitions(ctx: RequestContext, t: Topic, start: int, count: int) -> list[P
     nodes = ctx.core.cluster.nodes
     out = []
     for p in t.partitions[start:start + count]:
-        live = [r for r in p.replicas if r in nodes and nodes[r].up]
-        leader = p.leader_id if p.leader_id in nodes and nodes[p.leader_id].up else -1
+        offline_log = p.log.offline is not None
+        live = [r for r in p.replicas if r in nodes and nodes[r].up and not offline_log]
+        leader = p.leader_id if p.leader_id in nodes and nodes[p.leader_id].up and not offline_log else -1
         out.append(PartResp(error_code=ErrorCode.NONE, partition_index=p.index, leader_id=leader,
                             leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=live,
                             eligible_leader_replicas=[], last_known_elr=[],

@@ -30,7 +30,7 @@ Info = DescribeUserScramCredentialsResponse.CredentialInfo
 
 
 def handle(ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
-    known = ctx.core.subsystems["scram_credentials"].describe()
+    known = ctx.core.subsystems.scram_credentials.describe()
     if not req.users:
         names: dict[str, bool] = dict.fromkeys(known, False)
     else:

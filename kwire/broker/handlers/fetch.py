@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.fetch_sessions import FetchSessionError, SessionContext, SessionTarget
+from kwire.broker.core.fetch_sessions import SessionContext, SessionTarget
 from kwire.broker.handlers._common import epoch_error, leader_error, node_endpoints
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.fetch import FetchRequest, FetchResponse, FetchResponse_PartitionData
 from kwire.protocol.registry import ApiKey
@@ -160,11 +161,11 @@ class FetchPoll:
 
 def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     core = ctx.core
-    sessions = core.subsystems["fetch_sessions"]
+    sessions = core.subsystems.fetch_sessions
     updates, forgotten = _targets(ctx, req)
     try:
         sctx = sessions.begin(req.session_id, req.session_epoch, ctx.conn.conn_id, updates, forgotten)
-    except FetchSessionError as exc:
+    except KafkaError as exc:
         return FetchResponse(error_code=exc.code, session_id=0)
     poll = FetchPoll(ctx, req, sctx, sessions)
     if req.max_wait_ms <= 0 or poll.ready():

@@ -31,7 +31,7 @@ def handle(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
     if not is_coordinator(ctx, req.group_id):
         return HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)
     instance_id = req.group_instance_id if ctx.api_version >= 3 else None
-    code = coordinator(ctx).heartbeat(req.group_id, req.generation_id, req.member_id, instance_id)
+    code = coordinator(ctx).classic.heartbeat(req.group_id, req.generation_id, req.member_id, instance_id)
     return HeartbeatResponse(error_code=code)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._configs import (
     Resource,
-    ResourceError,
+    check_bounds,
     commit,
     duplicates,
     overrides_of,
@@ -28,7 +28,7 @@ from kwire.broker.handlers._configs import (
     static_settings,
     validate_value,
 )
-from kwire.errors import ConfigError
+from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
@@ -61,19 +61,19 @@ def _items(value: str | None) -> list[str]:
 
 
 def _apply(ctx: RequestContext, res: Resource, r: IncrementalAlterConfigsRequest_AlterConfigsResource) -> dict[str, str]:
-    """The resource's overrides after the operations; raises ResourceError."""
+    """The resource's overrides after the operations; raises KafkaError."""
     store = ctx.core.configs
     defs = store.definitions(res.rtype)
     static = static_settings(ctx.core, res)
     new = overrides_of(ctx.core, res)
     names = [c.name for c in r.configs]
     if len(set(names)) != len(names):
-        raise ResourceError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     for c in r.configs:
         try:
             op = OpType(c.config_operation)
         except ValueError:
-            raise ResourceError(ErrorCode.INVALID_REQUEST,
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
                                 f"Unknown config operation {c.config_operation} for {c.name}") from None
         d = defs.get(c.name)
         try:
@@ -81,7 +81,7 @@ def _apply(ctx: RequestContext, res: Resource, r: IncrementalAlterConfigsRequest
             assert d is not None
             if op is OpType.SET:
                 if c.value is None:
-                    raise ResourceError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c.name}")
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c.name}")
                 value = d.validate(c.value)
                 assert value is not None
                 new[c.name] = value
@@ -91,7 +91,7 @@ def _apply(ctx: RequestContext, res: Resource, r: IncrementalAlterConfigsRequest
                     new[c.name] = static[c.name]
             else:
                 if d.type != "list":
-                    raise ResourceError(ErrorCode.INVALID_REQUEST,  # InvalidRequestException in Kafka
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,  # InvalidRequestException in Kafka
                                         f"Config value {op.name.lower()} is not allowed for config key: {c.name}")
                 current = _items(new[c.name] if c.name in new else store.get(res.rtype, res.name, c.name))
                 given = _items(c.value)
@@ -103,7 +103,7 @@ def _apply(ctx: RequestContext, res: Resource, r: IncrementalAlterConfigsRequest
                 assert value is not None
                 new[c.name] = value
         except ConfigError as exc:
-            raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
     return new
 
 
@@ -116,12 +116,13 @@ def handle(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Incremen
         out.append(result)
         try:
             if (r.resource_type, r.resource_name) in dup:
-                raise ResourceError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
             res = resolve(ctx, r.resource_type, r.resource_name)
             new = _apply(ctx, res, r)
+            check_bounds(ctx.core, res, new)
             if not req.validate_only:
                 commit(ctx, res, new)
-        except ResourceError as exc:
+        except KafkaError as exc:
             result.error_code, result.error_message = exc.code, exc.message
     return IncrementalAlterConfigsResponse(responses=out)
 

@@ -4,7 +4,7 @@ membership, KIP-559 protocol type/name, KIP-800 reason, KIP-814 skip assignment)
 Behaviour: pre-checks in upstream's order: empty group id → INVALID_GROUP_ID; session timeout
 outside [group.min.session.timeout.ms, group.max.session.timeout.ms] → INVALID_SESSION_TIMEOUT;
 not this group's coordinator → NOT_COORDINATOR. Then the classic group state machine
-(``core.groups``): an unknown protocol type or no common protocol → INCONSISTENT_GROUP_PROTOCOL;
+(``core.classic_groups``): an unknown protocol type or no common protocol → INCONSISTENT_GROUP_PROTOCOL;
 a member id the group does not know → UNKNOWN_MEMBER_ID; a static member id that is no longer
 its instance's → FENCED_INSTANCE_ID; a full group → GROUP_MAX_SIZE_REACHED. The answer waits
 (deferred) until the join phase completes: all known members rejoined, or the rebalance
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.groups import JoinRequest, JoinResult
+from kwire.broker.core.classic_groups import JoinRequest, JoinResult
 from kwire.broker.handlers._groups import Waiter, client_host, coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -54,7 +54,7 @@ def handle(ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse | No
     v = ctx.api_version
     if not req.group_id:
         return _response(v, JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id))
-    groups = coordinator(ctx)
+    groups = coordinator(ctx).classic
     code = groups.session_timeout_error(req.session_timeout_ms)
     if code:
         return _response(v, JoinResult(code, req.member_id))

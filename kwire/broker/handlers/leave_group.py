@@ -42,7 +42,7 @@ def handle(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
     if not is_coordinator(ctx, req.group_id):
         return error_response(ctx, req, ErrorCode.NOT_COORDINATOR)
     leaving = _leaving(ctx, req)
-    top, codes = coordinator(ctx).leave(req.group_id, leaving)
+    top, codes = coordinator(ctx).classic.leave(req.group_id, leaving)
     if ctx.api_version < 3:
         if top == ErrorCode.NONE and codes:
             top = codes[0]

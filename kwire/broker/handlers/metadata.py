@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.cluster import TopicError, validate_topic_name
+from kwire.broker.core.cluster import validate_topic_name
 from kwire.broker.handlers._common import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.metadata import (
     MetadataRequest,
@@ -38,9 +39,10 @@ def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse
     for p in t.partitions:
         leader = p.leader_id
         code = ErrorCode.NONE
-        if leader == -1 or not nodes[leader].up:
+        offline_log = p.log.offline is not None  # its data dir failed: no replica can lead it
+        if leader == -1 or not nodes[leader].up or offline_log:
             leader, code = -1, ErrorCode.LEADER_NOT_AVAILABLE
-        live = [r for r in p.replicas if r in nodes and nodes[r].up]
+        live = [r for r in p.replicas if r in nodes and nodes[r].up and not offline_log]
         parts.append(MetadataResponse.MetadataResponsePartition(
             error_code=code, partition_index=p.index, leader_id=leader, leader_epoch=p.leader_epoch,
             replica_nodes=list(p.replicas), isr_nodes=live,
@@ -81,7 +83,7 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
             if t is None:
                 try:
                     validate_topic_name(rt.name)
-                except TopicError as exc:
+                except KafkaError as exc:
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=exc.code, name=rt.name, topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                     continue

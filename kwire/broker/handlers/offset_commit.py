@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import DEFAULT_OFFSET_METADATA_MAX_BYTES, CommittedOffset, offset_store
 from kwire.broker.handlers._common import resolve_topic
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -55,7 +55,7 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitRespons
             coordinator(ctx).validate_offset_commit(
                 req.group_id, req.member_id, req.group_instance_id if v >= 7 else None,
                 req.generation_id_or_member_epoch, v)
-        except GroupError as exc:
+        except KafkaError as exc:
             group_code = exc.code
     store = offset_store(ctx.core)
     now = ctx.now_ms
@@ -74,10 +74,13 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitRespons
             elif rp.committed_metadata is not None and len(rp.committed_metadata) > DEFAULT_OFFSET_METADATA_MAX_BYTES:
                 code = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                store.commit(req.group_id, t.name, rp.partition_index, CommittedOffset(
-                    rp.committed_offset, rp.committed_leader_epoch if v >= 6 else -1,
-                    rp.committed_metadata or "", now))
-                code = ErrorCode.NONE
+                try:
+                    store.commit(req.group_id, t.name, rp.partition_index, CommittedOffset(
+                        rp.committed_offset, rp.committed_leader_epoch if v >= 6 else -1,
+                        rp.committed_metadata or "", now))
+                    code = ErrorCode.NONE
+                except KafkaError as exc:  # not persisted: never acknowledged
+                    code = exc.code
             parts.append(_Partition(partition_index=rp.partition_index, error_code=code))
         topics.append(_Topic(name=rt.name, topic_id=rt.topic_id, partitions=parts))
     return OffsetCommitResponse(topics=topics)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import offset_store
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_delete import (
     OffsetDeleteRequest,
@@ -37,7 +37,7 @@ def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteRespons
         return OffsetDeleteResponse(error_code=ErrorCode.NOT_COORDINATOR)
     try:
         subscribed = coordinator(ctx).offset_delete_subscriptions(req.group_id)
-    except GroupError as exc:
+    except KafkaError as exc:
         return OffsetDeleteResponse(error_code=exc.code)
     store = offset_store(ctx.core)
     topics = []

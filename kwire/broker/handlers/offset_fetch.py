@@ -19,9 +19,9 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import offset_store
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
@@ -70,7 +70,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: _Wanted | None,
         return ErrorCode.NOT_COORDINATOR, []
     try:
         coordinator(ctx).validate_offset_fetch(group_id, member_id, member_epoch)
-    except GroupError as exc:
+    except KafkaError as exc:
         return exc.code, []
     store = offset_store(ctx.core)
     cluster = ctx.core.cluster

@@ -7,8 +7,8 @@ or up-converted when ``kwire.legacy.produce.upconvert`` is on); CRC → CORRUPT_
 control batches → INVALID_RECORD; zstd before v7 → UNSUPPORTED_COMPRESSION_TYPE; over
 ``max.message.bytes`` → MESSAGE_TOO_LARGE; producer id/epoch/sequence checks (TX-6..TX-8).
 Offsets and the leader epoch are written into the batch in place (no re-encode);
-LogAppendTime topics get the broker time. acks=0 gets no response; acks outside {-1,0,1}
-→ INVALID_REQUIRED_ACKS.
+LogAppendTime topics get the broker time. acks=0 gets no response, and one that failed for any
+partition closes the connection instead; acks outside {-1,0,1} → INVALID_REQUIRED_ACKS.
 Deviations: acks=all waits for no replica (single-replica storage).
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType
-from kwire.broker.core.producer_state import Duplicate
+from kwire.broker.core.log import AppendOrigin
 from kwire.broker.handlers._common import error_message, leader_error, node_endpoints, resolve_topic
-from kwire.errors import CorruptBatchError, RecordError
+from kwire.errors import KafkaError, RecordError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.produce import (
     ProduceRequest,
@@ -27,13 +27,7 @@ from kwire.protocol.messages.produce import (
     ProduceResponse_PartitionProduceResponse,
 )
 from kwire.protocol.registry import ApiKey
-from kwire.records import (
-    Compression,
-    iter_batches,
-    set_log_append_time,
-    upconvert_to_v2,
-    validate_and_assign,
-)
+from kwire.records import BatchInfo, iter_batches, upconvert_to_v2
 
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import RequestContext
@@ -45,12 +39,6 @@ VERSIONS = (3, 13)
 PR = ProduceResponse_PartitionProduceResponse
 
 
-class _Reject(Exception):
-    def __init__(self, code: int, message: str | None = None) -> None:
-        self.code = code
-        self.message = message
-
-
 def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
     """The one batch of a partition's records, writable (magic 2, RB-5/TX-10).
 
@@ -59,26 +47,27 @@ def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
     without a copy. A recorded request keeps its records as the client sent them (copy).
     """
     if records is None or len(records) == 0:
-        raise _Reject(ErrorCode.INVALID_RECORD, "Produce request has no records for this partition")
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records for this partition")
     try:
         it = iter_batches(records, verify_crc=False)
         batches = list(it)
     except RecordError as exc:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     if it.has_partial_tail or not batches:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, "records end inside a batch")
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "records end inside a batch")
     magic = batches[0].magic
     if magic != 2:
         if not ctx.core.configs.get_bool(ResourceType.BROKER, "", "kwire.legacy.produce.upconvert"):
-            raise _Reject(ErrorCode.INVALID_RECORD,
-                          f"Produce requests with version {ctx.api_version} must have at least one record batch "
-                          f"with magic 2, not magic {magic}")
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             f"Produce requests with version {ctx.api_version} must have at least one record batch "
+                             f"with magic 2, not magic {magic}")
         try:
             return bytearray(upconvert_to_v2(records))
         except RecordError as exc:
-            raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     if len(batches) != 1:
-        raise _Reject(ErrorCode.INVALID_RECORD, "Produce requests must contain exactly one record batch per partition")
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         "Produce requests must contain exactly one record batch per partition")
     if isinstance(records, memoryview) and not records.readonly and ctx.exchange is None:
         return records
     return bytearray(records)
@@ -87,50 +76,17 @@ def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
 def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
     core = ctx.core
     buf = _single_batch(ctx, records)
-    log = p.log
-    try:
-        info = validate_and_assign(buf, log.log_end_offset, p.leader_epoch)
-    except CorruptBatchError as exc:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-    except RecordError as exc:
-        raise _Reject(ErrorCode.INVALID_RECORD, str(exc)) from None
-    if info.is_control:
-        raise _Reject(ErrorCode.INVALID_RECORD, "control batches may only be written by the broker")
-    if info.compression == Compression.ZSTD and ctx.api_version < 7:
-        raise _Reject(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs produce v7 or later")
-    max_bytes = core.configs.get_int(ResourceType.TOPIC, p.topic, "max.message.bytes")
-    if info.size_in_bytes > max_bytes:
-        raise _Reject(ErrorCode.MESSAGE_TOO_LARGE,
-                      f"the batch of {info.size_in_bytes} bytes exceeds max.message.bytes {max_bytes}")
-    if info.producer_id >= 0 and info.producer_epoch < 0:
-        raise _Reject(ErrorCode.INVALID_RECORD, "a batch with a producer id needs a producer epoch")
-    now = ctx.now_ms
-    txn = core.subsystems.get("transactions")
+    txn = core.subsystems.transactions
+    verify = None
     if txn is not None:
-        code = txn.check_produce(ctx, p, info)
-        if code:
-            raise _Reject(code)
-    verdict = p.producers.check(info)
-    if isinstance(verdict, Duplicate):  # TX-6
-        return PR(index=p.index, base_offset=verdict.base_offset, log_append_time_ms=-1,
-                  log_start_offset=log.log_start_offset)
-    if verdict is not None:
-        raise _Reject(verdict)
-    append_time = -1
-    if core.configs.get(ResourceType.TOPIC, p.topic, "message.timestamp.type") == "LogAppendTime":
-        set_log_append_time(buf, now)
-        append_time = now
-        info = info._replace(max_timestamp=now, timestamp_type=1)
-    data = buf
-    entry = p.producers.record(info, info.base_offset, info.max_timestamp)
-    if entry is not None and info.is_transactional:
-        log.open_txn_first_offsets.setdefault(info.producer_id, entry.txn_first_offset or info.base_offset)
-    log.roll_if_needed(len(data), info.max_timestamp,
-                       core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.bytes"),
-                       core.configs.get_int(ResourceType.TOPIC, p.topic, "segment.ms"))
-    log.append(data, info)
-    return PR(index=p.index, base_offset=info.base_offset, log_append_time_ms=append_time,
-              log_start_offset=log.log_start_offset)
+        def verify(info: BatchInfo) -> None:  # TX-13: the transaction's verification, before producer state
+            code = txn.check_produce(ctx, p, info)
+            if code:
+                raise KafkaError(code)
+    res = p.log.append(buf, AppendOrigin.CLIENT, now_ms=ctx.now_ms, leader_epoch=p.leader_epoch,
+                       config=core.log_config(p.topic), allow_zstd=ctx.api_version >= 7, verify=verify)
+    return PR(index=p.index, base_offset=res.base_offset, log_append_time_ms=res.log_append_time,
+              log_start_offset=p.log.log_start_offset)
 
 
 def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
@@ -138,8 +94,11 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     by_id = ctx.api_version >= 13
     if req.acks not in (-1, 0, 1):
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
-    txn = core.subsystems.get("transactions")
+    txn = core.subsystems.transactions
     if req.transactional_id is not None and txn is None:
+        if req.acks == 0:
+            _close_unanswered(ctx, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+            return None
         return error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     responses = []
     leaders: set[int] = set()
@@ -168,20 +127,31 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
                 continue
             try:
                 ok = _append(ctx, p, pd.records)
-            except _Reject as rej:
-                r.error_code = rej.code
-                r.error_message = rej.message or error_message(rej.code)
+            except KafkaError as exc:
+                r.error_code = exc.code
+                r.error_message = exc.message or error_message(exc.code)
                 r.log_start_offset = p.log.log_start_offset
                 continue
             parts[-1] = ok
         responses.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
                                                               partition_responses=parts))
     if req.acks == 0:
+        failed = sorted({ErrorCode(r.error_code).name for t in responses for r in t.partition_responses
+                         if r.error_code})
+        if failed:
+            _close_unanswered(ctx, ", ".join(failed))
         return None
     resp = ProduceResponse(responses=responses)
     if leaders and ctx.api_version >= 10:
         resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
     return resp
+
+
+def _close_unanswered(ctx: RequestContext, errors: str) -> None:
+    """An acks=0 produce that failed: never answered, the connection is closed instead, so the
+    client notices (Kafka: ProduceRequest.getErrorResponse is null for acks=0, and KafkaApis
+    closes the connection when any partition failed)."""
+    ctx.defer().close(f"acks=0 produce failed: {errors}")
 
 
 def error_response(ctx: RequestContext, req: ProduceRequest, code: int) -> ProduceResponse:

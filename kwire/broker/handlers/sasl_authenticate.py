@@ -6,8 +6,9 @@ server-final). A failed exchange answers SASL_AUTHENTICATION_FAILED with Kafka's
 the connection is done: anything it sends next closes it. Before a handshake, after a v0
 handshake, or after a failure the connection is closed (Kafka's authenticator throws
 IllegalSaslState there); after success, or on a broker without SASL → ILLEGAL_SASL_STATE,
-as KafkaApis answers. ``handle_raw_token`` serves the v0 flow, where tokens arrive as bare
-frames and a failure closes the connection without an answer.
+as KafkaApis answers. The v0 flow, where tokens arrive as bare frames and a failure closes the
+connection without an answer, is served by the core (``BrokerCore._raw_sasl_token``): those
+frames are not requests.
 Version notes: v1+ reports the session lifetime: always 0 (no KIP-368 re-authentication).
 Deviations: after a failure Kafka sends the answer and then closes the connection; kwire
 sends the answer and closes on the connection's next request (the client sees the same error).
@@ -15,37 +16,20 @@ sends the answer and closes on the connection's next request (the client sees th
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.sasl import SaslAuthenticationError, SaslExchange
+from kwire.broker.core.sasl import SaslAuthenticationError, SaslExchange, evaluate_token
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from kwire.protocol.registry import ApiKey
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore, ConnInfo, Outcome, RequestContext
+    from kwire.broker.core.broker_core import RequestContext
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
 VERSIONS = (0, 2)
 
-log = logging.getLogger("kwire.broker")
-
 _AFTER_SUCCESS = "SaslAuthenticate request received after successful authentication"  # KafkaApis
-
-
-def _evaluate(conn: ConnInfo, ex: SaslExchange, token: bytes) -> bytes:
-    """Feed one client token; on completion the connection is authenticated."""
-    try:
-        out = ex.server.evaluate(token)
-    except SaslAuthenticationError as exc:
-        ex.failed = True
-        log.info("connection %d: SASL %s authentication failed: %s", conn.conn_id, ex.server.mechanism, exc.reason)
-        raise
-    if ex.server.complete:
-        conn.authenticated = True
-        conn.principal = f"User:{ex.server.username}"
-    return out
 
 
 def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse | None:
@@ -59,23 +43,8 @@ def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticat
         ctx.defer().close(f"SaslAuthenticate {why}")
         return None
     try:
-        token = _evaluate(conn, ex, bytes(req.auth_bytes))
+        token = evaluate_token(conn, ex, bytes(req.auth_bytes))
     except SaslAuthenticationError as exc:
         return SaslAuthenticateResponse(error_code=exc.error_code, error_message=exc.message, auth_bytes=b"")
     return SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token,
                                     session_lifetime_ms=0)
-
-
-def handle_raw_token(core: BrokerCore, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
-    """A bare SASL token after a v0 handshake: answer with the bare server token, or close."""
-    from kwire.broker.core.broker_core import Outcome
-
-    ex = conn.sasl_state
-    assert isinstance(ex, SaslExchange)
-    if ex.failed:
-        return Outcome("close", reason="SASL token after a failed exchange")
-    try:
-        out = _evaluate(conn, ex, bytes(payload))
-    except SaslAuthenticationError as exc:
-        return Outcome("close", reason=f"SASL authentication failed: {exc.message}")
-    return Outcome("send", out)

@@ -31,7 +31,7 @@ VERSIONS = (0, 1)
 
 def handle(ctx: RequestContext, req: SaslHandshakeRequest) -> SaslHandshakeResponse | None:
     conn = ctx.conn
-    authority: SaslAuthority | None = ctx.core.subsystems.get("sasl")
+    authority: SaslAuthority | None = ctx.core.subsystems.sasl
     if conn.sasl_mechanism is None or authority is None or conn.authenticated:
         return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
     if conn.sasl_state is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.groups import SyncResult
+from kwire.broker.core.classic_groups import SyncResult
 from kwire.broker.handlers._groups import Waiter, coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -42,7 +42,7 @@ def handle(ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse | No
     if not is_coordinator(ctx, req.group_id):
         return _response(SyncResult(ErrorCode.NOT_COORDINATOR))
     waiter: Waiter[SyncResult] = Waiter(ctx, _response)
-    coordinator(ctx).sync(
+    coordinator(ctx).classic.sync(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
         req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None,
         {a.member_id: bytes(a.assignment) for a in req.assignments}, waiter)

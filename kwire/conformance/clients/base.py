@@ -284,6 +284,8 @@ class ClientAdapter(ABC):
     failover_no_live_read: ClassVar[str | None] = None
     # Consumer settings for the failover scenario's reads.
     failover_consumer_config: ClassVar[Mapping[str, Any]] = {}
+    # Driver operations the client's program understands (the built-in drivers: all of them).
+    supported_ops: ClassVar[frozenset[str]] = frozenset({"produce", "consume", "member", "producer"})
 
     def available(self) -> bool:
         """Whether the client is installed here."""

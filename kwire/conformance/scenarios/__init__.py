@@ -22,6 +22,7 @@ from kwire.conformance.scenarios.base import (
 from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, kip848_group
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
+from kwire.conformance.scenarios.share import SHARE_SCENARIOS
 from kwire.errors import ConformanceError
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Scenario",
     "ScenarioResult",
     "SCENARIOS",
+    "SCENARIO_OPS",
     "run_scenario",
     "unique_name",
 ]
@@ -40,6 +42,18 @@ SCENARIOS: dict[str, Scenario] = {
     "consumer_group": consumer_group,
     "kip848_group": kip848_group,
     "failover": failover,
+    **SHARE_SCENARIOS,
+}
+
+# The driver operations (docs/driver-protocol.md) each scenario needs; a client whose driver
+# lacks one is skipped, not failed.
+SCENARIO_OPS: dict[str, frozenset[str]] = {
+    "roundtrip": frozenset({"produce", "consume"}),
+    "consumer_group": frozenset({"produce", "member"}),
+    "kip848_group": frozenset({"produce", "member"}),
+    "failover": frozenset({"producer", "consume"}),
+    # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
+    **{name: frozenset() for name in SHARE_SCENARIOS},
 }
 
 
@@ -53,6 +67,9 @@ def run_scenario(name: str, adapter: ClientAdapter, bootstrap: str, control: Bro
     reason = adapter.unavailable_reason()
     if reason is not None:
         return ScenarioResult.skipped(adapter.name, name, f"not installed: {reason}")
+    missing = SCENARIO_OPS.get(name, frozenset()) - adapter.supported_ops
+    if missing:
+        return ScenarioResult.skipped(adapter.name, name, f"the driver lacks {', '.join(sorted(missing))}")
     defects: Mapping[tuple[str, str], str] = getattr(control, "known_defects", {})
     defect = defects.get((adapter.name, name))
     if defect is not None:

@@ -15,7 +15,7 @@ import enum
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from kwire.conformance.clients.base import ClientAdapter
 
@@ -91,6 +91,10 @@ class ScenarioResult:
     reason: str = ""
     elapsed_s: float = 0.0
     details: dict[str, object] = field(default_factory=dict)
+    # Client-rule violations found in the scenario's recorded traffic (kwire.conformance.rules.Violation).
+    violations: list[Any] = field(default_factory=list)
+    # How many requests the broker recorded during the scenario (None: the target does not record).
+    recorded_frames: int | None = None
 
     @classmethod
     def passed(cls, client: str, scenario: str, **details: object) -> ScenarioResult:

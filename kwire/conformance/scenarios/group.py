@@ -94,6 +94,17 @@ def group_scenario(
             STEP_TIMEOUT_S,
             "the first batch to be consumed",
         )
+        wait_commits = getattr(control, "wait_for_commits", None)
+        if wait_commits is not None:
+            # A member reports records once committed; with auto-commit (kcat) "committed" means
+            # "soon", so B leaves only once the broker holds its commits: the survivor must then
+            # resume exactly there (no duplicate), which is what this scenario checks.
+            positions: dict[int, int] = {}
+            for r in b.records:
+                if r.partition is not None and r.offset is not None:
+                    positions[r.partition] = max(positions.get(r.partition, 0), r.offset + 1)
+            if not wait_commits(group, topic, positions, STEP_TIMEOUT_S):
+                raise ConformanceError(f"B's commits {positions} never reached the broker")
         b.stop(timeout_s=STEP_TIMEOUT_S)
         _wait([a], lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "A to take over B's partitions")
         second = _batch("second", BATCH)

@@ -9,9 +9,9 @@ from kwire.broker.core.fetch_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     FetchSessionCache,
-    FetchSessionError,
     SessionTarget,
 )
+from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 A0, A1, B0 = ("a", 0), ("a", 1), ("b", 0)
@@ -89,7 +89,7 @@ def test_forgetting_a_partition_the_session_does_not_hold_is_harmless() -> None:
 def test_unknown_session_is_fetch_session_id_not_found() -> None:
     cache = FetchSessionCache()
     sid = opened(cache)
-    with pytest.raises(FetchSessionError) as err:
+    with pytest.raises(KafkaError) as err:
         cache.begin(sid + 1, 1, 1, [], [])
     assert err.value.code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
@@ -98,7 +98,7 @@ def test_unknown_session_is_fetch_session_id_not_found() -> None:
 def test_wrong_epoch_is_invalid_fetch_session_epoch_and_the_session_stays(epoch: int) -> None:
     cache = FetchSessionCache()
     sid = opened(cache)
-    with pytest.raises(FetchSessionError) as err:
+    with pytest.raises(KafkaError) as err:
         cache.begin(sid, epoch, 1, [(B0, target())], [A0])
     assert err.value.code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
     s = cache.sessions[sid]
@@ -109,7 +109,7 @@ def test_a_repeated_epoch_is_rejected() -> None:
     cache = FetchSessionCache()
     sid = opened(cache)
     cache.finish(cache.begin(sid, 1, 1, [], []))
-    with pytest.raises(FetchSessionError) as err:
+    with pytest.raises(KafkaError) as err:
         cache.begin(sid, 1, 1, [], [])
     assert err.value.code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
 
@@ -120,7 +120,7 @@ def test_final_epoch_closes_the_session_and_fetches_sessionless() -> None:
     ctx = cache.begin(sid, FINAL_EPOCH, 1, [(B0, target())], [])
     assert (ctx.session, ctx.full, ctx.response_session_id, list(ctx.targets)) == (None, True, 0, [B0])
     assert sid not in cache.sessions
-    with pytest.raises(FetchSessionError) as err:
+    with pytest.raises(KafkaError) as err:
         cache.begin(sid, 1, 1, [], [])
     assert err.value.code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
@@ -140,7 +140,7 @@ def test_cache_limit_evicts_the_oldest_session() -> None:
     first, second = opened(cache), opened(cache)
     third = opened(cache)
     assert list(cache.sessions) == [second, third]
-    with pytest.raises(FetchSessionError) as err:
+    with pytest.raises(KafkaError) as err:
         cache.begin(first, 1, 1, [], [])
     assert err.value.code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     cache.finish(cache.begin(second, 1, 1, [], []))  # the survivors still work

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kwire.broker.core.groups import GroupState
+from kwire.broker.core.classic_groups import GroupState
 from kwire.protocol.error_codes import ErrorCode as E
 from kwire.protocol.messages.describe_groups import DescribeGroupsRequest
 from kwire.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -410,7 +410,7 @@ def test_statistics_are_a_frozen_snapshot_per_group():
         stats[0].members = 5  # type: ignore[misc]
 
 
-GROUP_MODULES = ["kwire/broker/core/groups.py", "kwire/broker/core/consumer_groups.py", "kwire/broker/core/offsets.py",
+GROUP_MODULES = ["kwire/broker/core/classic_groups.py", "kwire/broker/core/group_table.py", "kwire/broker/core/consumer_groups.py", "kwire/broker/core/offsets.py",
                  "kwire/broker/core/_group_common.py", "kwire/broker/handlers/_groups.py"] + [
     f"kwire/broker/handlers/{m}.py" for m in (
         "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch", "offset_delete",

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from kwire.broker.core.groups import ClassicGroup, GroupState
+from kwire.broker.core.classic_groups import ClassicGroup, GroupState
 from kwire.protocol.error_codes import ErrorCode as E
 from kwire.protocol.messages.join_group import JoinGroupResponse
 from kwire.protocol.messages.sync_group import SyncGroupResponse

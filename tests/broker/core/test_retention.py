@@ -60,7 +60,7 @@ def test_size_retention_deletes_whole_segments_from_the_front_at_the_check() -> 
     part = c.send(fetch_req("t", 0, 0), 11).responses[0].partitions[0]
     assert (part.error_code, part.log_start_offset) == (ErrorCode.OFFSET_OUT_OF_RANGE, 4)
     assert [o for o, _ in records_of(c.send(fetch_req("t", 0, 4), 11))] == [4, 5, 6]
-    assert core.subsystems["retention"].deleted_segments == 2
+    assert core.subsystems.retention.deleted_segments == 2
 
 
 def test_time_retention_uses_the_newest_record_of_each_segment() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kwire.broker.core.cluster import Partition
+from kwire.broker.core.subsystems import Subsystem
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_partitions import CreatePartitionsRequest
 from tests.broker.helpers import CoreClient, make_core
@@ -33,13 +35,13 @@ def test_new_partitions_accept_appends_and_hear_the_subsystem_hook() -> None:
     core.create_topic("t", 1)
     seen = []
 
-    class Listener:
-        def on_partition_created(self, p: object) -> None:
-            seen.append(p)
+    class Listener(Subsystem):
+        def on_partition_created(self, partition: Partition) -> None:
+            seen.append(partition)
 
-    core.subsystems["listener"] = Listener()
+    core.subsystems.add(Listener())
     CoreClient(core).send(req("t", 3), 3)
-    assert [p.index for p in seen] == [1, 2]  # type: ignore[attr-defined]
+    assert [p.index for p in seen] == [1, 2]
 
 
 def test_equal_count_is_invalid_partitions() -> None:

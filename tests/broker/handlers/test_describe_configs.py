@@ -156,3 +156,85 @@ def test_several_resources_answer_independently() -> None:
     ]), 4)
     assert [(r.error_code, len(r.configs)) for r in resp.results] == [(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0),
                                                                        (0, 1)]
+
+
+def test_a_broker_log_segment_bytes_is_what_the_topic_reports_and_uses() -> None:
+    """Regression (issue 8.7): with log.segment.bytes set on the broker, the broker rolled at it
+    while DescribeConfigs reported segment.bytes' default as DEFAULT_CONFIG (two synonym tables)."""
+    core, _ = make_core(settings={"log.segment.bytes": "1048576"})
+    core.create_topic("t", 1)
+    got = entries(describe(CoreClient(core), ResourceType.TOPIC, "t", ["segment.bytes"], synonyms=True))
+    seg = got["segment.bytes"]
+    assert (seg.value, seg.config_source) == ("1048576", ConfigSource.STATIC_BROKER_CONFIG)
+    assert [(s.name, s.value, s.source) for s in seg.synonyms] == [
+        ("log.segment.bytes", "1048576", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG)]
+    assert core.configs.get_int(ResourceType.TOPIC, "t", "segment.bytes") == 1048576  # what the log rolls at
+
+
+@pytest.mark.parametrize(("topic_key", "broker_key", "value"), [
+    ("segment.bytes", "log.segment.bytes", "2097152"),
+    ("segment.ms", "log.roll.ms", "60000"),
+    ("retention.bytes", "log.retention.bytes", "1000000"),
+    ("cleanup.policy", "log.cleanup.policy", "compact"),
+])
+def test_a_dynamic_broker_value_is_reported_with_its_chain(topic_key: str, broker_key: str, value: str) -> None:
+    core, _ = make_core()
+    core.create_topic("t", 1, configs={"retention.ms": "1000"})
+    core.configs.set(ResourceType.BROKER, "", broker_key, value)
+    e = entries(describe(CoreClient(core), ResourceType.TOPIC, "t", [topic_key], synonyms=True))[topic_key]
+    assert (e.value, e.config_source) == (value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert [(s.name, s.source) for s in e.synonyms] == [
+        (broker_key, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG), (broker_key, ConfigSource.DEFAULT_CONFIG)]
+    assert core.configs.get(ResourceType.TOPIC, "t", topic_key) == value
+    # A topic override wins over both and heads the chain.
+    core.configs.set(ResourceType.TOPIC, "t", topic_key, TOPIC_CONFIGS[topic_key].default)
+    e = entries(describe(CoreClient(core), ResourceType.TOPIC, "t", [topic_key], synonyms=True))[topic_key]
+    assert e.config_source == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert [s.source for s in e.synonyms] == [ConfigSource.DYNAMIC_TOPIC_CONFIG,
+                                              ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG]
+
+
+def test_create_topics_v5_reports_the_same_sources_as_describe_configs() -> None:
+    from kwire.protocol.messages.create_topics import CreateTopicsRequest
+
+    core, _ = make_core(settings={"log.segment.bytes": "1048576"})
+    c = CoreClient(core)
+    resp = c.send(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="t", num_partitions=1, replication_factor=1)], timeout_ms=1000), 5)
+    created = {e.name: (e.value, e.config_source) for e in resp.topics[0].configs}
+    described = {e.name: (e.value, e.config_source) for e in describe(c, ResourceType.TOPIC, "t").configs}
+    assert created == described
+    assert created["segment.bytes"] == ("1048576", ConfigSource.STATIC_BROKER_CONFIG)
+
+
+def test_every_value_the_broker_reads_is_the_value_describe_reports() -> None:
+    """One chain for both: for every topic and group key, with every broker synonym set."""
+    core, _ = make_core()
+    core.create_topic("t", 1)
+    for rtype, name in ((ResourceType.TOPIC, "t"), (ResourceType.GROUP, "g")):
+        for d in core.configs.definitions(rtype).values():
+            for s in d.synonyms:
+                bdef = BROKER_CONFIGS[s]
+                value = bdef.choices[-1] if bdef.choices else "4242"
+                core.configs.set(ResourceType.BROKER, "", s, value)
+        for e in core.configs.describe(rtype, name):
+            assert e.value == core.configs.get(rtype, name, e.name), e.name
+            assert e.synonyms[0].value == e.value and e.synonyms[0].source == e.source
+
+
+@pytest.mark.parametrize("defs", [TOPIC_CONFIGS, GROUP_CONFIGS], ids=["topic", "group"])
+def test_synonyms_name_broker_configs_with_the_same_default(defs: dict[str, Any]) -> None:
+    for d in defs.values():
+        for s in d.synonyms:
+            assert s in BROKER_CONFIGS, f"{d.name}: synonym {s} is not a broker config"
+            assert BROKER_CONFIGS[s].default == d.default, (d.name, s)
+        assert d.doc, f"{d.name} has no documentation"
+
+
+def test_group_session_timeout_follows_the_broker_setting_in_describe_too() -> None:
+    core, _ = make_core(settings={"group.consumer.session.timeout.ms": "30000"})
+    e = entries(describe(CoreClient(core), ResourceType.GROUP, "g", ["consumer.session.timeout.ms"],
+                         synonyms=True))["consumer.session.timeout.ms"]
+    assert (e.value, e.config_source) == ("30000", ConfigSource.STATIC_BROKER_CONFIG)
+    assert core.subsystems.groups.consumer.session_timeout_ms("g") == 30000

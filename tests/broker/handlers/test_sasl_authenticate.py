@@ -91,7 +91,7 @@ def test_scram_full_exchange_with_server_final_signature(mechanism: str) -> None
     c = client(mechanism)
     final, auth_message = scram_exchange(c, mechanism, "bob", "builder")
     assert final.error_code == 0  # type: ignore[attr-defined]
-    cred = c.core.subsystems["sasl"].credential(mechanism, "bob")
+    cred = c.core.subsystems.sasl.credential(mechanism, "bob")
     expected = "v=" + base64.b64encode(server_signature(mechanism, cred.server_key, auth_message)).decode()
     assert final.auth_bytes.decode() == expected  # type: ignore[attr-defined]
     assert c.conn.authenticated and c.conn.principal == "User:bob"

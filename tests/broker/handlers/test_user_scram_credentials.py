@@ -116,7 +116,7 @@ def test_an_upserted_credential_authenticates_a_scram_exchange() -> None:
     core, _ = make_core(sasl=SaslConfig(users={}))
     c = _logged_in(CoreClient(core))
     assert _alter(c, [_upsert("carol", SHA256, 4096, b"secret", b"NaCl")]) == {"carol": (0, None)}
-    store = core.subsystems["scram_credentials"]
+    store = core.subsystems.scram_credentials
     cred = store.get("SCRAM-SHA-256", "carol")
     assert cred == scram_credential("SCRAM-SHA-256", "secret", b"NaCl", 4096)
     server = ScramServer("SCRAM-SHA-256", lambda u: store.get("SCRAM-SHA-256", u), lambda: "srvnonce")
@@ -133,7 +133,7 @@ def test_deleting_a_configured_users_credential_removes_it_for_scram() -> None:
     core, _ = make_core(sasl=SaslConfig(users={"u": "p"}))
     c = _logged_in(CoreClient(core))
     assert _alter(c, deletes=[("u", SHA512)]) == {"u": (0, None)}
-    store = core.subsystems["scram_credentials"]
+    store = core.subsystems.scram_credentials
     assert store.get("SCRAM-SHA-512", "u") is None and store.get("SCRAM-SHA-256", "u") is not None
     assert _describe(c, ["u"]) == {"u": [(SHA256, 4096)]}
 
@@ -144,8 +144,8 @@ def test_snapshot_round_trips_upserts_and_deletions() -> None:
     core, _ = make_core(sasl=SaslConfig(users={"u": "p"}))
     c = _logged_in(CoreClient(core))
     _alter(c, [_upsert("carol", SHA512, 9000)], deletes=[("u", SHA256)])
-    rows = core.subsystems["scram_credentials"].snapshot()
+    rows = core.subsystems.scram_credentials.snapshot()
     fresh = ScramCredentialStore(SaslConfig(users={"u": "p"}), random.Random(1))
     fresh.restore(rows)
     assert fresh.describe() == {"carol": [(SHA512, 9000)], "u": [(SHA512, 4096)]}
-    assert fresh.get("SCRAM-SHA-512", "carol") == core.subsystems["scram_credentials"].get("SCRAM-SHA-512", "carol")
+    assert fresh.get("SCRAM-SHA-512", "carol") == core.subsystems.scram_credentials.get("SCRAM-SHA-512", "carol")

@@ -133,14 +133,14 @@ def test_confluent_static_member_restart_keeps_the_assignment_without_a_rebalanc
                  lambda: len(a.assignment()) == len(s.assignment()) == PARTITIONS // 2,
                  lambda: (tally.poll("a", a), tally.poll("s", s)))
         before = sorted(p.partition for p in s.assignment())
-        generation = b.call(lambda: b.core.subsystems["groups"].groups["g-static"].generation_id)
+        generation = b.call(lambda: b.core.subsystems.groups.groups["g-static"].generation_id)
         s.close()  # a static member leaves no LeaveGroup behind: its place waits for it
         s = ck_consumer(b, "g-static", "classic", **{"group.instance.id": "i-s", "session.timeout.ms": 10_000})
         s.subscribe(["static"])
         wait_for("the restarted instance to get its partitions back", lambda: len(s.assignment()) == len(before),
                  lambda: (tally.poll("a", a), tally.poll("s", s)))
         assert sorted(p.partition for p in s.assignment()) == before
-        after = b.call(lambda: b.core.subsystems["groups"].groups["g-static"].generation_id)
+        after = b.call(lambda: b.core.subsystems.groups.groups["g-static"].generation_id)
         assert after == generation, "no rebalance for a static member's restart"
         assert len(a.assignment()) == PARTITIONS // 2
     finally:

@@ -1,6 +1,6 @@
-"""The group coordinator: classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), the shared
-group table (classic and KIP-848 groups live in one namespace), and the group checks that
-OffsetCommit, OffsetFetch, OffsetDelete and DeleteGroups make.
+"""Classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup/DescribeGroups): their state machine
+and their side of the checks OffsetCommit, OffsetFetch, OffsetDelete and DeleteGroups make. The
+group ids they share with the other group types live in ``group_table``.
 
 Theory of operation (classic groups, upstream ClassicGroup / GroupMetadataManager)
 ---------------------------------------------------------------------------------
@@ -33,20 +33,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, cast
 
-from kwire.broker.core._group_common import GroupError, broker_int, java_uuid_string
-from kwire.broker.core.consumer_groups import ConsumerGroup, ConsumerGroupManager, GroupStats
-from kwire.broker.core.offsets import offset_store
+from kwire.broker.core._group_common import GroupError, GroupStats, broker_int, java_uuid_string
 from kwire.errors import KwireError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.deadlines import Deadline
+    from kwire.broker.core.group_table import GroupTable
 
 __all__ = [
-    "GroupCoordinator", "ClassicGroup", "ClassicMember", "GroupState", "Trigger", "JoinRequest", "JoinResult",
-    "SyncResult", "GroupSummary", "MemberSummary", "ListedGroup", "GroupError", "IllegalGroupTransition",
-    "GroupStats", "group_coordinator", "DEFAULT_NEW_MEMBER_JOIN_TIMEOUT_MS", "CONSUMER_PROTOCOL_TYPE",
+    "ClassicGroupManager", "ClassicGroup", "ClassicMember", "GroupState", "Trigger", "JoinRequest", "JoinResult",
+    "SyncResult", "GroupSummary", "MemberSummary", "GroupError", "IllegalGroupTransition",
+    "DEFAULT_NEW_MEMBER_JOIN_TIMEOUT_MS", "CONSUMER_PROTOCOL_TYPE",
 ]
 
 # GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a new member's JoinGroup may
@@ -147,14 +145,6 @@ class GroupSummary:
     protocol_type: str
     protocol_data: str
     members: tuple[MemberSummary, ...]
-
-
-@dataclass(slots=True, frozen=True)
-class ListedGroup:
-    group_id: str
-    protocol_type: str
-    state: str
-    group_type: str
 
 
 JoinCallback = Callable[[JoinResult], None]
@@ -320,14 +310,15 @@ class ClassicGroup:
                 timer.cancel()
 
 
-# --- the coordinator ----------------------------------------------------------------------------
-class GroupCoordinator:
-    """Every group on the cluster (coordinator checks are the handlers' job)."""
+# --- the manager -------------------------------------------------------------------------------
+class ClassicGroupManager:
+    """The classic groups of the table: their protocol and their side of the shared checks."""
 
-    def __init__(self, core: Any) -> None:
+    group_type = "classic"
+
+    def __init__(self, core: Any, table: GroupTable) -> None:
         self.core = core
-        self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
-        self.consumer = ConsumerGroupManager(core, cast(dict[str, Any], self.groups))
+        self.table = table
 
     def now_ms(self) -> int:
         return int(self.core.clock.now_ms())
@@ -335,16 +326,11 @@ class GroupCoordinator:
     def _at(self, delay_ms: int, fn: Callable[[], None]) -> Deadline:
         return cast("Deadline", self.core.deadlines.at(self.now_ms() + max(0, delay_ms), fn))
 
-    def get(self, group_id: str) -> ClassicGroup | ConsumerGroup | None:
-        """The group; committed offsets alone (restored from a data dir) make an empty classic group."""
-        g = self.groups.get(group_id)
-        if g is None and offset_store(self.core).has_offsets(group_id):
-            g = self.groups[group_id] = ClassicGroup(group_id)
-        return g
+    def new_group(self, group_id: str) -> ClassicGroup:
+        return ClassicGroup(group_id)
 
     def classic(self, group_id: str) -> ClassicGroup | None:
-        g = self.get(group_id)
-        return g if isinstance(g, ClassicGroup) else None
+        return cast("ClassicGroup | None", self.table.of_type(group_id, self.group_type))
 
     def session_timeout_error(self, session_timeout_ms: int) -> int:
         lo = broker_int(self.core.configs, "group.min.session.timeout.ms")
@@ -361,18 +347,18 @@ class GroupCoordinator:
         def fail(code: int, member_id: str = req.member_id) -> None:
             cb(JoinResult(code, member_id))
 
-        g = self.get(req.group_id)
-        if isinstance(g, ConsumerGroup):
-            if not g.is_empty():
+        found = self.table.get(req.group_id)
+        if found is not None and found.group_type != self.group_type:
+            # Another type holds the id: an empty group gives way, a live one is a conflict.
+            if not self.table.take_over(req.group_id):
                 return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-            self.consumer.destroy(g)
-            del self.groups[req.group_id]
-            g = None
+            found = None
+        g = cast("ClassicGroup | None", found)
         if g is None:
             if req.member_id:
                 return fail(ErrorCode.UNKNOWN_MEMBER_ID)
             g = ClassicGroup(req.group_id)
-            self.groups[req.group_id] = g
+            self.table.add(g)
         if g.state is GroupState.DEAD:
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not g.supports(req.protocol_type, req.protocols):
@@ -751,58 +737,22 @@ class GroupCoordinator:
         g = self.classic(group_id)
         return None if g is None or g.state is GroupState.DEAD else g.summary()
 
-    def list_groups(self, broker_id: int, states: set[str] | None = None,
-                    types: set[str] | None = None) -> list[ListedGroup]:
-        out = []
-        for gid in offset_store(self.core).groups():
-            self.get(gid)
-        for gid, g in sorted(self.groups.items()):
-            if not self.core.is_coordinator(broker_id, gid):
-                continue
-            state = g.state_name
-            if states and state.lower() not in states:
-                continue
-            if types and g.group_type not in types:
-                continue
-            out.append(ListedGroup(gid, g.protocol_type or "", state, g.group_type))
-        return out
+    # --- the table's checks, for classic groups ------------------------------------------------
+    def destroy(self, g: ClassicGroup) -> None:
+        if g.state is GroupState.EMPTY:
+            g.transition(Trigger.DELETE)  # deleted or replaced by another type: Dead
+        g.destroy()
 
-    def delete_group(self, group_id: str) -> int:
-        g = self.get(group_id)
-        offsets = offset_store(self.core)
-        if g is None:
+    def delete_error(self, g: ClassicGroup) -> int:
+        if g.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
-        if isinstance(g, ClassicGroup):
-            if g.state is GroupState.DEAD:
-                return ErrorCode.GROUP_ID_NOT_FOUND
-            if g.state is not GroupState.EMPTY:
-                return ErrorCode.NON_EMPTY_GROUP
-            g.transition(Trigger.DELETE)
-            g.destroy()
-        else:
-            if g.members:
-                return ErrorCode.NON_EMPTY_GROUP
-            self.consumer.destroy(g)
-        del self.groups[group_id]
-        offsets.delete_group(group_id)
+        if g.state is not GroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
         return ErrorCode.NONE
 
-    # --- offsets --------------------------------------------------------------------------------
-    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
-                               api_version: int, *, transactional: bool = False) -> None:
+    def validate_offset_commit(self, g: ClassicGroup, member_id: str, instance_id: str | None, generation_id: int,
+                               api_version: int, transactional: bool) -> None:
         """Raise GroupError when the commit must be refused (upstream validateOffsetCommit)."""
-        g = self.get(group_id)
-        if g is None:
-            if generation_id < 0:
-                # A "simple" commit (admin, or a consumer without group management) creates an empty group.
-                self.groups[group_id] = ClassicGroup(group_id)
-                return
-            if api_version >= 9:
-                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-            raise GroupError(ErrorCode.ILLEGAL_GENERATION, f"Group {group_id} not found.")
-        if isinstance(g, ConsumerGroup):
-            self.consumer.validate_offset_commit(g, member_id, generation_id, api_version, transactional)
-            return
         if g.state is GroupState.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation_id < 0 and g.state is GroupState.EMPTY:
@@ -817,50 +767,17 @@ class GroupCoordinator:
         if not transactional and g.state is GroupState.COMPLETING_REBALANCE:
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
 
-    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> bool:
-        """False when the group does not exist (every offset then reads as -1); raises GroupError."""
-        g = self.get(group_id)
-        if g is None:
-            return False
-        if isinstance(g, ConsumerGroup):
-            self.consumer.validate_offset_fetch(g, member_id, member_epoch)
-        elif g.state is GroupState.DEAD:
-            return False
-        return True
+    def validate_offset_fetch(self, g: ClassicGroup, member_id: str | None, member_epoch: int) -> bool:
+        return g.state is not GroupState.DEAD
 
-    def offset_delete_subscriptions(self, group_id: str) -> set[str]:
-        """Topics whose offsets OffsetDelete may not remove; raises GroupError for the whole request."""
-        g = self.get(group_id)
-        if g is None:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        if isinstance(g, ConsumerGroup):
-            return g.subscribed_names(t.name for t in self.core.cluster.topics.values())
+    def offset_delete_subscriptions(self, g: ClassicGroup) -> set[str]:
         if g.state is GroupState.DEAD:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found.")
         if g.state is GroupState.EMPTY:
             return set()
         if g.protocol_type != CONSUMER_PROTOCOL_TYPE:
             raise GroupError(ErrorCode.NON_EMPTY_GROUP)
         return g.subscribed_topics() or set()
 
-    # --- hooks ----------------------------------------------------------------------------------
-    def on_topic_created(self, topic: Topic) -> None:
-        self.consumer.on_metadata_change()
-
-    def on_partition_created(self, partition: Partition) -> None:
-        self.consumer.on_metadata_change()
-
-    def on_topic_deleted(self, topic: Topic) -> None:
-        self.consumer.on_metadata_change()
-
-    def on_metadata_changed(self) -> None:
-        self.consumer.on_metadata_change()
-
-    def statistics(self) -> tuple[GroupStats, ...]:
-        """A frozen snapshot of every group, by group id."""
-        return tuple(self.groups[gid].statistics() for gid in sorted(self.groups))
-
-
-def group_coordinator(core: Any) -> GroupCoordinator:
-    """The core's group coordinator (installed by ``subsystems.install``)."""
-    return cast(GroupCoordinator, core.subsystems["groups"])
+    def on_metadata_change(self) -> None:
+        """Classic groups follow topic changes through their members' rejoins."""

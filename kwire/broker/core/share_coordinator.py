@@ -1,0 +1,253 @@
+"""Share groups on the broker (KIP-932, KIP-1222): the one subsystem that ties the share-group
+membership (``share_groups``), the share sessions (``share_session``) and the share partitions
+(``share_partition``) to the core's clock, deadlines, logs, configs, group table and long polls.
+
+Theory of operation
+-------------------
+* ``core.subsystems.share_groups`` is a ``ShareCoordinator``; ``core.subsystems.share_sessions``
+  is its session cache (a subsystem too: a dropped connection releases its sessions, SS-8).
+* Share groups live in the shared group table (one namespace with classic and KIP-848 groups);
+  ``ShareGroupManager`` is the table's manager for the "share" type: ListGroups, DescribeGroups
+  lookups and DeleteGroups reach share groups through it without a handler knowing.
+* A share partition is made on the first ShareFetch of (group, topic, partition) and reads its
+  topic-partition's ``PartitionLog`` directly. Its settings come from the group and broker
+  configs each time they are read, so IncrementalAlterConfigs on a GROUP applies at once.
+* Wake-ups: a parked ShareFetch waits on its partitions' data keys ``(topic, partition)`` (woken
+  by every append) and on ``("share", group, topic, partition)``, woken when records become
+  acquirable again (release, lock expiry, session release).
+* Records a member rejects, or that reach the delivery limit, go to ``share_dlq.DlqWriter``
+  (KIP-1191): written to the group's dead-letter topic, then archived.
+* Leaving the group, a session timeout, fencing from the control API: the member's share session
+  goes and the records it holds are released (SS-4, SS-8).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.share_config import ShareConfig, share_config
+from kwire.broker.core.share_dlq import DlqWriter
+from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator
+from kwire.broker.core.share_partition import SharePartition, SharePartitions
+
+if TYPE_CHECKING:
+    from kwire.broker.core.share_partition import ShareLog
+from kwire.broker.core.share_session import ShareSessionCache
+from kwire.broker.core.subsystems import Subsystem
+from kwire.errors import KafkaError
+from kwire.protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import BrokerCore
+    from kwire.broker.core.cluster import Topic
+    from kwire.broker.core.group_table import GroupTable
+
+__all__ = ["ShareCoordinator", "ShareGroupManager", "ShareSessions", "share_coordinator", "share_wake_key",
+           "share_enabled"]
+
+SHARE = "share"
+PartitionKey = tuple[uuid.UUID, int]  # a share session's partition: (topic id, partition)
+
+
+def share_wake_key(group_id: str, topic: str, partition: int) -> Hashable:
+    """The long-poll key woken when records of a share partition become acquirable again."""
+    return (SHARE, group_id, topic, partition)
+
+
+def share_enabled(core: BrokerCore) -> bool:
+    """SG-1: share groups are on when the finalized ``share.version`` is at least 1."""
+    return core.configs.get_int(ResourceType.BROKER, "", "share.version") >= 1
+
+
+class ShareSessions(ShareSessionCache[PartitionKey], Subsystem):
+    """The share-session cache as a core subsystem: a closed connection ends its sessions (SS-8)."""
+
+    def on_disconnect(self, conn_id: int) -> None:
+        self.disconnect(conn_id)
+
+
+class ShareGroupManager:
+    """The group table's manager for share groups (group type "share")."""
+
+    group_type = SHARE
+
+    def __init__(self, owner: ShareCoordinator) -> None:
+        self.owner = owner
+
+    def new_group(self, group_id: str) -> ShareGroup:
+        return ShareGroup(group_id)
+
+    def destroy(self, group: Any) -> None:
+        self.owner.forget_group(group.group_id)
+
+    def delete_error(self, group: Any) -> int:
+        return ErrorCode.NON_EMPTY_GROUP if group.members else ErrorCode.NONE
+
+    def validate_offset_commit(self, group: Any, member_id: str, instance_id: str | None, generation_id: int,
+                               api_version: int, transactional: bool) -> None:
+        # A share group has no committed consumer offsets (its progress is the share state).
+        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is a share group.")
+
+    def validate_offset_fetch(self, group: Any, member_id: str | None, member_epoch: int) -> bool:
+        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is a share group.")
+
+    def offset_delete_subscriptions(self, group: Any) -> set[str]:
+        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group.group_id} is a share group.")
+
+    def on_metadata_change(self) -> None:
+        self.owner.groups.topics_changed()
+
+
+class ShareCoordinator(Subsystem):
+    """Share groups, sessions and partitions of one core. See the module docstring."""
+
+    def __init__(self, core: BrokerCore, table: GroupTable) -> None:
+        self.core = core
+        self.table = table
+        self.partitions = SharePartitions(self._make_partition)
+        self.sessions: ShareSessions = ShareSessions(
+            max_sessions=lambda: core.configs.get_int(ResourceType.BROKER, "", "group.share.max.share.sessions"),
+            now_ms=core.clock.now_ms, release=self._release_session)
+        self.groups = ShareGroupCoordinator(
+            now_ms=core.clock.now_ms, schedule=core.deadlines.at, config=self.config, topics=self._topic_counts,
+            other_group_type=self._other_group_type, on_member_removed=self._member_removed)
+        self.manager = ShareGroupManager(self)
+        table.register(self.manager)
+        # Records entering ARCHIVING (REJECT, the delivery limit) go to the dead-letter writer.
+        self.dlq = DlqWriter(core)
+
+    # --- settings -------------------------------------------------------------------------------
+    def config(self, group_id: str) -> ShareConfig:
+        return share_config(self.core.configs, group_id)
+
+    def _topic_counts(self) -> Mapping[str, int]:
+        return {t.name: len(t.partitions) for t in self.core.cluster.topics.values() if not t.internal}
+
+    def _other_group_type(self, group_id: str) -> str | None:
+        g = self.table.groups.get(group_id)
+        return g.group_type if g is not None and g.group_type != SHARE else None
+
+    # --- share partitions -----------------------------------------------------------------------
+    def _make_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
+        log = self.core.cluster.topics[topic].partitions[partition].log
+        key = share_wake_key(group_id, topic, partition)
+        return SharePartition(group_id, topic, partition, cast("ShareLog", log), clock=self.core.clock,
+                              schedule=self.core.deadlines.at, config=lambda: self.config(group_id),
+                              failure_archiver=self._archive,
+                              on_available=lambda _sp: self.core.wake(key))
+
+    def _archive(self, request: Any) -> None:
+        self.dlq.archive(request)
+
+    def _release_session(self, group_id: str, member_id: str, partitions: frozenset[PartitionKey]) -> None:
+        by_id = self.core.cluster.topics_by_id
+        named = [(by_id[tid].name, p) for tid, p in partitions if tid in by_id]
+        self.partitions.release_member(group_id, member_id, named)
+
+    # --- membership -----------------------------------------------------------------------------
+    def heartbeat_accepted(self, group_id: str) -> None:
+        """Keep the table in step with the coordinator after a heartbeat made or kept a group."""
+        g = self.groups.get(group_id)
+        if g is not None and self.table.groups.get(group_id) is not g:
+            self.table.take_over(group_id)
+            self.table.add(g)
+
+    def _member_removed(self, group_id: str, member_id: str) -> None:
+        """Left, timed out or fenced: its session ends and every record it holds is released."""
+        if not self.sessions.drop_member(group_id, member_id):
+            self.partitions.release_member(group_id, member_id)
+
+    def forget_group(self, group_id: str) -> None:
+        """DeleteGroups: the group and its share state go."""
+        g = self.groups.groups.pop(group_id, None)
+        if g is not None:
+            for m in list(g.members.values()):
+                if m.session is not None:
+                    m.session.cancel()
+            g.dead = True
+        for sp in self.partitions.of_group(group_id):
+            sp.close()
+        self.partitions.drop_group(group_id)
+
+    # --- share-group offsets (the admin APIs) ----------------------------------------------------
+    def group_for_offsets(self, group_id: str, *, create: bool) -> ShareGroup:
+        """The share group an offsets request is about.
+
+        Raises:
+            KafkaError: GROUP_ID_NOT_FOUND (absent and not ``create``, or another type's id).
+        """
+        if self._other_group_type(group_id) is not None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        g = self.groups.get(group_id)
+        if g is None:
+            if not create:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            g = self.groups.groups[group_id] = ShareGroup(group_id)
+            self.heartbeat_accepted(group_id)
+        return g
+
+    def alter_start_offset(self, group_id: str, topic: str, partition: int, start_offset: int) -> None:
+        """AlterShareGroupOffsets for one partition (the group must be empty, checked by the caller)."""
+        sp = self.partitions.get(group_id, topic, partition)
+        if sp is None:
+            sp = self.partitions.create(group_id, topic, partition)
+        sp.reset(start_offset)
+
+    def delete_offsets(self, group_id: str, topic: str) -> None:
+        """DeleteShareGroupOffsets for a topic: its share state goes; the next fetch starts from
+        ``share.auto.offset.reset`` again."""
+        for sp in self.partitions.of_topic(topic):
+            if sp.group_id == group_id:
+                sp.close()
+                self.partitions.remove(group_id, topic, sp.partition)
+
+    # --- persistence ----------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Share groups (ids) and share-partition state, for the data dir's metadata file."""
+        parts: dict[str, list[Any]] = {}
+        for sp in self.partitions.all():
+            if sp.initialized:
+                parts.setdefault(sp.group_id, []).append([sp.topic, sp.partition, sp.persisted()])
+        return {"groups": sorted(self.groups.groups), "partitions": parts}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Bring back ``snapshot()``: empty share groups (members rejoin) and their share partitions."""
+        for gid in saved.get("groups", ()):
+            if self._other_group_type(gid) is None and gid not in self.groups.groups:
+                self.groups.groups[gid] = ShareGroup(gid)
+                self.heartbeat_accepted(gid)
+        topics = self.core.cluster.topics
+        for gid, rows in saved.get("partitions", {}).items():
+            for topic, partition, state in rows:
+                if topic in topics and 0 <= partition < len(topics[topic].partitions):
+                    self.partitions.create(gid, topic, partition).restore(state)
+
+    def fence_member(self, group_id: str, member_id: str) -> bool:
+        """Fault injection: the member is removed now, as if its session had timed out."""
+        return self.groups.remove_member(group_id, member_id)
+
+    # --- hooks ----------------------------------------------------------------------------------
+    def on_topic_deleted(self, topic: Topic) -> None:
+        for sp in self.partitions.of_topic(topic.name):
+            sp.close()
+        self.partitions.drop_topic(topic.name)
+
+    def on_metadata_changed(self) -> None:
+        # Log start offsets may have moved (retention, DeleteRecords): archive what fell below (ST-8).
+        for sp in self.partitions.all():
+            sp.sync_log_start()
+
+    def on_close(self) -> None:
+        for sp in self.partitions.all():
+            sp.close()
+
+
+def share_coordinator(core: BrokerCore) -> ShareCoordinator:
+    """The core's share coordinator (installed by ``subsystems.install``)."""
+    sub = core.subsystems.share_groups
+    if sub is None:
+        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "share groups are not installed on this broker")
+    return sub

@@ -1,0 +1,189 @@
+"""Share-group dead-letter queues (KIP-1191): the failure archiver of the share partitions.
+
+Theory of operation
+-------------------
+* A record that a member REJECTs, or that reaches the delivery-count limit when released, moves
+  ACQUIRED → ARCHIVING in its share partition (phase 1, DLQ-3) and comes here as an
+  ``ArchiveRequest``. The acknowledgement is answered at once (DLQ-11); the write is phase 2,
+  run from a deadline at the current broker time, after the answer.
+* Phase 2 (DLQ-4): check the destination (DLQ-5: share.version 2 and a group topic name, DLQ-1;
+  not internal; the broker prefix; the topic's ``errors.deadletterqueue.group.enable``; or, when
+  missing, auto-creation with DLQ-6's configs), then append one record per source offset
+  (DLQ-7) to partition ``source partition % partitions`` through the log's one append path
+  (``AppendOrigin.DLQ``: no compression, no producer id, the broker clock as timestamp), with
+  DLQ-9's headers in order and the original key and value only when copying is on (DLQ-8).
+  NOT_LEADER_OR_FOLLOWER and storage errors are retried up to 5 attempts, backing off from 1 s
+  to 30 s on the broker clock (DLQ-10); anything else fails the write.
+* Either way the records then go ARCHIVING → ARCHIVED (``complete_archiving``): a failed write is
+  counted and logged once per (group, cause), never reported to the consumer.
+* Sans-I/O: the clock, deadlines, logs and configs are the core's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.log import AppendOrigin
+from kwire.broker.core.share_partition import ArchiveCause, ArchiveRequest
+from kwire.errors import KafkaError
+from kwire.protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from kwire.broker.core.broker_core import BrokerCore
+
+__all__ = ["DlqWriter", "DlqStats", "DLQ_MESSAGES", "HEADER_PREFIX", "MAX_ATTEMPTS"]
+
+log = logging.getLogger("kwire.broker.dlq")
+
+HEADER_PREFIX = "__dlq.errors."
+DLQ_MESSAGES = {  # DLQ-9
+    ArchiveCause.REJECTED: "Offset rejected by client.",
+    ArchiveCause.DELIVERY_LIMIT: "Offset delivery count exceeded the threshold.",
+}
+MAX_ATTEMPTS = 5  # DLQ-10
+BACKOFF_MS = 1000
+MAX_BACKOFF_MS = 30_000
+_RETRIABLE = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.LEADER_NOT_AVAILABLE,
+              ErrorCode.REQUEST_TIMED_OUT}
+
+
+@dataclass(slots=True)
+class DlqStats:
+    """KIP-1191's per-group metrics, and why writes failed."""
+
+    records_written: int = 0
+    produce_requests: int = 0
+    failed_produce_requests: int = 0
+    failures: Counter[str] = field(default_factory=Counter)  # cause -> records not written
+
+
+class DlqWriter:
+    """Phase 2 of DLQ archiving for every share partition of one core."""
+
+    def __init__(self, core: BrokerCore) -> None:
+        self.core = core
+        self.stats: dict[str, DlqStats] = {}
+        self._logged: set[tuple[str, str]] = set()
+        # Fault injection: group -> (error code, remaining writes to fail; None: all).
+        self.forced_failures: dict[str, list[Any]] = {}
+
+    # --- phase 1 → 2 ------------------------------------------------------------------------------
+    def archive(self, req: ArchiveRequest) -> None:
+        """The share partition's ``failure_archiver``: records entered ARCHIVING."""
+        group = req.partition.group_id
+        if not self._enabled(group):  # DLQ-1: archived at once, nothing written
+            req.partition.complete_archiving(req.offsets)
+            return
+        now = self.core.clock.now_ms()
+        # After the acknowledgement's answer (DLQ-11): phase 2 runs from the deadline heap.
+        self.core.deadlines.at(now, lambda: self._attempt(req, 1))
+
+    def _enabled(self, group: str) -> bool:
+        configs = self.core.configs
+        return (configs.get_int(ResourceType.BROKER, "", "share.version") >= 2
+                and bool(configs.get(ResourceType.GROUP, group, "errors.deadletterqueue.topic.name")))
+
+    def _attempt(self, req: ArchiveRequest, attempt: int) -> None:
+        sp = req.partition
+        group = sp.group_id
+        stats = self.stats.setdefault(group, DlqStats())
+        try:
+            written = self._write(req)
+        except KafkaError as exc:
+            if exc.code in _RETRIABLE and attempt < MAX_ATTEMPTS:  # DLQ-10
+                delay = min(BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS)
+                self.core.deadlines.at(self.core.clock.now_ms() + delay, lambda: self._attempt(req, attempt + 1))
+                stats.failed_produce_requests += 1
+                return
+            if exc.code != ErrorCode.NONE:
+                stats.failed_produce_requests += 1
+            cause = exc.message or self.core.error_code_name(exc.code)
+            stats.failures[cause] += len(req.offsets)
+            if (group, cause) not in self._logged:  # once per cause, not per record
+                self._logged.add((group, cause))
+                log.warning("share group %s: dead-letter write of %s-%d offsets %s failed: %s (the records are "
+                            "archived without a dead-letter copy)", group, sp.topic, sp.partition,
+                            list(req.offsets), cause)
+        else:
+            stats.records_written += written
+        sp.complete_archiving(req.offsets)  # DLQ-4: ARCHIVED whether or not the write worked
+
+    # --- the write ----------------------------------------------------------------------------------
+    def _destination(self, group: str) -> Any:
+        """DLQ-5's checks and DLQ-6's auto-creation; the topic, or KafkaError (NONE: not an error
+        code, only the cause) when nothing may be written."""
+        core = self.core
+        configs = core.configs
+        name = configs.get(ResourceType.GROUP, group, "errors.deadletterqueue.topic.name") or ""
+        if not name or name.startswith("__"):
+            raise KafkaError(ErrorCode.NONE, f"dead-letter topic {name!r} is not allowed")
+        prefix = configs.get(ResourceType.BROKER, "", "errors.deadletterqueue.topic.name.prefix") or ""
+        if prefix and not name.startswith(prefix):
+            raise KafkaError(ErrorCode.NONE, f"dead-letter topic {name!r} lacks the broker's prefix {prefix!r}")
+        topic = core.cluster.topics.get(name)
+        if topic is None:
+            if not configs.get_bool(ResourceType.BROKER, "", "errors.deadletterqueue.auto.create.topics.enable"):
+                raise KafkaError(ErrorCode.NONE, f"dead-letter topic {name!r} does not exist and auto-creation "
+                                                 f"is off")
+            topic = core.create_topic(name, None, None, {"errors.deadletterqueue.group.enable": "true",
+                                                         "message.timestamp.type": "CreateTime"})  # DLQ-6
+        if not configs.get_bool(ResourceType.TOPIC, name, "errors.deadletterqueue.group.enable"):
+            raise KafkaError(ErrorCode.NONE, f"topic {name!r} does not accept dead-letter records "
+                                             f"(errors.deadletterqueue.group.enable is false)")
+        return topic
+
+    def _write(self, req: ArchiveRequest) -> int:
+        from kwire.records import BatchBuilder
+
+        core = self.core
+        sp = req.partition
+        group = sp.group_id
+        forced = self.forced_failures.get(group)
+        if forced is not None:
+            code, left = forced
+            if left is not None:
+                forced[1] = left - 1
+                if forced[1] <= 0:
+                    del self.forced_failures[group]
+            self.stats.setdefault(group, DlqStats()).produce_requests += 1
+            raise KafkaError(code, f"forced by the control API ({core.error_code_name(code)})")
+        topic = self._destination(group)
+        copy = core.configs.get_bool(ResourceType.GROUP, group, "errors.deadletterqueue.copy.record.enable")
+        originals = self._originals(sp, req.offsets) if copy else {}
+        dest = topic.partitions[sp.partition % len(topic.partitions)]  # DLQ-7
+        now = core.clock.now_ms()
+        b = BatchBuilder()  # DLQ-7: no compression, no producer id
+        for off, count, cause in zip(req.offsets, req.delivery_counts, req.causes, strict=True):
+            key, value = originals.get(off, (None, None))
+            headers = [(HEADER_PREFIX + "topic", sp.topic.encode()),  # DLQ-9, in this order
+                       (HEADER_PREFIX + "partition", str(sp.partition).encode()),
+                       (HEADER_PREFIX + "offset", str(off).encode()),
+                       (HEADER_PREFIX + "group", group.encode()),
+                       (HEADER_PREFIX + "delivery.count", str(count).encode()),
+                       (HEADER_PREFIX + "message", DLQ_MESSAGES[cause].encode())]
+            b.append(value, key, headers, timestamp_ms=now)
+        self.stats.setdefault(group, DlqStats()).produce_requests += 1
+        if dest.leader_id < 0 or not core.cluster.nodes[dest.leader_id].up:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic.name}-{dest.index} has no live leader")
+        dest.log.append(bytearray(b.build()), AppendOrigin.DLQ, now_ms=now, leader_epoch=dest.leader_epoch,
+                        config=core.log_config(topic.name))
+        return len(req.offsets)
+
+    @staticmethod
+    def _originals(sp: Any, offsets: tuple[int, ...]) -> dict[int, tuple[bytes | None, bytes | None]]:
+        """DLQ-8: the original key and value of each offset still in the log."""
+        from kwire.records import RecordBatch
+
+        wanted = set(offsets)
+        out: dict[int, tuple[bytes | None, bytes | None]] = {}
+        data = sp.log.read(min(offsets), 2**31 - 1, upto=max(offsets) + 1)
+        for part in data.parts:
+            for r in RecordBatch(bytes(part)):
+                if r.offset in wanted:
+                    out[r.offset] = (None if r.key is None else bytes(r.key),
+                                     None if r.value is None else bytes(r.value))
+        return out

@@ -1,0 +1,286 @@
+"""Share-group scenarios (KIP-932): real share consumers against a broker whose clock and group
+configs the scenario controls (kwire's control API; other targets skip).
+
+* ``share_exclusive``: two consumers of one group on one partition: no record is held by both at
+  once, and every record is accepted exactly once.
+* ``share_lock_expiry``: A sits on a record; the broker clock passes the 30 s lock; B receives it
+  with a higher delivery count (+1, or +2 where a client's warm-up fetch spends one: kafkats).
+* ``share_delivery_limit``: with ``share.delivery.count.limit`` 2 a record released at its second
+  delivery is archived and never delivered again.
+* ``share_dead_consumer``: A dies (killed) holding records; once its session has timed out on the
+  broker clock, B receives them.
+* ``share_commit``: explicit acknowledgement committed synchronously, then asynchronously.
+* ``share_dlq``: a rejected record and one released until the delivery limit each land in the
+  group's dead-letter topic once (KIP-1191); the consumer's acknowledgements all succeed.
+* ``dlq_read`` (every client, not only share consumers): kwire writes a share group's dead-letter
+  record (KIP-1191); the client reads the DLQ topic as any topic and sees the ``__dlq.errors.*``
+  headers in order.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol, runtime_checkable
+
+from kwire.conformance.clients.base import ClientAdapter
+from kwire.conformance.clients.share import SHARE_CLIENTS, Delivered, ShareMember, share_command
+from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, unique_name
+from kwire.errors import ConformanceError
+
+__all__ = ["ShareControl", "SHARE_SCENARIOS"]
+
+LOCK_MS = 30_000
+SESSION_MS = 45_000
+
+
+@runtime_checkable
+class ShareControl(Protocol):
+    """What the share scenarios need of the broker besides its bootstrap address."""
+
+    name: str
+
+    def create_topic(self, topic: str, partitions: int) -> None: ...
+    def produce_values(self, topic: str, values: list[bytes]) -> None: ...
+    def set_group_config(self, group: str, key: str, value: str) -> None: ...
+    def advance(self, ms: int) -> None: ...
+    def enable_dlq(self, group: str, dlq_topic: str) -> None:
+        """Create ``dlq_topic`` (opted in) and make it ``group``'s dead-letter topic."""
+        ...
+
+    def dead_letters(self, dlq_topic: str) -> list[tuple[int, str]]:
+        """(source offset, error message) of each record in ``dlq_topic``."""
+        ...
+
+    def reject_into_dlq(self, topic: str, group: str, dlq_topic: str, values: list[bytes]) -> None:
+        """Produce ``values`` to ``topic``, have a share member of ``group`` reject them all and wait
+        until they are in ``dlq_topic``."""
+        ...
+
+    def wait_share_start_offset(self, group: str, topic: str, partition: int, want: int, timeout_s: float) -> bool:
+        """Wait until the group's share-partition start offset is ``want``."""
+        ...
+
+
+def _prepare(adapter: ClientAdapter, bootstrap: str, control: BrokerControl,
+             scenario: str) -> tuple[ShareControl, str, str] | ScenarioResult:
+    if adapter.name not in SHARE_CLIENTS:
+        return ScenarioResult.skipped(adapter.name, scenario, f"{adapter.name} has no share consumer")
+    if not isinstance(control, ShareControl):
+        return ScenarioResult.skipped(adapter.name, scenario, f"{control.name} offers no clock or group configs")
+    try:
+        share_command(adapter.name, bootstrap, "probe")
+    except ConformanceError as exc:
+        return ScenarioResult.skipped(adapter.name, scenario, str(exc))
+    topic, group = unique_name(f"kw-share-{adapter.name}"), unique_name(f"kw-sg-{adapter.name}")
+    control.create_topic(topic, 1)
+    control.set_group_config(group, "share.auto.offset.reset", "earliest")
+    return control, topic, group
+
+
+def _member(adapter: ClientAdapter, bootstrap: str, group: str, topic: str, members: list[ShareMember]) -> ShareMember:
+    m = ShareMember(adapter.name, bootstrap, group)
+    members.append(m)
+    m.subscribe(topic)
+    return m
+
+
+def _run(scenario: str, adapter: ClientAdapter, bootstrap: str, control: BrokerControl, body: Any) -> ScenarioResult:
+    prepared = _prepare(adapter, bootstrap, control, scenario)
+    if isinstance(prepared, ScenarioResult):
+        return prepared
+    ctl, topic, group = prepared
+    members: list[ShareMember] = []
+    try:
+        details = body(ctl, topic, group, lambda: _member(adapter, bootstrap, group, topic, members))
+    except ConformanceError as exc:
+        return ScenarioResult.failed(adapter.name, scenario, str(exc))
+    finally:
+        for m in members:
+            m.kill()
+    return ScenarioResult.passed(adapter.name, scenario, **(details or {}))
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConformanceError(message)
+
+
+def _wait_start_offset(ctl: ShareControl, group: str, topic: str, want: int, timeout_s: float = 30) -> None:
+    if not ctl.wait_share_start_offset(group, topic, 0, want, timeout_s):
+        raise ConformanceError(f"the share start offset never reached {want} in {timeout_s:.0f}s")
+
+
+def share_exclusive(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        ctl.produce_values(topic, [b"%d" % i for i in range(30)])
+        a, b = member(), member()
+        held: dict[int, set[int]] = {0: set(), 1: set()}
+        seen: list[int] = []
+        deadline = time.monotonic() + 90
+        while len(seen) < 30:
+            _check(time.monotonic() < deadline, f"{len(seen)} of 30 records accepted in 90 s")
+            for i, m in enumerate((a, b)):
+                got = m.poll(300)
+                held[i] |= {r.offset for r in got}
+                _check(not held[0] & held[1], f"records held by both consumers: {sorted(held[0] & held[1])}")
+                for r in got:
+                    m.ack(r, "ACCEPT")
+                    seen.append(r.offset)
+                if got:
+                    m.commit()
+                    held[i].clear()
+        _check(sorted(seen) == list(range(30)), f"accepted {sorted(seen)}")
+        return {"accepted": len(seen)}
+
+    return _run("share_exclusive", adapter, bootstrap, control, body)
+
+
+def share_lock_expiry(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        ctl.produce_values(topic, [b"x"])
+        a = member()
+        (held,) = a.poll_until(1)
+        ctl.advance(LOCK_MS + 1000)
+        b = member()
+        (again,) = b.poll_until(1)
+        # At least one more delivery (a client's own warm-up fetch may spend another: kafkats).
+        _check(again.offset == held.offset and again.delivery_count > held.delivery_count,
+               f"after the lock ran out B got {again}, A had {held}")
+        b.ack(again, "ACCEPT")
+        b.commit()
+        _wait_start_offset(ctl, group, topic, 1)
+        return {"delivery_counts": [held.delivery_count, again.delivery_count]}
+
+    return _run("share_lock_expiry", adapter, bootstrap, control, body)
+
+
+def share_delivery_limit(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        ctl.set_group_config(group, "share.delivery.count.limit", "2")
+        ctl.produce_values(topic, [b"poison"])
+        c = member()
+        counts: list[int] = []
+        deadline = time.monotonic() + 60
+        # Release whatever comes until the broker archives the record (start offset 1).
+        while not ctl.wait_share_start_offset(group, topic, 0, 1, 0.05):
+            _check(time.monotonic() < deadline, f"not archived after deliveries {counts}")
+            for r in c.poll(300):
+                counts.append(r.delivery_count)
+                c.ack(r, "RELEASE")
+                c.commit()
+        _check(bool(counts) and counts[-1] == 2 and counts == sorted(set(counts)),
+               f"delivery counts {counts}: the last must be the limit 2")
+        extra = c.poll(500)
+        _check(not extra, f"delivered again past the limit: {extra}")
+        return {"delivery_counts": counts}
+
+    return _run("share_delivery_limit", adapter, bootstrap, control, body)
+
+
+def share_dead_consumer(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        ctl.produce_values(topic, [b"a", b"b"])
+        a = member()
+        got = a.poll_until(2)
+        a.kill()
+        ctl.advance(SESSION_MS + 1000)  # its session is over whatever the connection did
+        b = member()
+        # Accept each as it comes: records that failed often are handed out one by one (AQ-6).
+        again: list[Delivered] = []
+        deadline = time.monotonic() + 60
+        while len(again) < 2:
+            _check(time.monotonic() < deadline, f"B got {again} of what A held {got}")
+            for r in b.poll(300):
+                again.append(r)
+                b.ack(r, "ACCEPT")
+                b.commit()
+        _check(sorted(r.offset for r in again) == sorted(r.offset for r in got),
+               f"B got {again} of what A held {got}")
+        _check(all(r2.delivery_count > r1.delivery_count for r1, r2 in
+                   zip(sorted(got, key=lambda r: r.offset), sorted(again, key=lambda r: r.offset), strict=True)),
+               f"delivery counts did not grow: {got} -> {again}")
+        return {}
+
+    return _run("share_dead_consumer", adapter, bootstrap, control, body)
+
+
+def share_commit(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        ctl.produce_values(topic, [b"a"])
+        c = member()
+        (r,) = c.poll_until(1)
+        c.ack(r, "ACCEPT")
+        results = c.commit()
+        _check(all(line.endswith(" ok") for line in results), f"commitSync: {results}")
+        _wait_start_offset(ctl, group, topic, 1)
+        ctl.produce_values(topic, [b"b"])
+        (r,) = c.poll_until(1)
+        c.ack(r, "ACCEPT")
+        c.commit_async()
+        c.poll(300)  # the async result arrives with a later poll
+        _wait_start_offset(ctl, group, topic, 2)
+        _check(all("error" not in line for line in c.async_commits), f"commitAsync: {c.async_commits}")
+        return {"sync": results, "async": c.async_commits}
+
+    return _run("share_commit", adapter, bootstrap, control, body)
+
+
+def share_dlq(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        dlq = f"dlq.{group}"
+        ctl.enable_dlq(group, dlq)
+        ctl.set_group_config(group, "share.delivery.count.limit", "2")
+        ctl.produce_values(topic, [b"bad", b"poison"])
+        c = member()
+        deadline = time.monotonic() + 60
+        while not ctl.wait_share_start_offset(group, topic, 0, 2, 0.05):
+            _check(time.monotonic() < deadline, "the two records were never archived")
+            for r in c.poll(300):
+                c.ack(r, "REJECT" if r.value == "bad" else "RELEASE")
+                results = c.commit()
+                _check(all(line.endswith(" ok") for line in results), f"commit: {results}")
+        written = ctl.dead_letters(dlq)
+        _check(sorted(written) == [(0, "Offset rejected by client."),
+                                   (1, "Offset delivery count exceeded the threshold.")],
+               f"dead letters {written}")
+        return {"dead_letters": len(written)}
+
+    return _run("share_dlq", adapter, bootstrap, control, body)
+
+
+DLQ_HEADERS = ["__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
+               "__dlq.errors.delivery.count", "__dlq.errors.message"]
+
+
+def dlq_read(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Any client reads a share group's dead-letter topic with its headers."""
+    if not isinstance(control, ShareControl):
+        return ScenarioResult.skipped(adapter.name, "dlq_read", f"{control.name} writes no dead-letter records")
+    topic, group = unique_name("kw-dlqsrc"), unique_name("kw-dlqg")
+    dlq = "dlq." + unique_name("kw")
+    control.create_topic(topic, 1)
+    try:
+        control.reject_into_dlq(topic, group, dlq, [b"rejected"])
+        got = adapter.consume(bootstrap, dlq, group_id=None, count=1, timeout_s=30)
+    except ConformanceError as exc:
+        return ScenarioResult.failed(adapter.name, "dlq_read", str(exc))
+    if len(got) != 1:
+        return ScenarioResult.failed(adapter.name, "dlq_read", f"read {len(got)} dead-letter records, not 1")
+    keys = [k for k, _ in got[0].headers]
+    if keys != DLQ_HEADERS:
+        return ScenarioResult.failed(adapter.name, "dlq_read", f"headers {keys}")
+    values = {k: (v or b"").decode() for k, v in got[0].headers}
+    if values["__dlq.errors.group"] != group or values["__dlq.errors.message"] != "Offset rejected by client.":
+        return ScenarioResult.failed(adapter.name, "dlq_read", f"header values {values}")
+    return ScenarioResult.passed(adapter.name, "dlq_read")
+
+
+SHARE_SCENARIOS = {
+    "share_exclusive": share_exclusive,
+    "share_lock_expiry": share_lock_expiry,
+    "share_delivery_limit": share_delivery_limit,
+    "share_dead_consumer": share_dead_consumer,
+    "share_commit": share_commit,
+    "share_dlq": share_dlq,
+    "dlq_read": dlq_read,
+}

@@ -1,0 +1,196 @@
+"""Transactions with real clients against kwire: confluent-kafka (TV1 flow: AddPartitionsToTxn,
+EndTxn v1), the Java producer (TV2: implicit add through Produce v12, EndTxn v5), kcat; commits,
+aborts, read_committed, offsets in transactions, fencing and timeouts on the broker clock."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kwire.clock import JumpClock
+from kwire.conformance.paths import java_lib_dir
+from kwire.control import Broker, BrokerConfig
+
+pytestmark = pytest.mark.conformance
+
+ck = pytest.importorskip("confluent_kafka")
+
+
+@pytest.fixture
+def broker() -> Iterator[Broker]:
+    with Broker(BrokerConfig(log_connections=False, settings={"group.initial.rebalance.delay.ms": "0"}),
+                clock=JumpClock()) as b:
+        b.create_topic("t", partitions=2)
+        yield b
+
+
+def read_all(b: Broker, isolation: str, expect: int, timeout_s: float = 20) -> list[bytes]:
+    c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"r-{isolation}-{time.monotonic_ns()}",
+                     "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        c.subscribe(["t"])
+        deadline = time.monotonic() + timeout_s
+        while len(got) < expect and time.monotonic() < deadline:
+            m = c.poll(0.3)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        # a little more: nothing further may come
+        for _ in range(3):
+            m = c.poll(0.3)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+    finally:
+        c.close()
+    return sorted(got)
+
+
+def producer(b: Broker, tid: str = "tx", **conf: Any) -> Any:
+    p = ck.Producer({"bootstrap.servers": b.bootstrap, "transactional.id": tid, "log_level": 0, **conf})
+    p.init_transactions(20)
+    return p
+
+
+@pytest.mark.rule("TX-11, TX-15, TX-18, TX-21, TX-22")
+def test_commit_and_abort_with_read_committed(broker: Broker) -> None:
+    """TX-11/TX-15: the TV1 flow (AddPartitionsToTxn, EndTxn); TX-18: markers end each transaction;
+    TX-21/TX-22: read_committed sees only committed records, read_uncommitted sees all."""
+    broker.start_recording()
+    p = producer(broker)
+    p.begin_transaction()
+    p.produce("t", b"c1", partition=0)
+    p.produce("t", b"c2", partition=1)
+    p.commit_transaction(20)
+    p.begin_transaction()
+    p.produce("t", b"a1", partition=0)
+    p.flush(20)
+    p.abort_transaction(20)
+    assert read_all(broker, "read_committed", 2) == [b"c1", b"c2"]
+    assert read_all(broker, "read_uncommitted", 3) == [b"a1", b"c1", b"c2"]
+    apis = {(e.api_key, e.api_version) for e in broker.recorded()}
+    assert any(k == 24 for k, _ in apis) and any(k == 26 for k, _ in apis)  # AddPartitionsToTxn, EndTxn
+
+
+@pytest.mark.rule("TX-23")
+def test_offsets_in_a_transaction_are_visible_only_after_commit(broker: Broker) -> None:
+    """TX-23: send_offsets_to_transaction stages the group's offsets; they appear on commit, not on abort."""
+    broker.produce("t", [b"x"] * 5)
+    c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g", "enable.auto.commit": False,
+                     "auto.offset.reset": "earliest"})
+    c.subscribe(["t"])
+    msgs: list[Any] = []
+    deadline = time.monotonic() + 20
+    while len(msgs) < 5 and time.monotonic() < deadline:
+        m = c.poll(0.3)
+        if m is not None and m.error() is None:
+            msgs.append(m)
+    p = producer(broker)
+    p.begin_transaction()
+    p.produce("t", b"out", partition=1)
+    p.send_offsets_to_transaction([ck.TopicPartition("t", 0, 3)], c.consumer_group_metadata(), 20)
+    p.abort_transaction(20)
+    assert c.committed([ck.TopicPartition("t", 0)], 10)[0].offset < 0
+    p.begin_transaction()
+    p.send_offsets_to_transaction([ck.TopicPartition("t", 0, 4)], c.consumer_group_metadata(), 20)
+    p.commit_transaction(20)
+    assert c.committed([ck.TopicPartition("t", 0)], 10)[0].offset == 4
+    c.close()
+
+
+@pytest.mark.rule("TX-3")
+def test_a_second_instance_fences_the_first(broker: Broker) -> None:
+    """TX-3: InitProducerId for the same transactional id bumps the epoch and aborts the open
+    transaction; the first instance is fenced and its records never become visible."""
+    first = producer(broker, "same")
+    first.begin_transaction()
+    first.produce("t", b"zombie", partition=0)
+    first.flush(20)
+    second = producer(broker, "same")
+    second.begin_transaction()
+    second.produce("t", b"fresh", partition=0)
+    second.commit_transaction(20)
+    with pytest.raises(ck.KafkaException) as err:
+        first.commit_transaction(10)
+    assert err.value.args[0].fatal() or "fenced" in str(err.value).lower()
+    assert read_all(broker, "read_committed", 1) == [b"fresh"]
+
+
+@pytest.mark.rule("TX-17")
+def test_a_transaction_times_out_on_the_broker_clock(broker: Broker) -> None:
+    """TX-17: an Ongoing transaction past transaction.timeout.ms is aborted by the coordinator (epoch
+    bumped): jumped past it, the producer's commit fails and read_committed sees nothing of it."""
+    p = producer(broker, "slow", **{"transaction.timeout.ms": 10_000})
+    p.begin_transaction()
+    p.produce("t", b"late", partition=0)
+    p.flush(20)
+    broker.advance(11_000)
+    with pytest.raises(ck.KafkaException):
+        p.commit_transaction(10)
+    assert read_all(broker, "read_committed", 0, timeout_s=3) == []
+    assert read_all(broker, "read_uncommitted", 1) == [b"late"]
+
+
+@pytest.mark.rule("TX-13, TX-16, TX-24")
+def test_java_producer_uses_tv2(broker: Broker) -> None:
+    """TX-24: transaction.version 2 in ApiVersions: the Java producer adds partitions implicitly with
+    Produce v12+ (TX-13, verified at the leader) and ends with EndTxn v5, which bumps the epoch (TX-16)."""
+    java = shutil.which("java")
+    jars = sorted(java_lib_dir().glob("*.jar"))
+    if java is None or not jars:
+        pytest.skip("java or the kafka-clients jars are not installed (tools/install_clients.sh java)")
+    broker.start_recording()
+    src = Path(__file__).parent / "java" / "TxnProducer.java"
+    out = subprocess.run([java, "-cp", ":".join(map(str, jars)), str(src), broker.bootstrap, "jtx"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert read_all(broker, "read_committed", 3) == [b"committed-1", b"committed-2", b"committed-3"]
+    recorded = broker.recorded()
+    end_txns = [e for e in recorded if e.api_key == 26]
+    produces = [e for e in recorded if e.api_key == 0]
+    assert end_txns and all(e.api_version == 5 for e in end_txns)
+    assert produces and all(e.api_version >= 12 for e in produces)
+    assert not [e for e in recorded if e.api_key == 24]  # no AddPartitionsToTxn: implicit adds
+    epochs = [e.response.producer_epoch for e in end_txns]
+    assert epochs == sorted(epochs) and len(set(epochs)) == len(epochs)  # each end bumps the epoch
+
+
+@pytest.mark.rule("TX-24, TX-11, TX-15")
+def test_java_producer_falls_back_to_tv1_when_the_feature_says_so() -> None:
+    """TX-24: with transaction.version 1 finalized, the Java producer adds partitions explicitly
+    (AddPartitionsToTxn, TX-11) and ends with EndTxn v4 or below, without epoch bumps (TX-15)."""
+    java = shutil.which("java")
+    jars = sorted(java_lib_dir().glob("*.jar"))
+    if java is None or not jars:
+        pytest.skip("java or the kafka-clients jars are not installed (tools/install_clients.sh java)")
+    config = BrokerConfig(log_connections=False, settings={"transaction.version": "1"})
+    with Broker(config) as b:
+        b.create_topic("t", partitions=2)
+        b.start_recording()
+        src = Path(__file__).parent / "java" / "TxnProducer.java"
+        out = subprocess.run([java, "-cp", ":".join(map(str, jars)), str(src), b.bootstrap, "jtx1"],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert read_all(b, "read_committed", 3) == [b"committed-1", b"committed-2", b"committed-3"]
+        recorded = b.recorded()
+    end_txns = [e for e in recorded if e.api_key == 26]
+    assert end_txns and all(e.api_version <= 4 for e in end_txns)
+    assert [e for e in recorded if e.api_key == 24]
+    assert len({e.response.producer_epoch for e in end_txns if hasattr(e.response, "producer_epoch")}) <= 1
+
+
+@pytest.mark.rule("TX-11")
+def test_kcat_transactional_producer(broker: Broker) -> None:
+    """TX-11: kcat (librdkafka 2.0.2, AddPartitionsToTxn v0, EndTxn v1) commits at exit; read_committed sees it."""
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        pytest.skip("kcat is not installed")
+    res = subprocess.run([kcat, "-b", broker.bootstrap, "-P", "-t", "t", "-p", "0", "-X", "transactional.id=kc"],
+                         input=b"one\ntwo\n", capture_output=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert read_all(broker, "read_committed", 2) == [b"one", b"two"]
