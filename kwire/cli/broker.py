@@ -20,6 +20,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="a broker config setting")
     p.add_argument("--topic", metavar="NAME[:PARTITIONS]", action="append", default=[], help="create a topic")
     p.add_argument("--quiet", action="store_true", help="do not log connections")
+    p.add_argument("--record", metavar="FILE|DIR",
+                   help="record every request and response; written when the broker stops: FILE.pcapng as a "
+                        "capture Wireshark and tshark open (kwire decode --pcap reads it), else DIR of request "
+                        "fixtures that kwire replay takes")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
     topics = [_topic_spec(spec) for spec in args.topic]
     broker = Broker(config, on_line=line).start()
+    if args.record:
+        broker.start_recording()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
@@ -60,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        recorded = broker.recorded() if args.record else None
         broker.stop()
+        if recorded is not None:
+            print(f"kwire broker: {_save_recording(recorded, args.record)}", file=sys.stderr, flush=True)
         print("kwire broker: stopped", file=sys.stderr, flush=True)
     return 0
 
@@ -92,3 +101,18 @@ def _ensure_topic(broker: Any, name: str, partitions: int) -> None:
         broker.create_topic(name, partitions)
     elif have != partitions:
         raise CliError(f"--topic {name}:{partitions}: the topic already exists with {have} partition(s)")
+
+
+def _save_recording(exchanges: list[Any], target: str) -> str:
+    """Write the recording as pcapng (a ``.pcapng`` name) or as replayable request fixtures (a directory)."""
+    from pathlib import Path
+
+    if target.endswith(".pcapng"):
+        from kwire.capture.writer import write_exchanges_pcapng
+
+        packets = write_exchanges_pcapng(exchanges, target, comment="kwire broker --record")
+        return f"recorded {len(exchanges)} exchanges ({packets} packets) to {target}"
+    from kwire.recording import export_exchanges
+
+    paths = export_exchanges(exchanges, Path(target))
+    return f"recorded {len(exchanges)} exchanges as {len(paths)} fixtures in {target}"
