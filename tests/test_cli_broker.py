@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from kwire.protocol import decode_response, encode_request
 from kwire.protocol.messages.metadata import MetadataRequest
@@ -82,3 +83,74 @@ def test_bad_topic_specs_are_one_line_errors() -> None:
     proc = _start("--topic", "bad name!")
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and "bad name!" in err and "Traceback" not in err, err
+
+
+def _launch(*args: str) -> tuple[subprocess.Popen[str], str]:
+    import re
+
+    proc = subprocess.Popen([sys.executable, "-m", "kwire", "broker", "--port", "0", "--quiet", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        m = re.search(r"bootstrap servers (\S+)", line)
+        if m:
+            return proc, m.group(1)
+
+
+def test_version_and_help() -> None:
+    """`kwire --version`; `kwire broker --help` shows defaults and examples."""
+    v = subprocess.run([sys.executable, "-m", "kwire", "--version"], capture_output=True, text=True, check=True)
+    assert v.stdout.startswith("kwire ")
+    h = " ".join(subprocess.run([sys.executable, "-m", "kwire", "broker", "--help"], capture_output=True, text=True,
+                                check=True).stdout.split())
+    assert "(default: 9092)" in h and "examples:" in h and "--ready-file" in h and "--advertised-host" in h
+
+
+def test_ready_file_verbose_log_and_advertised_host(tmp_path: Path) -> None:
+    """--ready-file holds the address once listening; -v prints a line per request with its errors;
+    --advertised-host is what Metadata tells clients."""
+    import json
+
+    from kwire.client import WireClient
+    from kwire.protocol.messages.metadata import MetadataRequest
+
+    ready = tmp_path / "ready.json"
+    proc, bootstrap = _launch("--ready-file", str(ready), "-v", "--advertised-host", "localhost")
+    try:
+        info = json.loads(ready.read_text())
+        assert info["bootstrap"] == bootstrap and info["pid"] == proc.pid
+        assert bootstrap.startswith("localhost:")
+        with WireClient(bootstrap.replace("localhost", "127.0.0.1")) as c:
+            meta = c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="nope")],
+                                             allow_auto_topic_creation=False))
+        assert [b.host for b in meta.brokers] == ["localhost"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "kwire broker: stopped" in err
+    lines = [line for line in out.splitlines() if " Metadata v" in line]
+    assert lines and "UNKNOWN_TOPIC_OR_PARTITION" in lines[-1] and "client 'kwire'" in lines[-1]
+
+
+def test_data_dir_restore_summary(tmp_path: Path) -> None:
+    """With --data-dir the broker says what it restored."""
+    proc, _ = _launch("--data-dir", str(tmp_path), "--topic", "t:3")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    proc, _ = _launch("--data-dir", str(tmp_path))
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert "restored 1 topics, 3 partitions" in out
+
+
+def test_ctrl_c_right_after_start_is_clean() -> None:
+    """SIGINT at once after the process starts ends with the same clean message and status 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "kwire", "broker", "--port", "0", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.readline()  # the ready line: the broker is up
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err.strip().endswith("kwire broker: stopped"), err

@@ -27,6 +27,9 @@ class BrokerConfig:
     brokers: int = 1
     host: str = DEFAULT_HOST
     port: int = 0
+    # The host clients are told (Metadata, FindCoordinator); None: ``host``. Bind 0.0.0.0 in a
+    # container and advertise the name clients reach it by.
+    advertised_host: str | None = None
     first_node_id: int = 1
     cluster_id: str | None = None
     data_dir: str | None = None

@@ -32,6 +32,15 @@ class CliError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kwire")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def _available() -> dict[str, tuple[str, str]]:
     out = {}
     for name, (mod, help_) in _COMMANDS.items():
@@ -44,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = _available()
     parser = argparse.ArgumentParser(prog="kwire", description="Kafka wire toolkit")
+    parser.add_argument("--version", action="version", version=f"kwire {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     # Only the chosen subcommand's module is imported, so `kwire apis` does not load trio.

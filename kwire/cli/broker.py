@@ -9,16 +9,39 @@ import threading
 import time
 from typing import Any
 
+EXAMPLES = """examples:
+  kwire broker                                   one broker on 127.0.0.1:9092
+  kwire broker --port 0 --ready-file ready.json  any free port; the address lands in ready.json
+  kwire broker --brokers 3 --topic orders:6      three brokers, a 6-partition topic
+  kwire broker --data-dir ./kafka-data           keep logs, offsets and share state across restarts
+  kwire broker --set share.version=1 -v          share groups without the DLQ; a line per request
+  kwire broker --host 0.0.0.0 --advertised-host kwire   in a container
+  kwire broker --record traffic.pcapng           the traffic as a capture when the broker stops
+"""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=9092, help="port of the first broker (0: any free port)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--brokers", type=int, default=1, help="number of brokers (consecutive ports)")
-    p.add_argument("--data-dir", help="keep partitions in Kafka's segment format under DIR")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = "Run a mock Kafka cluster until Ctrl-C or SIGTERM."
+    p.epilog = EXAMPLES
+    p.add_argument("--port", type=int, default=9092, help="port of the first broker; 0: any free port (default: 9092)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--advertised-host", metavar="HOST",
+                   help="host name clients are given in Metadata (default: --host)")
+    p.add_argument("--brokers", type=int, default=1, help="number of brokers on consecutive ports (default: 1)")
+    p.add_argument("--data-dir", help="keep partitions in Kafka's segment format, offsets and state under DIR "
+                                      "(default: in memory only)")
     p.add_argument("--sasl", metavar="USER:PASSWORD", action="append",
                    help="require SASL (PLAIN, SCRAM-SHA-256/512) with this user; repeatable")
-    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="a broker config setting")
-    p.add_argument("--topic", metavar="NAME[:PARTITIONS]", action="append", default=[], help="create a topic")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                   help="a broker config setting, e.g. transaction.version=1; repeatable")
+    p.add_argument("--topic", metavar="NAME[:PARTITIONS]", action="append", default=[],
+                   help="create a topic (1 partition unless given); repeatable")
+    p.add_argument("--ready-file", metavar="PATH",
+                   help="once listening, write {\"bootstrap\": ..., \"pid\": ...} to PATH (atomically)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="one line per request: broker, connection, api and version, client id, correlation id, "
+                        "error codes, latency on the broker clock")
     p.add_argument("--quiet", action="store_true", help="do not log connections")
     p.add_argument("--record", metavar="FILE|DIR",
                    help="record every request and response; written when the broker stops: FILE.pcapng as a "
@@ -46,32 +69,108 @@ def run(args: argparse.Namespace) -> int:
             users[u] = pw
         sasl = SaslConfig(users=users)
     config = BrokerConfig(brokers=args.brokers, host=args.host, port=args.port, data_dir=args.data_dir,
-                          sasl=sasl, settings=settings, log_connections=not args.quiet)
+                          sasl=sasl, settings=settings, log_connections=not args.quiet,
+                          advertised_host=args.advertised_host)
 
     def line(text: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
 
     topics = [_topic_spec(spec) for spec in args.topic]
-    broker = Broker(config, on_line=line).start()
-    if args.record:
-        broker.start_recording()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
+    broker = None
     try:
+        broker = Broker(config, on_line=line).start()
+        if args.record:
+            broker.start_recording()
+        if args.verbose:
+            _log_requests(broker, keep=bool(args.record))
         for name, parts in topics:
             _ensure_topic(broker, name, parts)
+        if args.ready_file:
+            _write_ready(args.ready_file, broker.bootstrap)
+        # The ready line comes first: scripts read the address from the first line.
         print(f"kwire broker: bootstrap servers {broker.bootstrap}", flush=True)
+        if args.data_dir:
+            print(f"kwire broker: {_restore_summary(broker)}", flush=True)
         while not done.wait(0.5):
             pass
     except KeyboardInterrupt:
         pass
     finally:
-        recorded = broker.recorded() if args.record else None
-        broker.stop()
-        if recorded is not None:
-            print(f"kwire broker: {_save_recording(recorded, args.record)}", file=sys.stderr, flush=True)
+        if broker is not None:
+            recorded = broker.recorded() if args.record else None
+            broker.stop()
+            if recorded is not None:
+                print(f"kwire broker: {_save_recording(recorded, args.record)}", file=sys.stderr, flush=True)
         print("kwire broker: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _write_ready(path: str, bootstrap: str) -> None:
+    import json
+    import os
+
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"bootstrap": bootstrap, "pid": os.getpid()}, f)
+    os.replace(tmp, path)
+
+
+def _restore_summary(broker: Any) -> str:
+    """What a data dir brought back: topics, partitions, records, groups, transactional ids, share state."""
+
+    def run() -> str:
+        core = broker.core
+        topics = [t for t in core.cluster.topics.values() if not t.internal]
+        parts = sum(len(t.partitions) for t in topics)
+        records = sum(p.log.log_end_offset - p.log.log_start_offset for t in topics for p in t.partitions)
+        groups = len(core.subsystems.offsets.groups())
+        txn = core.subsystems.transactions
+        share = core.subsystems.share_groups
+        return (f"restored {len(topics)} topics, {parts} partitions, {records} offsets of records, committed "
+                f"offsets of {groups} groups, {len(txn.transactions) if txn else 0} transactional ids, "
+                f"{len(share.partitions) if share else 0} share partitions from {core.config.data_dir}")
+
+    return str(broker.call(run))
+
+
+def _log_requests(broker: Any, *, keep: bool) -> None:
+    """-v: a line per answered request (recording on; without --record nothing is kept)."""
+
+    def errors(msg: Any, out: list[str]) -> None:
+        for f in getattr(type(msg), "_fields", ()):
+            v = getattr(msg, f.attr, None)
+            if f.attr == "error_code" and v:
+                out.append(broker.core.error_code_name(v))
+            elif isinstance(v, list):
+                for item in v:
+                    if hasattr(type(item), "_fields"):
+                        errors(item, out)
+            elif hasattr(type(v), "_fields"):
+                errors(v, out)
+
+    def on_answer(ex: Any) -> None:
+        from kwire.protocol.registry import api_info
+
+        found: list[str] = []
+        errors(ex.response, found)
+        codes = ",".join(sorted(set(found))) or "-"
+        latency = (ex.response_at_ms or ex.at_ms) - ex.at_ms
+        print(f"{time.strftime('%H:%M:%S')} broker {ex.broker_id} conn {ex.conn_id} "
+              f"{api_info(ex.api_key).name} v{ex.api_version} client {ex.client_id!r} corr {ex.correlation_id} "
+              f"errors {codes} {latency} ms", flush=True)
+
+    class _Forget(list):  # type: ignore[type-arg]
+        def append(self, item: Any) -> None:  # -v alone keeps nothing
+            pass
+
+    def install() -> None:
+        if not keep:
+            broker.core.recording = _Forget()
+        broker.core.on_answer = on_answer
+
+    broker.call(install)
 
 
 def _topic_spec(spec: str) -> tuple[str, int]:

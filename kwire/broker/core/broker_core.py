@@ -96,6 +96,7 @@ class Exchange:
     response: Any = None
     response_bytes: bytes | None = None
     closed: str | None = None
+    response_at_ms: int | None = None  # broker time the answer was made
 
 
 class Reply:
@@ -126,6 +127,7 @@ class Reply:
         if self.exchange is not None:
             self.exchange.response = response
             self.exchange.response_bytes = as_bytes(data)
+            self.core.answered(self.exchange)
         self.core.outbox.append((self.conn_id, data))
 
     def close(self, reason: str) -> None:
@@ -221,7 +223,8 @@ class BrokerCore:
         self.config = config
         self.clock = clock
         self.rng: Rng = rng if rng is not None else SeededRng(config.seed)
-        nodes = [BrokerNode(config.first_node_id + i, config.host, config.port + i if config.port else 0)
+        nodes = [BrokerNode(config.first_node_id + i, config.advertised_host or config.host,
+                            config.port + i if config.port else 0)
                  for i in range(config.brokers)]
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)
         self.configs = ConfigStore(static_broker=dict(config.settings))
@@ -245,6 +248,8 @@ class BrokerCore:
         self._unanswered: dict[Reply, None] = {}
         self.stats = BrokerStats()
         self.recording: list[Exchange] | None = None
+        # Called with each recorded exchange once answered (kwire broker -v prints a line).
+        self.on_answer: Callable[[Exchange], None] | None = None
         # api key -> max version advertised (simulating an older broker); None = all implemented
         self.version_caps: dict[int, int] = {}
         self._listeners_changed: list[Callable[[], None]] = []
@@ -423,7 +428,14 @@ class BrokerCore:
         if ctx.exchange is not None:
             ctx.exchange.response = response
             ctx.exchange.response_bytes = as_bytes(data)
+            self.answered(ctx.exchange)
         return Outcome("send", data)
+
+    def answered(self, exchange: Exchange) -> None:
+        """A recorded request got its answer: stamp the time and tell ``on_answer`` (``kwire broker -v``)."""
+        exchange.response_at_ms = self.clock.now_ms()
+        if self.on_answer is not None:
+            self.on_answer(exchange)
 
     def _deferred(self, reply: Reply) -> Outcome:
         """The request is answered later: count it until its reply goes."""
