@@ -111,6 +111,8 @@ def _wait_start_offset(ctl: ShareControl, group: str, topic: str, want: int, tim
 
 
 def share_exclusive(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Two share consumers on one partition: no record held by both, each accepted once."""
+
     def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
         ctl.produce_values(topic, [b"%d" % i for i in range(30)])
         a, b = member(), member()
@@ -136,6 +138,8 @@ def share_exclusive(adapter: ClientAdapter, bootstrap: str, control: BrokerContr
 
 
 def share_lock_expiry(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """A lock that runs out on the broker clock: the record goes to another member, count up."""
+
     def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
         ctl.produce_values(topic, [b"x"])
         a = member()
@@ -155,6 +159,8 @@ def share_lock_expiry(adapter: ClientAdapter, bootstrap: str, control: BrokerCon
 
 
 def share_delivery_limit(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """A record released at every delivery is archived at the limit (2), never delivered again."""
+
     def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
         ctl.set_group_config(group, "share.delivery.count.limit", "2")
         ctl.produce_values(topic, [b"poison"])
@@ -178,6 +184,8 @@ def share_delivery_limit(adapter: ClientAdapter, bootstrap: str, control: Broker
 
 
 def share_dead_consumer(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """A consumer killed mid-batch: once its session is over, its records go to another member."""
+
     def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
         ctl.produce_values(topic, [b"a", b"b"])
         a = member()
@@ -205,6 +213,8 @@ def share_dead_consumer(adapter: ClientAdapter, bootstrap: str, control: BrokerC
 
 
 def share_commit(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Explicit acknowledgement committed synchronously, then asynchronously."""
+
     def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
         ctl.produce_values(topic, [b"a"])
         c = member()
@@ -226,6 +236,8 @@ def share_commit(adapter: ClientAdapter, bootstrap: str, control: BrokerControl)
 
 
 def share_dlq(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """REJECT and the delivery limit write one dead-letter record each (KIP-1191)."""
+
     def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
         dlq = f"dlq.{group}"
         ctl.enable_dlq(group, dlq)
