@@ -154,3 +154,44 @@ def test_ctrl_c_right_after_start_is_clean() -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and err.strip().endswith("kwire broker: stopped"), err
+
+
+def test_sigusr1_prints_dead_letter_metrics() -> None:
+    """SIGUSR1: kwire broker prints KIP-1191's DLQ metrics per share group (and transaction counts)."""
+    ck = __import__("pytest").importorskip("confluent_kafka")
+    from kwire.client import WireClient
+    from kwire.protocol.messages.create_topics import CreateTopicsRequest as CT
+    from kwire.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as IAC
+
+    proc, bootstrap = _launch("--topic", "t:1")
+    try:
+        with WireClient(bootstrap) as c:
+            c.request(CT(topics=[CT.CreatableTopic(name="dlq.g", num_partitions=1, replication_factor=1, configs=[
+                CT.CreatableTopicConfig(name="errors.deadletterqueue.group.enable", value="true")])], timeout_ms=5000))
+            for key, value in (("share.auto.offset.reset", "earliest"), ("errors.deadletterqueue.topic.name", "dlq.g")):
+                c.request(IAC(resources=[IAC.AlterConfigsResource(resource_type=32, resource_name="g", configs=[
+                    IAC.AlterableConfig(name=key, config_operation=0, value=value)])]))
+        p = ck.Producer({"bootstrap.servers": bootstrap})
+        p.produce("t", b"bad")
+        assert p.flush(20) == 0
+        s = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "g", "share.acknowledgement.mode": "explicit",
+                              "log_level": 0})
+        s.subscribe(["t"])
+        got = []
+        for _ in range(60):
+            got = [m for m in s.poll(0.5) or [] if m.error() is None]
+            if got:
+                break
+        s.acknowledge(got[0], ck.AcknowledgeType.REJECT)
+        s.commit_sync()
+        s.close()
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.stdout is not None
+        for _ in range(20):
+            line = proc.stdout.readline()
+            if "dlq group g:" in line:
+                break
+        assert "records written 1" in line, line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)

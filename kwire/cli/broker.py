@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
     topics = [_topic_spec(spec) for spec in args.topic]
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
+    stats_wanted = threading.Event()
+    if hasattr(signal, "SIGUSR1"):
+        signal.signal(signal.SIGUSR1, lambda *_: stats_wanted.set())
     broker = None
     try:
         broker = Broker(config, on_line=line).start()
@@ -93,8 +96,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"kwire broker: bootstrap servers {broker.bootstrap}", flush=True)
         if args.data_dir:
             print(f"kwire broker: {_restore_summary(broker)}", flush=True)
-        while not done.wait(0.5):
-            pass
+        while not done.wait(0.2):
+            if stats_wanted.is_set():
+                stats_wanted.clear()
+                for text in _stats_lines(broker):
+                    print(f"kwire broker: {text}", flush=True)
     except KeyboardInterrupt:
         pass
     finally:
@@ -105,6 +111,28 @@ def run(args: argparse.Namespace) -> int:
                 print(f"kwire broker: {_save_recording(recorded, args.record)}", file=sys.stderr, flush=True)
         print("kwire broker: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _stats_lines(broker: Any) -> list[str]:
+    """SIGUSR1: KIP-1191's dead-letter metrics per share group, and the transaction coordinator's counts."""
+
+    def run() -> list[str]:
+        core = broker.core
+        out = []
+        share = core.subsystems.share_groups
+        for group, st in sorted((share.dlq.stats if share else {}).items()):
+            failures = ", ".join(f"{n} x {cause}" for cause, n in st.failures.items()) or "none"
+            out.append(f"dlq group {group}: records written {st.records_written}, produce requests "
+                       f"{st.produce_requests}, failed produce requests {st.failed_produce_requests}, "
+                       f"not written: {failures}")
+        txn = core.subsystems.transactions
+        if txn is not None:
+            s = txn.statistics()
+            out.append(f"transactions: {s.transactional_ids} transactional ids {s.by_state}, "
+                       f"{s.pending_markers} markers pending")
+        return out or ["nothing to report yet"]
+
+    return list(broker.call(run))
 
 
 def _write_ready(path: str, bootstrap: str) -> None:
