@@ -10,6 +10,13 @@ Installed with kwire (entry point ``pytest11``). Fixtures:
 
 Mark a test ``@pytest.mark.kwire(brokers=3, manual_clock=True)`` to configure ``kwire_broker``.
 
+Clocks: by default the broker runs on wall time. ``manual_clock=True`` freezes it: nothing that
+waits on the broker clock happens until the test calls ``advance`` (a consumer group never forms,
+a long poll never times out), which suits sans-client tests. ``jump_clock=True`` is what tests with
+real clients want: time runs normally (clients' own timeouts, heartbeats and long polls behave)
+and ``advance(ms)`` jumps it forward at once, e.g. past a 30 s acquisition lock or a transaction
+timeout (``kwire.clock.JumpClock``).
+
 Test-friendly defaults (``FIXTURE_SETTINGS``; a test's own ``settings`` win):
 ``group.initial.rebalance.delay.ms=0``, so a consumer group forms at once instead of after
 Kafka's 3 s delay, and connections are not logged.
@@ -51,14 +58,21 @@ from kwire.control import Broker, BrokerConfig  # noqa: E402 - after narrowing t
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kwire(**options): options for the kwire_broker fixture "
-                                       "(BrokerConfig fields, manual_clock=True)")
+                                       "(BrokerConfig fields, manual_clock=True or jump_clock=True)")
 
 
 def _start(options: dict[str, Any]) -> Broker:
     options = dict(options)
     manual = bool(options.pop("manual_clock", False))
+    jump = bool(options.pop("jump_clock", False))
+    if manual and jump:
+        raise ValueError("choose manual_clock or jump_clock, not both")
     options.setdefault("log_connections", False)
     options["settings"] = {**FIXTURE_SETTINGS, **options.get("settings", {})}
+    if jump:
+        from kwire.clock import JumpClock
+
+        return Broker(BrokerConfig(**options), clock=JumpClock()).start()
     return Broker(BrokerConfig(**options), manual_clock=manual).start()
 
 

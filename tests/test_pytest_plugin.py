@@ -76,3 +76,34 @@ def test_fixture_groups_form_without_the_initial_rebalance_delay(pytester: pytes
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def test_jump_clock_runs_in_real_time_and_jumps_on_advance(pytester: pytest.Pytester) -> None:
+    """jump_clock=True: a consumer group forms in real time (a frozen manual clock would stall it),
+    and advance() moves the broker clock forward at once."""
+    pytester.makepyfile("""
+        import pytest
+        from confluent_kafka import Consumer, Producer
+
+        @pytest.mark.kwire(jump_clock=True)
+        def test_group_forms_then_time_jumps(kwire_broker):
+            kwire_broker.create_topic("t")
+            p = Producer({"bootstrap.servers": kwire_broker.bootstrap})
+            p.produce("t", b"v")
+            assert p.flush(20) == 0
+            c = Consumer({"bootstrap.servers": kwire_broker.bootstrap, "group.id": "g",
+                          "auto.offset.reset": "earliest"})
+            c.subscribe(["t"])
+            m = None
+            for _ in range(60):
+                m = c.poll(0.5)
+                if m is not None and m.error() is None:
+                    break
+            assert m is not None and m.value() == b"v"
+            before = kwire_broker.call(kwire_broker.clock.now_ms)
+            kwire_broker.advance(3_600_000)
+            assert kwire_broker.call(kwire_broker.clock.now_ms) >= before + 3_600_000
+            c.close()
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

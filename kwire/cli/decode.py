@@ -18,6 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     kind.add_argument("--response", action="store_true", help="the bytes are a response body")
     p.add_argument("--frame", action="store_true", help="the bytes are a size-prefixed frame with its header")
     p.add_argument("--response-to", metavar="K:V", help="with --frame: a response frame answering api key K version V")
+    p.add_argument("--request-frame", metavar="FILE",
+                   help="with --frame: a response frame answering the request frame in FILE (its key, version "
+                        "and correlation id)")
     p.add_argument("--hex", action="store_true", help="the input is hex text")
     p.add_argument("--pcap", action="store_true",
                    help="the input is a pcap/pcapng capture: one JSON line per Kafka exchange, both directions "
@@ -48,10 +51,15 @@ def run(args: argparse.Namespace) -> int:
         if size != len(data) - 4:
             raise CliError(f"frame size prefix says {size} bytes but {len(data) - 4} follow")
         payload = data[4:]
+        if args.request_frame:
+            req_data = read_input(args.request_frame, hex_text=args.hex)
+            asked = framing.decode_request(req_data[4:])
+            args.response_to = f"{asked.api_key}:{asked.api_version}"
         if args.response_to:
             key, version = _parse_kv(args.response_to)
             resp = framing.decode_response(payload, key, version)
             out = {
+                "kind": "response",
                 "api_key": key,
                 "api_version": version,
                 "header_version": resp.header_version,
@@ -61,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             req = framing.decode_request(payload)
             out = {
+                "kind": "request",
                 "api_key": req.api_key,
                 "api_version": req.api_version,
                 "header_version": req.header_version,
