@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# The main job on embedded defaults: install kwire, then run the demo.
+# The main job on embedded defaults: install kwire (into the active virtualenv or the project's
+# .venv, see tools/_venv.sh; skipped when nothing changed since the last install), then run the demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e '.[demo]'
-exec python3 -m kwire demo "$@"
+source tools/_venv.sh
+stamp=".venv/.kwire-demo-installed"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$PY" -c "import kwire" 2>/dev/null; then
+    "$PY" -m pip install --quiet --disable-pip-version-check -e '.[demo]'
+    mkdir -p .venv && echo "$want" > "$stamp"
+fi
+exec "$PY" -m kwire demo "$@"

@@ -5,8 +5,9 @@
 # Usage: bash tools/test.sh [extra pytest args]   (extra args: only the main pytest run, with them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/_venv.sh  # the active virtualenv, or the project's .venv
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+"$PY" -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
 # The pipeline tests: tshark (cross-checks kwire's pcap reader) and a headless chromium (renders the
 # HTML reports); Java for Spark is in the base image.
 if ! command -v tshark >/dev/null || ! command -v chromium-headless-shell >/dev/null; then
@@ -21,15 +22,15 @@ if [ -f tools/install_clients.sh ]; then
 fi
 
 echo "== ruff"
-python3 -m ruff check kwire tests tools benchmarks
+"$PY" -m ruff check kwire tests tools benchmarks
 echo "== mypy"
-python3 -m mypy kwire
+"$PY" -m mypy kwire
 echo "== codec is fresh"
-python3 tools/gen_protocol.py --check
+"$PY" tools/gen_protocol.py --check
 
 echo "== pytest"
 set +e
-python3 -m pytest -n 2 --dist loadgroup -p no:cacheprovider "$@"  # loadgroup: Spark tests share one JVM
+"$PY" -m pytest -n 2 --dist loadgroup -p no:cacheprovider "$@"  # loadgroup: Spark tests share one JVM
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then
@@ -43,7 +44,7 @@ fi
 # The pure-Python twins of the C loops and decoders must stay correct on their own (they serve
 # wherever no compiler was at hand). Real clients add nothing here: they ran above.
 echo "== pytest, pure Python (KWIRE_NO_EXTENSIONS=1)"
-KWIRE_NO_EXTENSIONS=1 python3 -m pytest -n 2 -p no:cacheprovider -q -m "not conformance" \
+KWIRE_NO_EXTENSIONS=1 "$PY" -m pytest -n 2 -p no:cacheprovider -q -m "not conformance" \
     tests/broker tests/records tests/protocol
 
 # The C extensions under ASan + UBSan over the decode tests (tools/sanitize.sh); skipped, with a
