@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if hasattr(signal, "SIGUSR1"):
         signal.signal(signal.SIGUSR1, lambda *_: stats_wanted.set())
     broker = None
+    interrupted = False
     try:
         broker = Broker(config, on_line=line).start()
         if args.record:
@@ -102,14 +103,15 @@ def run(args: argparse.Namespace) -> int:
                 for text in _stats_lines(broker):
                     print(f"kwire broker: {text}", flush=True)
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
         if broker is not None:
             recorded = broker.recorded() if args.record else None
             broker.stop()
             if recorded is not None:
                 print(f"kwire broker: {_save_recording(recorded, args.record)}", file=sys.stderr, flush=True)
-        print("kwire broker: stopped", file=sys.stderr, flush=True)
+        if broker is not None or interrupted:  # a failed start says its cause in one line, nothing more
+            print("kwire broker: stopped", file=sys.stderr, flush=True)
     return 0
 
 
