@@ -1,6 +1,7 @@
 """Transactions with real clients against kwire: confluent-kafka (TV1 flow: AddPartitionsToTxn,
 EndTxn v1), the Java producer (TV2: implicit add through Produce v12, EndTxn v5), kcat; commits,
-aborts, read_committed, offsets in transactions, fencing and timeouts on the broker clock."""
+aborts, read_committed, offsets in transactions, fencing, timeouts on the broker clock and a restart
+on the same data dir."""
 
 from __future__ import annotations
 
@@ -194,3 +195,59 @@ def test_kcat_transactional_producer(broker: Broker) -> None:
                          input=b"one\ntwo\n", capture_output=True, timeout=60, check=False)
     assert res.returncode == 0, res.stderr[-2000:]
     assert read_all(broker, "read_committed", 2) == [b"one", b"two"]
+
+
+@pytest.mark.rule("TX-20, TX-21, TX-23")
+def test_a_restart_on_the_data_dir_keeps_transactions(tmp_path: Path) -> None:
+    """TX-20/TX-21: after a restart on the same data dir, read_committed still sees exactly the
+    committed records (the aborted range is rebuilt); TX-23: offsets committed in a transaction
+    survive; the coordinator's state is restored, so the same transactional id resumes with a
+    higher epoch and commits again."""
+    data_dir = str(tmp_path / "data")
+    first = Broker(BrokerConfig(data_dir=data_dir, log_connections=False)).start()
+    try:
+        first.create_topic("t", partitions=2)
+        port = first.core.cluster.nodes[1].port
+        p = producer(first, "durable")
+        p.begin_transaction()
+        p.produce("t", b"c1", partition=0)
+        p.produce("t", b"c2", partition=1)
+        p.commit_transaction(20)
+        p.begin_transaction()
+        p.produce("t", b"a1", partition=0)
+        p.flush(20)
+        p.abort_transaction(20)
+        group = ck.Consumer({"bootstrap.servers": first.bootstrap, "group.id": "g"})
+        p.begin_transaction()
+        p.send_offsets_to_transaction([ck.TopicPartition("t", 0, 2)], group.consumer_group_metadata(), 20)
+        p.commit_transaction(20)
+        group.close()
+        before = {r["transactional_id"]: r for r in first.transactions()}
+    finally:
+        first.stop()
+    assert before["durable"]["state_name"] == "CompleteCommit"
+
+    second = Broker(BrokerConfig(data_dir=data_dir, port=port, log_connections=False)).start()
+    try:
+        after = {r["transactional_id"]: r for r in second.transactions()}
+        assert after["durable"]["state_name"] == "CompleteCommit"
+        assert (after["durable"]["producer_id"], after["durable"]["producer_epoch"]) == (
+            before["durable"]["producer_id"], before["durable"]["producer_epoch"])
+        assert read_all(second, "read_committed", 2) == [b"c1", b"c2"]
+        assert read_all(second, "read_uncommitted", 3) == [b"a1", b"c1", b"c2"]
+        c = ck.Consumer({"bootstrap.servers": second.bootstrap, "group.id": "g"})
+        try:
+            assert c.committed([ck.TopicPartition("t", 0)], 10)[0].offset == 2
+        finally:
+            c.close()
+        again = producer(second, "durable")
+        again.begin_transaction()
+        again.produce("t", b"c3", partition=0)
+        again.commit_transaction(20)
+        resumed = {r["transactional_id"]: r for r in second.transactions()}["durable"]
+        assert resumed["state_name"] == "CompleteCommit"
+        assert (resumed["producer_id"], resumed["producer_epoch"]) > (
+            before["durable"]["producer_id"], before["durable"]["producer_epoch"])
+        assert read_all(second, "read_committed", 3) == [b"c1", b"c2", b"c3"]
+    finally:
+        second.stop()
