@@ -389,7 +389,10 @@ def _check_fetch_sessions(frames: Sequence[Frame]) -> Found:
 
 
 def _check_share_sessions(frames: Sequence[Frame]) -> Found:
-    # (broker, group, member) -> (connection, next epoch, last frame); SS-1 keys, SS-8 ties it to the connection
+    # (broker, group, member) -> (connection, next epoch, last frame). SS-1: the session is the
+    # member's, not the connection's: requests on another connection continue its epochs (a client
+    # may fetch on one connection and acknowledge on another). When the connection that opened it
+    # closes (SS-8) the broker answers SHARE_SESSION_NOT_FOUND, which ends it here too.
     sessions: dict[tuple[int, str, str], tuple[int, int, Frame]] = {}
     out: Found = []
     for f in frames:
@@ -398,9 +401,6 @@ def _check_share_sessions(frames: Sequence[Frame]) -> Found:
         key = (f.broker_id, str(f.request.group_id), str(f.request.member_id))
         epoch = int(f.request.share_session_epoch)
         cur = sessions.get(key)
-        if cur is not None and cur[0] != f.conn_id:
-            cur = None  # SS-8: the session went with its connection
-            sessions.pop(key, None)
         what = "ShareFetch" if f.api_key == _SHARE_FETCH else "ShareAcknowledge"
         if epoch == 0:
             if f.api_key == _SHARE_ACKNOWLEDGE:

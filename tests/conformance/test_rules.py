@@ -217,14 +217,18 @@ def test_cr5_share_session_epoch_not_starting_at_zero_is_reported(broker: Broker
 
 
 def test_cr5_share_session_epochs_count_up_across_fetch_and_acknowledge() -> None:
-    """CR-5: 0, 1 (ShareAcknowledge), 2 is clean; then 4 skips one; a new connection must reopen at 0."""
-    frames = [_frame(0, 78, 1, _share_fetch(0)), _frame(1, 79, 1, _share_ack(1, [])),
+    """CR-5: 0, 1 (ShareAcknowledge on another connection), 2 is clean: the session is the member's,
+    not the connection's (SS-1); then 4 skips one; after the broker ended the session
+    (SHARE_SESSION_NOT_FOUND) the next request must reopen at 0."""
+    frames = [_frame(0, 78, 1, _share_fetch(0)), _frame(1, 79, 1, _share_ack(1, []), conn_id=2),
               _frame(2, 78, 1, _share_fetch(2))]
     assert rule_by_id("CR-5").run(frames) == []
     frames.append(_frame(3, 78, 1, _share_fetch(4)))
-    frames.append(_frame(4, 78, 1, _share_fetch(5), conn_id=2))
+    frames.append(_frame(4, 78, 1, _share_fetch(5), {
+        "ErrorCode": 122, "AcquisitionLockTimeoutMs": 0, "Responses": [], "NodeEndpoints": []}))
+    frames.append(_frame(5, 78, 1, _share_fetch(6)))
     vs = rule_by_id("CR-5").run(frames)
-    assert [v.frames[-1].index for v in vs] == [3, 4]
+    assert [v.frames[-1].index for v in vs] == [3, 5]
     assert "(expected 3)" in vs[0].explanation and "before a ShareFetch with epoch 0" in vs[1].explanation
 
 
