@@ -1,6 +1,7 @@
 """Every installed real client against kwire's own broker: a 3-broker cluster in this process.
 
-The matrix is client x {roundtrip, consumer_group, kip848_group, failover}, one test per
+The matrix is client x {roundtrip, consumer_group, kip848_group, failover, transactions, the share
+scenarios}, one test per
 cell. A client without the feature (no KIP-848 consumer) or not installed skips with the
 reason; every other cell must pass. One cluster serves a module (each scenario uses its
 own topic and group); the failover scenario hands its broker back up when it ends.
@@ -74,6 +75,33 @@ def test_failover_loses_nothing_when_a_broker_dies_and_leaders_move(
     """TX-1, TX-6, TX-8: an idempotent producer streams through a broker death and two leader
     moves; every acknowledged record is read back exactly once, in order per partition."""
     _run("failover", client, kwire_target)
+
+
+@pytest.mark.rule("TX-18, TX-20, TX-21")
+@pytest.mark.parametrize("client", CLIENTS)
+def test_transactions_read_committed_sees_each_committed_record_once(
+    client: str, kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """TX-18, TX-20, TX-21: two transactional producers of the client interleave commits and aborts
+    over three partitions; the client's read_committed consumer reads every committed record once,
+    in order, and no aborted one; each log holds one marker per transaction that wrote to it."""
+    _run("transactions", client, kwire_target)
+
+
+@pytest.mark.rule("TX-21")
+def test_transactions_scenario_catches_a_consumer_that_reads_aborted_records(
+    kwire_target: tuple[Broker, KwireControl], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TX-21: the scenario is not blind: a consumer told to read uncommitted records fails it,
+    naming the aborted records it returned."""
+    adapter = get_adapter("confluent_kafka")
+    if adapter.unavailable_reason() is not None:
+        pytest.skip(adapter.unavailable_reason() or "")
+    monkeypatch.setattr(type(adapter), "read_committed_config", {"isolation.level": "read_uncommitted"})
+    broker, control = kwire_target
+    result = run_scenario("transactions", adapter, broker.bootstrap, control)
+    assert result.outcome is Outcome.FAIL
+    assert "aborted records (TX-21)" in result.reason and "b1-p1-0" in result.reason
 
 
 # Clients whose first ApiVersions is newer than v2 (clients.md §3): Java and kafka-python

@@ -647,24 +647,148 @@ async def _aio_member(cmd: Cmd) -> None:
     emit(event="closed")
 
 
+# ---- transactional producers (op txn_producer) -----------------------------------------
+
+
+def _txn_loop(cmd: Cmd, begin: Callable[[], None], send: Callable[[list[Cmd]], list[tuple[int, int]]],
+              commit: Callable[[], None], abort: Callable[[], None]) -> None:
+    """Serve begin/send/commit/abort commands one at a time, each answered with a ``txn`` event
+    (``txn_failed`` with the client's message when the step raised)."""
+    deadline = time.monotonic() + cmd["timeout_ms"] / 1000
+    stdin = StdinCommands()
+    emit(event="ready")
+    steps: dict[str, Callable[[], None]] = {"begin": begin, "commit": commit, "abort": abort}
+    while time.monotonic() < deadline:
+        c = stdin.next(POLL_S)
+        if c is None:
+            continue
+        op = str(c.get("op"))
+        if op == "stop":
+            break
+        try:
+            if op == "send":
+                recs = list(c.get("records") or ())
+                for rec, (part, off) in zip(recs, send(recs), strict=True):
+                    emit(event="produced", seq=rec.get("seq"), partition=part, offset=off)
+            else:
+                steps[op]()
+            emit(event="txn", step=op)
+        except Exception as exc:  # noqa: BLE001 - the parent needs the client's own failure
+            emit(event="txn_failed", step=op, error=type(exc).__name__, message=str(exc))
+
+
+def ck_txn_producer(cmd: Cmd) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    timeout_s = min(cmd["timeout_ms"] / 1000, 60.0)
+    conf = _ck_producer_conf(cmd)
+    conf["transactional.id"] = cmd["transactional_id"]
+    conf["message.timeout.ms"] = min(int(conf["message.timeout.ms"]), 60000)  # <= transaction.timeout.ms
+    p = Producer(conf)
+    p.init_transactions(timeout_s)
+
+    def send(recs: list[Cmd]) -> list[tuple[int, int]]:
+        out: list[tuple[int, int] | str | None] = [None] * len(recs)
+
+        def cb(i: int) -> Callable[[Any, Any], None]:
+            def done(err: Any, msg: Any) -> None:
+                out[i] = str(err) if err is not None else (msg.partition(), msg.offset())
+            return done
+
+        for i, rec in enumerate(recs):
+            p.produce(cmd["topic"], on_delivery=cb(i), **_ck_record_kwargs(rec))
+        if p.flush(timeout_s):
+            raise KafkaException(f"records not delivered in {timeout_s}s")
+        if not all(isinstance(r, tuple) for r in out):
+            raise KafkaException(f"delivery failed: {out}")
+        return [r for r in out if isinstance(r, tuple)]
+
+    _txn_loop(cmd, p.begin_transaction, send, lambda: p.commit_transaction(timeout_s),
+              lambda: p.abort_transaction(timeout_s))
+    p.flush(1)
+    emit(event="closed")
+
+
+def kp_txn_producer(cmd: Cmd) -> None:
+    from kafka import KafkaProducer
+
+    timeout_s = min(cmd["timeout_ms"] / 1000, 60.0)
+    conf = _kp_producer_conf(cmd)
+    conf["transactional_id"] = cmd["transactional_id"]
+    p = KafkaProducer(**conf)
+    p.init_transactions()
+
+    def send(recs: list[Cmd]) -> list[tuple[int, int]]:
+        futures = []
+        for rec in recs:
+            part = rec.get("partition")
+            futures.append(p.send(cmd["topic"], value=_unhex(rec.get("value")), key=_unhex(rec.get("key")),
+                                  headers=_headers_in(rec), partition=None if part is None else int(part)))
+        p.flush(timeout=timeout_s)
+        return [(md.partition, md.offset) for md in (f.get(timeout=timeout_s) for f in futures)]
+
+    try:
+        _txn_loop(cmd, p.begin_transaction, send, p.commit_transaction, p.abort_transaction)
+    finally:
+        p.close(timeout=5)
+    emit(event="closed")
+
+
+async def _aio_txn_producer(cmd: Cmd) -> None:
+    conf_cmd = dict(cmd)
+    conf_cmd["config"] = {**(cmd.get("config") or {}), "transactional_id": cmd["transactional_id"]}
+    p = _aio_producer(conf_cmd)
+    await asyncio.wait_for(p.start(), 30)  # start() runs InitProducerId for a transactional producer
+    loop = asyncio.get_running_loop()
+
+    async def send(recs: list[Cmd]) -> list[tuple[int, int]]:
+        futures = []
+        for rec in recs:
+            part = rec.get("partition")
+            futures.append(await p.send(cmd["topic"], value=_unhex(rec.get("value")), key=_unhex(rec.get("key")),
+                                        headers=_headers_in(rec), partition=None if part is None else int(part)))
+        out = []
+        for f in futures:
+            md = await asyncio.wait_for(f, 30)
+            out.append((md.partition, md.offset))
+        return out
+
+    async def begin() -> None:
+        await p.begin_transaction()  # aiokafka's begin is a coroutine
+
+    def sync(coro_fn: Callable[..., Any]) -> Callable[..., Any]:
+        # _txn_loop is synchronous: it runs in a worker thread and hands each step to this loop.
+        return lambda *a: asyncio.run_coroutine_threadsafe(coro_fn(*a), loop).result(60)
+
+    try:
+        await loop.run_in_executor(None, _txn_loop, cmd, sync(begin), sync(send),
+                                   sync(p.commit_transaction), sync(p.abort_transaction))
+    finally:
+        await p.stop()
+    emit(event="closed")
+
+
 OPS: dict[str, dict[str, Callable[[Cmd], None]]] = {
     "confluent_kafka": {
         "produce": ck_produce,
         "consume": ck_consume,
         "member": ck_member,
         "producer": ck_producer,
+        "txn_producer": ck_txn_producer,
     },
     "kafka_python": {
         "produce": kp_produce,
         "consume": kp_consume,
         "member": kp_member,
         "producer": kp_producer,
+        "txn_producer": kp_txn_producer,
     },
     "aiokafka": {
         "produce": lambda c: asyncio.run(_aio_produce(c)),
         "consume": lambda c: asyncio.run(_aio_consume(c)),
         "member": lambda c: asyncio.run(_aio_member(c)),
         "producer": lambda c: asyncio.run(_aio_producer_session(c)),
+        "txn_producer": lambda c: asyncio.run(_aio_txn_producer(c)),
     },
 }
 
@@ -678,7 +802,7 @@ def main(argv: list[str]) -> int:
         cmd = json.loads(sys.stdin.readline())
         op = OPS[argv[0]][cmd["op"]]
         op(cmd)
-        if cmd["op"] not in ("member", "producer"):
+        if cmd["op"] not in ("member", "producer", "txn_producer"):
             emit(event="done")
         return 0
     except Exception as exc:  # noqa: BLE001 - the parent needs every failure as an event

@@ -23,6 +23,13 @@ cannot take the test runner down. All programs speak the same protocol:
   "seq", "message"}`` (``seq`` is null where the client cannot tell which record was
   acknowledged: kcat). ``{"op": "stop"}`` or EOF flushes, closes and reports ``closed``.
 
+* ``{"op": "txn_producer", "bootstrap", "topic", "transactional_id", "timeout_ms", "config"}``
+  starts a transactional producer: it initializes (InitProducerId), says ``ready``, then takes
+  one step at a time: ``{"op": "begin"}``, ``{"op": "send", "records": [WireRecord + "seq"]}``
+  (sent and flushed: each record reported as ``produced``), ``{"op": "commit"}``,
+  ``{"op": "abort"}``; each step ends with ``{"event": "txn", "step"}`` or ``{"event":
+  "txn_failed", "step", "error", "message"}``. ``stop`` or EOF closes it (``closed``).
+
 WireRecord: ``{"key": hex|null, "value": hex|null, "headers": [[name, hex|null], ...],
 "partition": int|null, "offset": int}``; hex keeps binary data intact.
 """
@@ -49,6 +56,7 @@ __all__ = [
     "ProduceResult",
     "ProducerSession",
     "Record",
+    "TxnProducerSession",
 ]
 
 ALL_CODECS: tuple[str, ...] = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -264,6 +272,74 @@ class ProducerSession(_Session):
         self.proc.close(grace_s=2.0)
 
 
+@dataclass(slots=True)
+class TxnProducerSession(_Session):
+    """A transactional producer process (``op: txn_producer``), driven one step at a time."""
+
+    acks: list[Ack] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)  # completed steps, in order
+    failed: tuple[str, str] | None = None  # (step, message) of the last failed step
+    sent: int = 0
+    KIND: ClassVar[str] = "transactional producer"
+
+    def _apply_own(self, kind: object, ev: Event) -> bool:
+        if kind == "produced":
+            self.acks.append(Ack(ev.get("seq"), ev.get("partition"), ev.get("offset")))
+        elif kind == "txn":
+            self.steps.append(str(ev.get("step")))
+        elif kind == "txn_failed":
+            self.failed = (str(ev.get("step")), f"{ev.get('error')}: {ev.get('message')}")
+        else:
+            return False
+        return True
+
+    def _step(self, command: dict[str, Any], timeout_s: float) -> None:
+        done = len(self.steps)
+        self.failed = None
+        self.proc.send(command)
+        deadline = time.monotonic() + timeout_s
+        while len(self.steps) == done:
+            if self.failed is not None:
+                raise ConformanceError(f"{self.client}: transaction step {self.failed[0]} failed: {self.failed[1]}")
+            if not self.pump(deadline):
+                raise ConformanceError(f"{self.client}: transaction step {command['op']} did not finish in "
+                                       f"{timeout_s:.0f}s ({self.proc.diagnostics()})")
+
+    def begin(self, timeout_s: float = 30.0) -> None:
+        self._step({"op": "begin"}, timeout_s)
+
+    def send(self, records: Sequence[Record], timeout_s: float = 30.0) -> list[Ack]:
+        """Send records in the open transaction and wait until each is acknowledged."""
+        wire = []
+        for r in records:
+            w = r.to_wire()
+            w["seq"] = self.sent
+            self.sent += 1
+            wire.append(w)
+        before = len(self.acks)
+        self._step({"op": "send", "records": wire}, timeout_s)
+        return self.acks[before:]
+
+    def commit(self, timeout_s: float = 30.0) -> None:
+        self._step({"op": "commit"}, timeout_s)
+
+    def abort(self, timeout_s: float = 30.0) -> None:
+        self._step({"op": "abort"}, timeout_s)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        with contextlib.suppress(ConformanceError):
+            self.proc.send({"op": "stop"})
+        self.proc.close_stdin()
+        while not self.closed:
+            if not self.pump(deadline):
+                self.proc.close(grace_s=0)
+                raise ConformanceError(f"{self.client} transactional producer did not close in {timeout_s}s")
+
+    def kill(self) -> None:
+        self.proc.close(grace_s=2.0)
+
+
 class ClientAdapter(ABC):
     """One real Kafka client. Subclasses say how to launch its JSON-lines program."""
 
@@ -285,7 +361,11 @@ class ClientAdapter(ABC):
     # Consumer settings for the failover scenario's reads.
     failover_consumer_config: ClassVar[Mapping[str, Any]] = {}
     # Driver operations the client's program understands (the built-in drivers: all of them).
-    supported_ops: ClassVar[frozenset[str]] = frozenset({"produce", "consume", "member", "producer"})
+    supported_ops: ClassVar[frozenset[str]] = frozenset({"produce", "consume", "member", "producer", "txn_producer"})
+    # Why the client has no transactional producer this harness can drive step by step (None: it has).
+    no_transactions: ClassVar[str | None] = None
+    # Consumer settings that make the client read committed records only (KIP-98 read_committed).
+    read_committed_config: ClassVar[Mapping[str, Any]] = {"isolation.level": "read_committed"}
 
     def available(self) -> bool:
         """Whether the client is installed here."""
@@ -408,6 +488,22 @@ class ClientAdapter(ABC):
         """Start a long-lived producer; returns once it reports ``ready``."""
         return self._start_session(ProducerSession, {
             "op": "producer", "bootstrap": bootstrap, "topic": topic, "compression": compression, "acks": acks,
+            "timeout_ms": int(lifetime_s * 1000), "config": dict(config or {}),
+        }, ready_timeout_s)
+
+    def start_txn_producer(
+        self,
+        bootstrap: str,
+        topic: str,
+        transactional_id: str,
+        *,
+        lifetime_s: float = 120.0,
+        ready_timeout_s: float = 60.0,
+        config: Mapping[str, Any] | None = None,
+    ) -> TxnProducerSession:
+        """Start a transactional producer; returns once it has its producer id (``ready``)."""
+        return self._start_session(TxnProducerSession, {
+            "op": "txn_producer", "bootstrap": bootstrap, "topic": topic, "transactional_id": transactional_id,
             "timeout_ms": int(lifetime_s * 1000), "config": dict(config or {}),
         }, ready_timeout_s)
 

@@ -48,6 +48,7 @@ class KafkajsAdapter(_NodeAdapter):
         },
     }
     failover_idempotent = True
+    read_committed_config = {"consumer": {"readUncommitted": False}}
     failover_no_live_read = (
         "kafkajs reads only as a group member, and an uncommitted group re-reads after a rebalance"
     )
@@ -73,3 +74,4 @@ class KafkatsAdapter(_NodeAdapter):
         "('background fetch failed'), so a partition whose leader's broker died is never fetched again"
     )
     failover_idempotent = True
+    read_committed_config = {"consumer": {"isolationLevel": "read_committed"}}

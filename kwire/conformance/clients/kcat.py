@@ -18,6 +18,11 @@ class KcatAdapter(ClientAdapter):
     binary_headers = False
     failover_config = {"enable.idempotence": "true"}
     failover_idempotent = True
+    no_transactions = (
+        "kcat -X transactional.id=… commits the whole run as one transaction at exit: it can neither "
+        "abort nor interleave transactions (its commit is tested in tests/broker/server/"
+        "test_transactions_real_clients.py)"
+    )
 
     def unavailable_reason(self) -> str | None:
         if shutil.which("kcat") is None and shutil.which("kafkacat") is None:

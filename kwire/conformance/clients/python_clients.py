@@ -66,6 +66,7 @@ class KafkaPythonAdapter(_PythonAdapter):
     distribution = "kafka-python"
     failover_config = {"enable_idempotence": True}
     failover_idempotent = True
+    read_committed_config = {"isolation_level": "read_committed"}
     failover_no_live_read = (
         "kafka-python 3.0.12's fetcher marks a node as having a fetch in flight before send(), and "
         "send() raises UnknownBrokerIdError for a broker that just left the metadata (it is down): "
@@ -92,6 +93,7 @@ class AiokafkaAdapter(_PythonAdapter):
     # a partition whose leader moved between its metadata and its reset waits for the next
     # periodic refresh, 5 minutes by default.
     failover_consumer_config = {"metadata_max_age_ms": 1000}
+    read_committed_config = {"isolation_level": "read_committed"}
 
     @property
     def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]

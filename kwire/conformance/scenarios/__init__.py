@@ -23,6 +23,7 @@ from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, kip848_group
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
+from kwire.conformance.scenarios.transactions import transactions
 from kwire.errors import ConformanceError
 
 __all__ = [
@@ -42,6 +43,7 @@ SCENARIOS: dict[str, Scenario] = {
     "consumer_group": consumer_group,
     "kip848_group": kip848_group,
     "failover": failover,
+    "transactions": transactions,
     **SHARE_SCENARIOS,
 }
 
@@ -52,6 +54,7 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "consumer_group": frozenset({"produce", "member"}),
     "kip848_group": frozenset({"produce", "member"}),
     "failover": frozenset({"producer", "consume"}),
+    "transactions": frozenset({"txn_producer", "consume"}),
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
     **{name: frozenset() for name in SHARE_SCENARIOS},
 }

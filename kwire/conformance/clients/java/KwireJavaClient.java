@@ -86,6 +86,7 @@ public final class KwireJavaClient {
                 case "consume": consume(cmd); break;
                 case "member": member(cmd); break;
                 case "producer": producer(cmd); break;
+                case "txn_producer": txnProducer(cmd); break;
                 default: throw new IllegalArgumentException("unknown op " + op);
             }
         } catch (Throwable t) {
@@ -173,6 +174,53 @@ public final class KwireJavaClient {
             }
             // flush() waits for every record's callback (bounded by delivery.timeout.ms).
             producer.flush();
+        }
+        emit(obj("event", "closed"));
+    }
+
+    // A transactional producer driven one step at a time: begin, send (flushed), commit, abort.
+    private static void txnProducer(Map<String, Object> cmd) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + num(cmd, "timeout_ms", 120000);
+        String topic = str(cmd, "topic", null);
+        Properties props = producerProps(cmd);
+        props.put("transactional.id", str(cmd, "transactional_id", null));
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+            producer.initTransactions();
+            emit(obj("event", "ready"));
+            while (System.currentTimeMillis() < deadline) {
+                Object line = STDIN.poll(100, TimeUnit.MILLISECONDS);
+                if (line == null) continue;
+                if (line == EOF) break;
+                Map<String, Object> c = asMap(Json.parse((String) line));
+                String step = str(c, "op", "");
+                if (step.equals("stop")) break;
+                try {
+                    switch (step) {
+                        case "begin": producer.beginTransaction(); break;
+                        case "commit": producer.commitTransaction(); break;
+                        case "abort": producer.abortTransaction(); break;
+                        case "send": {
+                            List<Object> recs = asList(c.get("records"));
+                            List<Future<RecordMetadata>> futures = new ArrayList<>();
+                            for (Object o : recs) futures.add(producer.send(producerRecord(topic, asMap(o))));
+                            producer.flush();
+                            for (int i = 0; i < recs.size(); i++) {
+                                RecordMetadata md = futures.get(i).get(30, TimeUnit.SECONDS);
+                                emit(obj("event", "produced", "seq", num(asMap(recs.get(i)), "seq", -1),
+                                         "partition", md.partition(), "offset", md.offset()));
+                            }
+                            break;
+                        }
+                        default: throw new IllegalArgumentException("unknown step " + step);
+                    }
+                    emit(obj("event", "txn", "step", step));
+                } catch (Exception e) {
+                    Throwable root = e;
+                    while (root.getCause() != null && root.getCause() != root) root = root.getCause();
+                    emit(obj("event", "txn_failed", "step", step, "error", root.getClass().getSimpleName(),
+                             "message", String.valueOf(root.getMessage())));
+                }
+            }
         }
         emit(obj("event", "closed"));
     }

@@ -76,6 +76,41 @@ class Assignment {
   report() { emit({ event: 'assignment', partitions: [...this.owned].sort((a, b) => a - b) }) }
 }
 
+// A transactional producer driven one step at a time (op txn_producer): ``steps`` gives the
+// client's begin/send/commit/abort; each step is answered with a "txn" or "txn_failed" event.
+async function txnLoop(cmd, next, steps) {
+  const deadline = Date.now() + cmd.timeout_ms
+  for (;;) {
+    const line = await nextBefore(next, deadline)
+    if (line === null) break
+    const c = JSON.parse(line)
+    if (c.op === 'stop') break
+    try {
+      if (c.op === 'send') {
+        const placed = await steps.send(c.records || [])
+        c.records.forEach((r, i) => emit({ event: 'produced', seq: r.seq, partition: placed[i][0], offset: placed[i][1] }))
+      } else if (c.op in steps && c.op !== 'send') {
+        await steps[c.op]()
+      } else {
+        throw new Error(`unknown step ${c.op}`)
+      }
+      emit({ event: 'txn', step: c.op })
+    } catch (e) {
+      emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
+    }
+  }
+}
+
+const jsMessages = (records) => records.map((r) => {
+  const m = {
+    key: unhex(r.key),
+    value: unhex(r.value),
+    headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
+  }
+  if (r.partition !== null && r.partition !== undefined) m.partition = r.partition
+  return m
+})
+
 // ---- kafkajs ---------------------------------------------------------------------------
 
 const kafkajs = {
@@ -194,6 +229,39 @@ const kafkajs = {
       chain = chain.then(() => sendChunk(records))
     }
     await withDeadline(chain, Math.max(deadline - Date.now(), 1000), 'kafkajs producer flush')
+    await producer.disconnect()
+    emit({ event: 'closed' })
+  },
+
+  // kafkajs: producer.transaction() begins; txn.send / commit / abort. Its send answers one
+  // base offset per partition, so records name their partition (the scenario always does).
+  async txn_producer(cmd, next) {
+    const kafka = kafkajs.client(cmd)
+    const producer = kafka.producer({
+      transactionalId: cmd.transactional_id, idempotent: true, maxInFlightRequests: 1,
+      ...(cmd.config || {}).producer,
+    })
+    await producer.connect() // runs InitProducerId for a transactional producer
+    emit({ event: 'ready' })
+    let txn = null
+    await txnLoop(cmd, next, {
+      begin: async () => { txn = await producer.transaction() },
+      send: async (records) => {
+        if (records.some((r) => r.partition === null || r.partition === undefined)) {
+          throw new Error('the kafkajs driver needs an explicit partition for every transactional record')
+        }
+        const res = await txn.send({ topic: cmd.topic, messages: jsMessages(records), acks: -1 })
+        const base = new Map(res.map((m) => [m.partition, BigInt(m.baseOffset)]))
+        const seen = new Map()
+        return records.map((r) => {
+          const n = seen.get(r.partition) || 0n
+          seen.set(r.partition, n + 1n)
+          return [r.partition, Number(base.get(r.partition) + n)]
+        })
+      },
+      commit: async () => { await txn.commit(); txn = null },
+      abort: async () => { await txn.abort(); txn = null },
+    })
     await producer.disconnect()
     emit({ event: 'closed' })
   },
@@ -355,6 +423,75 @@ const kafkats = {
     emit({ event: 'closed' })
   },
 
+  // kafkats has only the callback form producer.transaction(async tx => ...): commit when the
+  // callback resolves, abort when it throws. Each transaction is one callback that waits for
+  // the steps the parent sends; InitProducerId runs at the first transaction.
+  async txn_producer(cmd, next) {
+    const client = await kafkats.client(cmd)
+    const producer = client.producer({
+      transactionalId: cmd.transactional_id, idempotent: true, acks: 'all', lingerMs: 0,
+      ...(cmd.config || {}).producer,
+    })
+    emit({ event: 'ready' })
+    const ABORT = new Error('kwire: abort requested')
+    let inbox = null // the open transaction's step channel
+    let ended = null // resolves when the open transaction's callback settles
+    await txnLoop(cmd, next, {
+      begin: async () => {
+        const queue = []
+        const waiting = []
+        inbox = {
+          put: (step) => new Promise((resolve, reject) => {
+            const item = { step, resolve, reject }
+            if (waiting.length) waiting.shift()(item)
+            else queue.push(item)
+          }),
+          take: () => new Promise((resolve) => { if (queue.length) resolve(queue.shift()); else waiting.push(resolve) }),
+        }
+        const box = inbox
+        let started
+        const begun = new Promise((resolve) => { started = resolve })
+        ended = producer.transaction(async (tx) => {
+          started()
+          for (;;) {
+            const item = await box.take()
+            if (item.step.op === 'commit') { item.resolve(); return }
+            if (item.step.op === 'abort') { item.resolve(); throw ABORT }
+            try {
+              const res = await tx.send(cmd.topic, jsMessages(item.step.records))
+              const list = Array.isArray(res) ? res : [res]
+              item.resolve(list.map((r) => [r.partition, Number(r.offset)]))
+            } catch (e) {
+              item.reject(e)
+              throw e
+            }
+          }
+        })
+        ended.catch(() => {}) // settled below; avoid an unhandled rejection meanwhile
+        await Promise.race([begun, ended])
+      },
+      send: async (records) => inbox.put({ op: 'send', records }),
+      commit: async () => {
+        await inbox.put({ op: 'commit' })
+        await ended // the commit (EndTxn) happens after the callback resolves
+      },
+      abort: async () => {
+        await inbox.put({ op: 'abort' })
+        try {
+          await ended
+        } catch (e) {
+          // kafkats rethrows the callback's error wrapped as TransactionAbortedError once aborted
+          const ours = e === ABORT || (e && e.cause === ABORT) ||
+            (e && e.name === 'TransactionAbortedError' && String(e.message).includes(ABORT.message))
+          if (!ours) throw e
+        }
+      },
+    })
+    await producer.disconnect()
+    await client.disconnect()
+    emit({ event: 'closed' })
+  },
+
   record(m) {
     return {
       event: 'record',
@@ -451,7 +588,7 @@ async function main() {
     throw new Error(`unknown op ${cmd.op}`)
   }
   await impl[cmd.op](cmd, next)
-  if (cmd.op !== 'member' && cmd.op !== 'producer') emit({ event: 'done' })
+  if (!['member', 'producer', 'txn_producer'].includes(cmd.op)) emit({ event: 'done' })
 }
 
 // Exit once stdout has drained: writes to a full pipe are queued, and process.exit()
