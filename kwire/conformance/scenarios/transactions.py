@@ -63,12 +63,12 @@ def transactions(adapter: ClientAdapter, bootstrap: str, control: BrokerControl)
         for name in ("a", "b"):
             producers[name] = adapter.start_txn_producer(bootstrap, topic, unique_name(f"kw-txn-{name}"))
         committed, aborted, markers = _run_plan(adapter.name, producers)
-        for p in producers.values():
-            p.stop()
+        for session in producers.values():
+            session.stop()
     finally:
-        for p in producers.values():
-            if not p.closed:
-                p.kill()
+        for session in producers.values():
+            if not session.closed:
+                session.kill()
 
     got = adapter.consume(bootstrap, topic, group_id=None, count=sum(map(len, committed.values())),
                           timeout_s=45, config=adapter.read_committed_config)
