@@ -325,6 +325,40 @@ class Broker:
 
         return self._peek(run)
 
+    def fail_txn_markers(self, *, topic: str | None = None, partition: int | None = None,
+                         error_code: int | str = "NOT_LEADER_OR_FOLLOWER", times: int | None = 1) -> None:
+        """Fault injection: the next ``times`` transaction-marker writes (to ``topic``/``partition``
+        when given) fail with ``error_code``. The transaction stays in PrepareCommit/PrepareAbort
+        (clients get CONCURRENT_TRANSACTIONS) and the coordinator retries the marker every
+        100 ms of broker time (``advance`` drives it), as Kafka's marker channel does (TX-15, TX-18)."""
+        code = resolve_error_code(error_code)
+
+        def run() -> None:
+            from kwire.broker.core.txn_coordinator import txn_coordinator
+
+            coord = txn_coordinator(self.core)
+            if coord is None or not hasattr(coord.markers, "forced_failures"):
+                raise KwireError("this broker has no transaction coordinator writing markers to its logs")
+            coord.markers.forced_failures.append([topic, partition, code, times])
+
+        self.call(run)
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        """One partition's offsets as the broker holds them: log start, high watermark, last stable
+        offset (TX-20) and the open transactions (producer id, epoch, first offset)."""
+
+        def run() -> dict[str, Any]:
+            p = self.core.cluster.partition(topic, partition)
+            if p is None:
+                raise KwireError(f"{topic}-{partition} does not exist")
+            log = p.log
+            open_txns = [{"producer_id": pid, "producer_epoch": e.epoch, "first_offset": e.txn_first_offset}
+                         for pid, e in sorted(p.producers.entries.items()) if e.txn_first_offset is not None]
+            return {"log_start_offset": log.log_start_offset, "high_watermark": log.high_watermark,
+                    "last_stable_offset": log.last_stable_offset, "open_transactions": open_txns}
+
+        return self._peek(run)
+
     # --- share groups -----------------------------------------------------------------------
     def share_state(self, group_id: str, topic: str, partition: int) -> dict[str, Any] | None:
         """A share partition as the broker holds it: the start and end offsets (SPSO, SPEO) and each

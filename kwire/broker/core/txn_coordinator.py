@@ -1012,6 +1012,21 @@ class LogMarkerWriter:
 
     def __init__(self, core: Any) -> None:
         self.core = core
+        # Fault injection (Broker.fail_txn_markers): [topic or None, partition or None, error code,
+        # writes left or None for every one]; a marker write that matches fails with the code.
+        self.forced_failures: list[list[Any]] = []
+
+    def _forced(self, topic: str, index: int) -> int | None:
+        for rule in self.forced_failures:
+            r_topic, r_part, code, left = rule
+            if r_topic not in (None, topic) or r_part not in (None, index):
+                continue
+            if left is not None:
+                rule[3] = left - 1
+                if rule[3] <= 0:
+                    self.forced_failures.remove(rule)
+            return int(code)
+        return None
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       partitions: list[TopicPartition], transaction_version: int = 2) -> dict[TopicPartition, int]:
@@ -1022,6 +1037,10 @@ class LogMarkerWriter:
             p = core.cluster.partition(topic, index)
             if p is None:
                 out[(topic, index)] = ErrorCode.NONE  # gone: nothing to write (the marker channel drops it)
+                continue
+            forced = self._forced(topic, index)
+            if forced is not None:
+                out[(topic, index)] = forced
                 continue
             node = core.cluster.nodes.get(p.leader_id)
             if node is None or not node.up:

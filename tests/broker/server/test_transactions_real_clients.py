@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kwire.clock import JumpClock
+from kwire.clock import JumpClock, ManualClock
 from kwire.conformance.paths import java_lib_dir
 from kwire.control import Broker, BrokerConfig
 
@@ -251,3 +251,101 @@ def test_a_restart_on_the_data_dir_keeps_transactions(tmp_path: Path) -> None:
         assert read_all(second, "read_committed", 3) == [b"c1", b"c2", b"c3"]
     finally:
         second.stop()
+
+
+def read_assigned(b: Broker, isolation: str, expect: int, timeout_s: float = 15) -> list[bytes]:
+    """Read both partitions of "t" without a group (no join: works on a clock that stands still)."""
+    c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "unused", "isolation.level": isolation,
+                     "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        c.assign([ck.TopicPartition("t", p, ck.OFFSET_BEGINNING) for p in (0, 1)])
+        deadline = time.monotonic() + timeout_s
+        while len(got) < expect and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        for _ in range(3):  # a little more: nothing further may come
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+    finally:
+        c.close()
+    return sorted(got)
+
+
+def _txn_row(b: Broker, tid: str) -> dict[str, Any]:
+    return next(r for r in b.transactions() if r["transactional_id"] == tid)
+
+
+@pytest.mark.rule("TX-15, TX-18, TX-20")
+def test_a_failed_marker_write_holds_the_transaction_until_its_retry() -> None:
+    """TX-18: a marker write that fails leaves that partition's transaction open (its LSO stays at
+    the transaction's first offset, TX-20) and the transaction in PrepareCommit (TX-15) while the
+    other partition's marker is written; the coordinator retries on the broker clock (100 ms)."""
+    with Broker(BrokerConfig(log_connections=False), clock=ManualClock()) as b:
+        b.create_topic("t", partitions=2)
+        b.fail_txn_markers(topic="t", partition=0, times=1)
+        p = producer(b, "mk")
+        p.begin_transaction()
+        p.produce("t", b"c0", partition=0)
+        p.produce("t", b"c1", partition=1)
+        p.commit_transaction(20)
+        row = _txn_row(b, "mk")
+        assert (row["state_name"], row["pending_markers"]) == ("PrepareCommit", [["t", 0]])
+        held, done = b.partition_state("t", 0), b.partition_state("t", 1)
+        assert held["last_stable_offset"] == 0 < held["high_watermark"] == 1
+        assert [t["first_offset"] for t in held["open_transactions"]] == [0]
+        assert done["last_stable_offset"] == done["high_watermark"] == 2 and done["open_transactions"] == []
+        assert read_assigned(b, "read_committed", 1) == [b"c1"]
+        b.advance(99)
+        assert _txn_row(b, "mk")["state_name"] == "PrepareCommit"
+        b.advance(1)
+        assert _txn_row(b, "mk")["state_name"] == "CompleteCommit"
+        assert b.partition_state("t", 0)["last_stable_offset"] == 2  # record and marker
+        assert read_assigned(b, "read_committed", 2) == [b"c0", b"c1"]
+
+
+@pytest.mark.rule("TX-15")
+def test_concurrent_transactions_injected_on_end_txn_is_retried_by_the_client(broker: Broker) -> None:
+    """TX-15: EndTxn answered CONCURRENT_TRANSACTIONS (injected for the next two) is retried by the
+    client; the third attempt commits and the records become visible once."""
+    p = producer(broker, "busy")
+    p.begin_transaction()
+    p.produce("t", b"once", partition=0)
+    p.flush(20)
+    broker.start_recording()
+    broker.inject_error(api_key="EndTxn", error_code="CONCURRENT_TRANSACTIONS", times=2)
+    p.commit_transaction(30)
+    end_txns = [e for e in broker.recorded() if e.api_key == 26]
+    assert [e.response.error_code for e in end_txns] == [51, 51, 0]
+    assert _txn_row(broker, "busy")["state_name"] == "CompleteCommit"
+    assert read_all(broker, "read_committed", 1) == [b"once"]
+
+
+@pytest.mark.rule("TX-20, TX-21")
+def test_list_offsets_latest_under_read_committed_is_the_lso() -> None:
+    """TX-20: ListOffsets latest with read_committed answers the last stable offset, with
+    read_uncommitted the high watermark (a consumer's end offsets, librdkafka's query_watermark
+    answers the same numbers as the broker's state)."""
+    with Broker(BrokerConfig(log_connections=False), clock=ManualClock()) as b:
+        b.create_topic("t", partitions=2)
+        b.produce("t", [b"plain-1", b"plain-2"])
+        p = producer(b, "lso")
+        p.begin_transaction()
+        p.produce("t", b"open", partition=0)
+        p.flush(20)
+        b.start_recording()
+
+        def latest(isolation: str) -> int:
+            c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "unused", "isolation.level": isolation})
+            try:
+                return int(c.get_watermark_offsets(ck.TopicPartition("t", 0), timeout=10, cached=False)[1])
+            finally:
+                c.close()
+
+        assert (latest("read_committed"), latest("read_uncommitted")) == (2, 3)
+        lists = [e for e in b.recorded() if e.api_key == 2]
+        assert {e.request.isolation_level for e in lists} == {0, 1}
+        p.commit_transaction(20)
+        assert latest("read_committed") == latest("read_uncommitted") == 4
