@@ -250,6 +250,9 @@ class BrokerCore:
         self.recording: list[Exchange] | None = None
         # Called with each recorded exchange once answered (kwire broker -v prints a line).
         self.on_answer: Callable[[Exchange], None] | None = None
+        # Called after each handler and each fired deadline, before any answer leaves: the data
+        # dir makes what changed durable there (a KafkaError fails the request with its code).
+        self.before_answer: list[Callable[[], None]] = []
         # api key -> max version advertised (simulating an older broker); None = all implemented
         self.version_caps: dict[int, int] = {}
         self._listeners_changed: list[Callable[[], None]] = []
@@ -347,12 +350,24 @@ class BrokerCore:
         response codes; per-resource errors are caught by the handlers themselves)."""
         try:
             response = spec.handle(ctx, body)
+            for fn in self.before_answer:
+                fn()
         except KafkaError as exc:
-            return self._error_answer(ctx, spec, body, exc)
+            return self._error_answer(ctx, spec, body, self._persist_after_error(exc))
         except Exception as exc:  # noqa: BLE001 - a handler bug must cost one request, not the broker
             log.exception("handler for %s v%d failed", spec.name, ctx.api_version)
             return self._internal_error(ctx, spec, body, f"{spec.name} handler error: {exc}")
         return self._respond(ctx, response)
+
+    def _persist_after_error(self, exc: KafkaError) -> KafkaError:
+        """A handler that failed may have changed state first: persist it; a persistence
+        failure is then the request's answer."""
+        try:
+            for fn in self.before_answer:
+                fn()
+        except KafkaError as failed:
+            return failed
+        return exc
 
     def _error_answer(self, ctx: RequestContext, spec: HandlerSpec, body: Any, exc: KafkaError) -> Outcome:
         """``spec.error_response(ctx, body, exc.code)``; close when the API has no error field."""
@@ -505,7 +520,7 @@ class BrokerCore:
 
     def fire_due(self) -> int:
         """Fire every deadline due at the clock's current time (the clock does not move)."""
-        return self.deadlines.fire_due(self.clock.now_ms(), after=self.run_wakeups)
+        return self.deadlines.fire_due(self.clock.now_ms(), after=self._after_timer)
 
     def advance_to(self, target_ms: int) -> int:
         """Step a manual clock to ``target_ms`` through each deadline due on the way.
@@ -519,7 +534,7 @@ class BrokerCore:
             target_ms = max(target_ms, clock.now_ms())  # real time may have passed it already
         elif not isinstance(clock, ManualClock):
             raise KwireError("stepping the clock needs a ManualClock or a JumpClock")
-        return self.deadlines.run_until(target_ms, clock, after=self.run_wakeups)
+        return self.deadlines.run_until(target_ms, clock, after=self._after_timer)
 
     def advance(self, ms: int) -> int:
         """``advance_to(now + ms)``; returns the new time."""
@@ -594,6 +609,14 @@ class BrokerCore:
         """Look at every long poll (leaders moved, a broker went down)."""
         if self._parked:
             self._wake_all = True
+
+    def _after_timer(self) -> None:
+        for fn in self.before_answer:
+            try:
+                fn()
+            except KafkaError as exc:  # nobody to answer: the next request or timer tries again
+                log.error("persisting after a timer failed: %s", exc)
+        self.run_wakeups()
 
     def run_wakeups(self) -> None:
         """Answer the woken long polls that are ready, in the order they parked.

@@ -58,6 +58,10 @@ class OffsetStore(Subsystem):
     # Called with (group, topic, partition, offset or None when removed) on every change of a
     # committed offset, before the request that made it is answered (persistence).
     on_change: list[Callable[[str, str, int, CommittedOffset | None], None]] = field(default_factory=list)
+    # Called with (group, producer id, (topic, partition), offset) for each staged offset and with
+    # (group, producer id, None, None) when a transaction's staged offsets are settled (persistence).
+    on_pending: list[Callable[[str, int, TopicPartition | None, CommittedOffset | None], None]] = field(
+        default_factory=list)
 
     # --- committed ----------------------------------------------------------------------------
     def commit(self, group_id: str, topic: str, partition: int, committed: CommittedOffset) -> None:
@@ -108,6 +112,8 @@ class OffsetStore(Subsystem):
     # --- transactional (TX-23) --------------------------------------------------------------
     def stage(self, group_id: str, producer_id: int, topic: str, partition: int, committed: CommittedOffset) -> None:
         """A TxnOffsetCommit: held back until the transaction ends."""
+        for fn in self.on_pending:
+            fn(group_id, producer_id, (topic, partition), committed)
         self._pending.setdefault(group_id, {}).setdefault(producer_id, {})[(topic, partition)] = committed
 
     def complete(self, group_id: str, producer_id: int, commit: bool) -> int:
@@ -115,13 +121,24 @@ class OffsetStore(Subsystem):
         by_pid = self._pending.get(group_id)
         if by_pid is None:
             return 0
-        staged = by_pid.pop(producer_id, {})
-        if not by_pid:
-            del self._pending[group_id]
+        staged = by_pid.get(producer_id, {})
         if commit:
             for (topic, partition), committed in staged.items():
                 self.commit(group_id, topic, partition, committed)
+        by_pid.pop(producer_id, None)
+        if not by_pid:
+            del self._pending[group_id]
+        for fn in self.on_pending:
+            fn(group_id, producer_id, None, None)
         return len(staged)
+
+    def pending_snapshot(self) -> dict[str, dict[str, list[list[Any]]]]:
+        """Every staged offset as JSON-able data: group -> producer id -> [topic, partition, fields]."""
+        import dataclasses
+
+        return {g: {str(pid): [[t, p, dataclasses.asdict(c)] for (t, p), c in sorted(staged.items())]
+                    for pid, staged in sorted(by_pid.items())}
+                for g, by_pid in sorted(self._pending.items()) if by_pid}
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         return any((topic, partition) in staged for staged in self._pending.get(group_id, {}).values())

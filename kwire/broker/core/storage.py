@@ -83,6 +83,7 @@ log = logging.getLogger("kwire.broker.storage")
 
 METADATA_FILE = "kwire-metadata.json"
 OFFSETS_JOURNAL = "kwire-offsets.journal"
+TXN_JOURNAL = "kwire-transactions.journal"
 METADATA_VERSION = 1
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 # How often (broker clock) the metadata is re-checked and rewritten when it changed; each rewrite
@@ -115,6 +116,7 @@ class Storage(Subsystem):
         self._sync: Deadline | None = None
         self._closed = False
         self._journal: Any = None  # open offsets journal (text file), once something was written
+        self._txn_journal: Any = None  # open transactions journal, once something was written
         self.offline: str | None = None  # why the data dir went offline (a failed write), if it did
 
     @property
@@ -170,9 +172,11 @@ class Storage(Subsystem):
         for w in self._writers.values():
             w.close()
         self._writers.clear()
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        for name in ("_journal", "_txn_journal"):
+            f = getattr(self, name)
+            if f is not None:
+                f.close()
+                setattr(self, name, None)
 
     def _schedule_sync(self) -> None:
         self._sync = self.core.deadlines.at(self.core.clock.now_ms() + SYNC_INTERVAL_MS, self._sync_due)
@@ -331,6 +335,9 @@ class Storage(Subsystem):
         txn = core.subsystems.transactions
         if txn is not None and txn.transactions:
             out["transactions"] = txn.snapshot()
+        pending = core.subsystems.offsets.pending_snapshot()
+        if pending:
+            out["pending_offsets"] = pending
         share = core.subsystems.share_groups
         if share is not None:
             shared = share.snapshot()
@@ -354,13 +361,15 @@ class Storage(Subsystem):
             log.error("data dir %s: cannot write %s: %s", self.root, METADATA_FILE, exc)
             return
         self._last_saved = data
-        # The snapshot holds every committed offset: the journal's lines are in it now.
-        if self._journal is not None:
+        # The snapshot holds every committed offset and transaction: the journals' lines are in it now.
+        for f, name in ((self._journal, OFFSETS_JOURNAL), (self._txn_journal, TXN_JOURNAL)):
+            if f is None:
+                continue
             try:
-                self._journal.seek(0)
-                self._journal.truncate()
+                f.seek(0)
+                f.truncate()
             except OSError as exc:
-                log.error("data dir %s: cannot empty %s: %s", self.root, OFFSETS_JOURNAL, exc)
+                log.error("data dir %s: cannot empty %s: %s", self.root, name, exc)
 
     # --- offsets journal --------------------------------------------------------------------
     def _journal_offset(self, group: str, topic: str, partition: int, committed: Any) -> None:
@@ -378,6 +387,85 @@ class Storage(Subsystem):
             log.error("data dir %s: cannot append to %s: %s", self.root, OFFSETS_JOURNAL, exc)
             self._journal = None
             raise KafkaError(ErrorCode.NOT_COORDINATOR, f"cannot write the offsets journal: {exc}") from None
+
+    # --- transactions journal -----------------------------------------------------------------
+    # Kafka's coordinator appends each transaction state change to __transaction_state, and the
+    # group coordinator each TxnOffsetCommit to __consumer_offsets, before answering; here each
+    # becomes a line of ``kwire-transactions.journal`` (flushed), folded into the metadata by
+    # the next snapshot. A crash loses no acknowledged step: a PrepareCommit found on restart
+    # completes, and offsets staged in it become visible then (TX-15, TX-23).
+    def _txn_write(self, lines: list[str]) -> None:
+        try:
+            if self._txn_journal is None:
+                self._txn_journal = open(self.root / TXN_JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._txn_journal.write("".join(line + "\n" for line in lines))
+            self._txn_journal.flush()
+        except OSError as exc:
+            log.error("data dir %s: cannot append to %s: %s", self.root, TXN_JOURNAL, exc)
+            self._txn_journal = None
+            raise KafkaError(ErrorCode.NOT_COORDINATOR, f"cannot write the transactions journal: {exc}") from None
+
+    def _journal_transactions(self) -> None:
+        txn = self.core.subsystems.transactions
+        if txn is None or not txn.dirty or self._restoring or self._closed:
+            return
+        self._txn_write([json.dumps({"txn": tid, "meta": meta}, sort_keys=True)
+                         for tid, meta in txn.take_dirty().items()])
+
+    def _journal_pending(self, group: str, producer_id: int, tp: Any, committed: Any) -> None:
+        if self._restoring or self._closed:
+            return
+        if tp is None:
+            line = {"settle": [group, producer_id]}
+        else:
+            line = {"stage": [group, producer_id, tp[0], tp[1], dataclasses.asdict(committed)]}
+        self._txn_write([json.dumps(line)])
+
+    def _replay_txn_journal(self, saved: dict[str, Any] | None, pending: dict[str, Any]
+                            ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The snapshot's transactions and staged offsets with the journal's lines applied."""
+        path = self.root / TXN_JOURNAL
+        if not path.exists():
+            return saved, pending
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            self._report(f"{path} is unreadable ({exc}); transaction steps since the last metadata write are lost")
+            return saved, pending
+        data: dict[str, Any] = dict(saved) if saved else {"coordinator_epoch": 0, "transactions": []}
+        by_tid = {d["transactional_id"]: d for d in data.get("transactions", [])}
+        staged = {g: {pid: list(rows) for pid, rows in by_pid.items()} for g, by_pid in pending.items()}
+        for n, line in enumerate(lines, 1):
+            try:
+                row = json.loads(line)
+                if "txn" in row:
+                    if row["meta"] is None:
+                        by_tid.pop(row["txn"], None)
+                    else:
+                        by_tid[row["txn"]] = row["meta"]
+                elif "stage" in row:
+                    group, pid, topic, partition, fields = row["stage"]
+                    rows = staged.setdefault(group, {}).setdefault(str(pid), [])
+                    rows[:] = [r for r in rows if (r[0], r[1]) != (topic, partition)] + [[topic, partition, fields]]
+                else:
+                    group, pid = row["settle"]
+                    staged.get(group, {}).pop(str(pid), None)
+            except (ValueError, TypeError, KeyError) as exc:
+                # A crash mid-append leaves a torn last line; anything after it is not trusted.
+                self._report(f"{path} line {n} unreadable ({exc}); later lines ignored")
+                break
+        data["transactions"] = [by_tid[t] for t in sorted(by_tid)]
+        return data, staged
+
+    def _restore_pending(self, pending: dict[str, Any]) -> None:
+        store = self.core.subsystems.offsets
+        from kwire.broker.core.offsets import CommittedOffset
+
+        for group, by_pid in pending.items():
+            for pid, rows in by_pid.items():
+                for topic, partition, fields in rows:
+                    if topic in self.core.cluster.topics:
+                        store.stage(group, int(pid), topic, int(partition), CommittedOffset(**fields))
 
     def _replay_journal(self) -> None:
         path = self.root / OFFSETS_JOURNAL
@@ -484,10 +572,13 @@ class Storage(Subsystem):
         finally:
             self._restoring = False
         self.core.subsystems.offsets.on_change.append(self._journal_offset)
+        self.core.subsystems.offsets.on_pending.append(self._journal_pending)
+        self.core.before_answer.append(self._journal_transactions)
         self.save_metadata()
-        if self._last_saved:  # the replayed journal is in the metadata now
+        if self._last_saved:  # the replayed journals are in the metadata now
             with contextlib.suppress(OSError):
                 (self.root / OFFSETS_JOURNAL).unlink(missing_ok=True)
+                (self.root / TXN_JOURNAL).unlink(missing_ok=True)
         self._schedule_sync()
 
     def _restore_metadata(self, meta: dict[str, Any]) -> None:
@@ -508,9 +599,13 @@ class Storage(Subsystem):
             self._restore_topic(name, t)
         self._restore_offsets(meta.get("offsets", {}))
         self._replay_journal()
-        if meta.get("transactions") and core.subsystems.transactions is not None:
+        if core.subsystems.transactions is not None:
             try:
-                core.subsystems.transactions.restore(meta["transactions"])
+                txns, pending = self._replay_txn_journal(meta.get("transactions"), meta.get("pending_offsets") or {})
+                self._restore_pending(pending)  # before the coordinator: a Prepare* it finds completes them
+                if txns:
+                    core.subsystems.transactions.restore(txns)
+                core.subsystems.transactions.dirty.clear()  # all of it goes into the metadata below
             except (KeyError, TypeError, ValueError) as exc:
                 self._report(f"transaction state unreadable, transactional ids start afresh: {exc}")
         if meta.get("share_groups") and core.subsystems.share_groups is not None:

@@ -407,6 +407,9 @@ class TransactionCoordinator(Subsystem):
         self._by_producer_id: dict[int, str] = {}
         # every move made, for tests and the control API: (transactional id, from, trigger, to)
         self.on_move: list[Callable[[str, TransactionState, Trigger, TransactionState], None]] = []
+        # Transactional ids changed since persistence last took them (``take_dirty``): what Kafka
+        # appends to __transaction_state before it answers.
+        self.dirty: set[str] = set()
 
     # --- the one place state changes ------------------------------------------------------------
     def _move(self, meta: TransactionMetadata, trigger: Trigger) -> None:
@@ -416,11 +419,20 @@ class TransactionCoordinator(Subsystem):
         old = meta.state
         meta.state = new
         meta.last_update_ms = self.clock.now_ms()
+        self.dirty.add(meta.transactional_id)
         for fn in self.on_move:
             fn(meta.transactional_id, old, trigger, new)
 
     def _index(self, meta: TransactionMetadata) -> None:
         self._by_producer_id[meta.producer_id] = meta.transactional_id
+        self.dirty.add(meta.transactional_id)
+
+    def take_dirty(self) -> dict[str, dict[str, Any] | None]:
+        """The changed transactional ids as persisted data (None: the id expired), and forget them."""
+        out = {tid: (self.transactions[tid].to_json() if tid in self.transactions else None)
+               for tid in sorted(self.dirty)}
+        self.dirty.clear()
+        return out
 
     def _feature(self) -> int:
         return self.settings().transaction_version
@@ -569,6 +581,7 @@ class TransactionCoordinator(Subsystem):
         self.add_partitions(transactional_id, producer_id, producer_epoch, [tp], api_version=api_version,
                             transaction_version=0)
         self.transactions[transactional_id].groups.add(group_id)
+        self.dirty.add(transactional_id)
 
     # --- TxnOffsetCommit (TX-23) --------------------------------------------------------------
     def txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str,
@@ -602,6 +615,7 @@ class TransactionCoordinator(Subsystem):
                           offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
         """Hold offsets back in the offset store until the transaction's markers (after verification)."""
         self.transactions[transactional_id].groups.add(group_id)
+        self.dirty.add(transactional_id)
         for (topic, partition), committed in offsets.items():
             self.offsets.stage(group_id, producer_id, topic, partition, committed)
 
