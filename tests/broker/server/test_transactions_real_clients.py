@@ -349,3 +349,61 @@ def test_list_offsets_latest_under_read_committed_is_the_lso() -> None:
         assert {e.request.isolation_level for e in lists} == {0, 1}
         p.commit_transaction(20)
         assert latest("read_committed") == latest("read_uncommitted") == 4
+
+
+def _java_txn(mode: str, bootstrap: str, **kw: Any) -> Any:
+    java = shutil.which("java")
+    jars = sorted(java_lib_dir().glob("*.jar"))
+    if java is None or not jars:
+        pytest.skip("java or the kafka-clients jars are not installed (tools/install_clients.sh java)")
+    src = Path(__file__).parent / "java" / "TxnScenarios.java"
+    return subprocess.Popen([java, "-cp", ":".join(map(str, jars)), str(src), mode, bootstrap], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+@pytest.mark.rule("TX-23, TX-21")
+def test_java_exactly_once_consume_transform_produce(broker: Broker) -> None:
+    """TX-23: the Java consumer-producer pair reads "in" with read_committed, writes "out" and
+    commits the group's offsets in the same transaction (sendOffsetsToTransaction): the output and
+    the offsets become visible together."""
+    broker.create_topic("in", partitions=1)
+    broker.create_topic("out", partitions=1)
+    broker.produce("in", [f"v{i}".encode() for i in range(5)])
+    proc = _java_txn("eos", broker.bootstrap)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "done 5" in out, err[-3000:]
+    assert [r.value for r in broker.read("out", 0)] == [f"V{i}".encode() for i in range(5)]
+    group = broker.describe_group("eos-g")
+    assert group is not None and group["committed"] == {"in-0": 5}
+
+
+@pytest.mark.rule("TX-3")
+def test_java_zombie_is_fenced_by_a_second_instance(broker: Broker) -> None:
+    """TX-3: a second KafkaProducer with the same transactional.id fences the first: the first's
+    open transaction is aborted and its commit fails with ProducerFencedException."""
+    proc = _java_txn("zombie", broker.bootstrap)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
+    assert "fenced ProducerFencedException" in out or "fenced InvalidProducerEpochException" in out, out
+    assert read_all(broker, "read_committed", 1) == [b"fresh"]
+
+
+@pytest.mark.rule("TX-17")
+def test_java_transaction_times_out_on_the_broker_clock(broker: Broker) -> None:
+    """TX-17: the broker clock jumps past transaction.timeout.ms while the Java producer holds an
+    open transaction: the coordinator aborts it and the producer's commit fails."""
+    proc = _java_txn("timeout", broker.bootstrap)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        line = proc.stdout.readline()
+        assert line.strip() == "sent", (line, proc.stderr.read()[-3000:] if proc.stderr else "")
+        broker.advance(11_000)
+        assert {t["transactional_id"]: t["state_name"] for t in broker.transactions()}["slow"] == "CompleteAbort"
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "commit failed" in out, (out, err[-3000:])
+    assert read_all(broker, "read_committed", 0, timeout_s=3) == []
