@@ -143,6 +143,10 @@ class OffsetStore(Subsystem):
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         return any((topic, partition) in staged for staged in self._pending.get(group_id, {}).values())
 
+    def pending_groups(self) -> list[str]:
+        """Groups holding offsets staged in an open transaction."""
+        return sorted(g for g, by_pid in self._pending.items() if by_pid)
+
     def pending_producers(self, group_id: str) -> list[int]:
         return sorted(self._pending.get(group_id, {}))
 
