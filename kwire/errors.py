@@ -25,6 +25,7 @@ __all__ = [
     "CompressionError",
     "SegmentError",
     "KafkaError",
+    "RecordErrorsError",
     "KafkaProtocolError",
     "ConfigError",
     "CaptureError",
@@ -210,6 +211,15 @@ class KafkaError(KwireError):
     @property
     def error_code(self) -> int:
         return self.code
+
+
+class RecordErrorsError(KafkaError):
+    """A batch refused because of some of its records (Produce v8+ RecordErrors): ``record_errors``
+    lists (batch index, message) for each, as Kafka's LogValidator reports them."""
+
+    def __init__(self, code: int, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors
 
 
 def _code_name(code: int) -> str:

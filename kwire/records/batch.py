@@ -778,6 +778,8 @@ class BatchBuilder:
         "partition_leader_epoch",
         "timestamp_type",
         "delete_horizon_ms",
+        "last_offset",
+        "max_timestamp",
         "_records",
         "_next_delta",
         "_first_ts",
@@ -815,6 +817,11 @@ class BatchBuilder:
         self.partition_leader_epoch = partition_leader_epoch
         self.timestamp_type = timestamp_type
         self.delete_horizon_ms = delete_horizon_ms
+        # The log cleaner keeps a batch's last offset and max timestamp when it drops records
+        # (MemoryRecordsBuilder.overrideLastOffset; LogAppendTime batches keep their time): None
+        # means from the records.
+        self.last_offset: int | None = None
+        self.max_timestamp: int | None = None
         self._records: list[tuple[int, int, Any, Any, Any]] = []
         self._next_delta = 0
         self._first_ts: int | None = None
@@ -871,8 +878,9 @@ class BatchBuilder:
     def build(self) -> bytes:
         """Encode, compress and checksum the batch (RB-1: CRC-32C over bytes 21..end)."""
         records = self._records
-        base_ts = self._first_ts if self._first_ts is not None else NO_TIMESTAMP
-        max_ts = self._max_ts
+        max_ts = self._max_ts if self.max_timestamp is None else self.max_timestamp
+        base_ts = self._first_ts if self._first_ts is not None else (
+            NO_TIMESTAMP if self.max_timestamp is None else self.max_timestamp)
         if self.delete_horizon_ms is not None:
             base_ts = self.delete_horizon_ms
         try:
@@ -896,6 +904,10 @@ class BatchBuilder:
         if self.delete_horizon_ms is not None:
             attributes |= DELETE_HORIZON_BIT
         last_delta = records[-1][0] if records else 0
+        if self.last_offset is not None:
+            if self.last_offset - self.base_offset < last_delta:
+                raise RecordEncodeError(f"last offset {self.last_offset} is before the batch's last record")
+            last_delta = self.last_offset - self.base_offset
         length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
         if length > INT32_MAX:
             raise RecordEncodeError(f"batch of {length} bytes is too large")

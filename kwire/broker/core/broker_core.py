@@ -712,6 +712,7 @@ class BrokerCore:
             segment_ms=c.get_int(ResourceType.TOPIC, topic, "segment.ms"),
             max_message_bytes=c.get_int(ResourceType.TOPIC, topic, "max.message.bytes"),
             log_append_time=c.get(ResourceType.TOPIC, topic, "message.timestamp.type") == "LogAppendTime",
+            compacted="compact" in (c.get(ResourceType.TOPIC, topic, "cleanup.policy") or ""),
         )
 
     def auto_create_enabled(self) -> bool:

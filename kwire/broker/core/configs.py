@@ -210,6 +210,8 @@ BROKER_CONFIGS = _defs(
     ConfigDef("log.segment.bytes", "1073741824", "int", min_value=14),
     ConfigDef("log.roll.ms", "604800000", "long", min_value=1),
     ConfigDef("log.cleanup.policy", "delete", "list", ("delete", "compact")),
+    ConfigDef("log.cleaner.enable", "true", "boolean"),
+    ConfigDef("log.cleaner.backoff.ms", "15000", "long", min_value=0),
     ConfigDef("compression.type", "producer", "string"),
     ConfigDef("min.insync.replicas", "1", "int", min_value=1),
     ConfigDef("log.message.timestamp.type", "CreateTime", "string", ("CreateTime", "LogAppendTime")),

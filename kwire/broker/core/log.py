@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kwire.broker.core.producer_state import Duplicate, ProducerStateManager
-from kwire.errors import CorruptBatchError, KafkaError, RecordError
+from kwire.errors import CorruptBatchError, KafkaError, RecordError, RecordErrorsError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.splice import Buffer, RecordChain
 from kwire.records import (
@@ -109,6 +109,7 @@ class LogConfig:
     segment_ms: int = 604800000
     max_message_bytes: int = 1048588
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+    compacted: bool = False  # cleanup.policy includes compact: every record needs a key
 
 
 DEFAULT_LOG_CONFIG = LogConfig()
@@ -153,6 +154,8 @@ class PartitionLog:
     # Why the log is offline (its data dir failed), or None: every read and write is refused
     # with KAFKA_STORAGE_ERROR, as a partition in an offline log dir is.
     offline: str | None = None
+    # The log cleaner's checkpoint: the first dirty offset (everything below it is compacted).
+    cleaner_checkpoint: int = 0
 
     @property
     def high_watermark(self) -> int:
@@ -192,6 +195,8 @@ class PartitionLog:
             except RecordError as exc:
                 raise KafkaError(ErrorCode.INVALID_RECORD, str(exc)) from None
         if origin is AppendOrigin.CLIENT:
+            if config.compacted and not info.is_control:
+                self._check_keys(buf)
             dup = self._check_client_batch(info, config, allow_zstd, verify)
             if dup is not None:
                 return AppendResult(dup.base_offset, dup.base_offset + info.last_offset - info.base_offset,
@@ -220,6 +225,21 @@ class PartitionLog:
             for fn in self.on_append:
                 fn(batch)
         return AppendResult(info.base_offset, info.last_offset, append_time)
+
+    def _check_keys(self, buf: Buffer) -> None:
+        """LogValidator.validateKey: a compacted topic refuses records without a key, naming each."""
+        try:
+            missing = [i for i, rec in enumerate(RecordBatch(buf)) if rec.key is None]
+        except RecordError as exc:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if missing:
+            text = f"Compacted topic cannot accept message without key in topic partition {self.topic}-{self.partition}."
+            errors = [(i, text) for i in missing]
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+            raise RecordErrorsError(
+                ErrorCode.INVALID_RECORD,
+                f"One or more records have been rejected due to {len(errors)} record errors in total, and only "
+                f"showing the first three errors at most: [{shown}]", errors)
 
     def _check_client_batch(self, info: BatchInfo, config: LogConfig, allow_zstd: bool,
                             verify: Callable[[BatchInfo], None] | None) -> Duplicate | None:
@@ -470,6 +490,31 @@ class PartitionLog:
                         return rec.offset, b.max_timestamp, _batch_epoch(b.data)
                 return None
         return None
+
+    def replace_cleaned(self, end_offset: int, cleaned: list[StoredBatch]) -> None:
+        """The log cleaner's result: ``cleaned`` replaces every batch below ``end_offset`` (offsets
+        are kept, never reused); the segments below it are resized and emptied ones dropped, as
+        Kafka's replaceSegments does with a cleaned group."""
+        rest = self.batches[bisect.bisect_left(self._bases, end_offset):]
+        self.batches = cleaned + rest
+        self._bases = [b.base_offset for b in self.batches]
+        self.size_bytes = sum(len(b.data) for b in self.batches)
+        segs = self.segments
+        keep: list[Segment] = []
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+            if seg.base_offset >= end_offset or nxt is None:
+                keep.append(seg)
+                continue
+            lo = bisect.bisect_left(self._bases, seg.base_offset)
+            hi = bisect.bisect_left(self._bases, nxt)
+            mine = self.batches[lo:hi]
+            if not mine:
+                continue
+            seg.size = sum(len(b.data) for b in mine)
+            seg.max_timestamp = max(b.max_timestamp for b in mine)
+            keep.append(seg)
+        self.segments = keep
 
     def truncate_before(self, offset: int) -> None:
         """DeleteRecords: move the log start offset forward (whole batches are dropped)."""

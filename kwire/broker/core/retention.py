@@ -10,8 +10,8 @@ Theory of operation
   fetches below it get OFFSET_OUT_OF_RANGE and ``earliest`` answers the new start, so a test
   that advances the clock sees exactly what a client sees when a real broker deletes data.
 * Segments roll on append (``segment.bytes``, ``segment.ms``); the produce path calls
-  ``roll_if_needed`` with the topic's configs. Compaction (``compact``) is not implemented:
-  such topics keep everything.
+  ``roll_if_needed`` with the topic's configs. Compaction (``compact``) is the log cleaner's
+  (``log_cleaner.py``); a ``compact,delete`` topic gets both.
 * ``run`` does one pass now (the control API calls it too); persistence hears of moved log start
   offsets through ``metadata_changed``. Data-dir segment files are not shortened; a restart
   trims what lies below the saved log start offset.

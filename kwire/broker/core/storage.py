@@ -69,6 +69,7 @@ from kwire.records import (
     list_segments,
     partition_dir_name,
     read_segment,
+    segment_filename,
 )
 
 if TYPE_CHECKING:
@@ -188,6 +189,34 @@ class Storage(Subsystem):
         self._schedule_sync()
 
     # --- logs -------------------------------------------------------------------------------
+    def on_log_compacted(self, p: Partition) -> None:
+        """The cleaner rewrote part of a log: rewrite the partition's file from the log's batches
+        (a temporary file, then rename, as Kafka swaps in cleaned segments), so a restart serves
+        the compacted log. A failure takes the data dir offline, as a failed write does."""
+        key = (p.topic, p.index)
+        w = self._writers.pop(key, None)
+        if w is not None:
+            w.close()
+        d = self.partition_dir(p.topic, p.index)
+        old = list_segments(d) if d.is_dir() else []
+        base = p.log.batches[0].base_offset if p.log.batches else p.log.log_start_offset
+        target = d / segment_filename(base)
+        tmp = d / (segment_filename(base) + ".cleaned")
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                for b in p.log.batches:
+                    f.write(b.data)
+                f.flush()
+            os.replace(tmp, target)
+            for _, path in old:
+                if path != target:
+                    path.unlink(missing_ok=True)
+                    for suffix in (".index", ".timeindex"):
+                        path.with_suffix(suffix).unlink(missing_ok=True)
+        except OSError as exc:
+            self._go_offline(f"cannot write the cleaned log of {p.topic}-{p.index}: {exc}")
+
     def _writer(self, p: Partition) -> SegmentWriter:
         key = (p.topic, p.index)
         w = self._writers.get(key)
@@ -324,6 +353,7 @@ class Storage(Subsystem):
                     # Everything up to here was written and flushed (Kafka's recovery point).
                     "recovery_point": p.log.log_end_offset,
                     "epochs": [list(e) for e in p.log.epochs],
+                    "cleaner_checkpoint": p.log.cleaner_checkpoint,
                 } for p in t.partitions],
             }
         broker = {k: v for k, v in overrides.get((ResourceType.BROKER, ""), {}).items() if static.get(k) != v}
@@ -702,6 +732,7 @@ class Storage(Subsystem):
         lso = int(saved.get("log_start_offset", 0))
         if lso > plog.log_start_offset:
             plog.truncate_before(lso)
+        plog.cleaner_checkpoint = int(saved.get("cleaner_checkpoint", 0))
 
     def _report_orphans(self) -> None:
         known = {(t.name, p.index) for t in self.core.cluster.topics.values() for p in t.partitions}

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.fetch_sessions import FetchSessionCache
     from kwire.broker.core.group_table import GroupTable
+    from kwire.broker.core.log_cleaner import LogCleaner
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
     from kwire.broker.core.retention import LogRetention
@@ -79,8 +80,8 @@ class Subsystem:
 class Subsystems:
     """The core's subsystems, one typed attribute each; ``installed()`` lists the present ones."""
 
-    __slots__ = ("producer_ids", "fetch_sessions", "offsets", "groups", "retention", "scram_credentials", "sasl",
-                 "transactions", "share_groups", "share_sessions", "extra", "storage")
+    __slots__ = ("producer_ids", "fetch_sessions", "offsets", "groups", "retention", "cleaner", "scram_credentials",
+                 "sasl", "transactions", "share_groups", "share_sessions", "extra", "storage")
 
     def __init__(self, producer_ids: ProducerIdManager, fetch_sessions: FetchSessionCache, offsets: OffsetStore,
                  groups: GroupTable, retention: LogRetention, scram_credentials: ScramCredentialStore) -> None:
@@ -89,6 +90,7 @@ class Subsystems:
         self.offsets = offsets
         self.groups = groups
         self.retention = retention
+        self.cleaner: LogCleaner | None = None  # log compaction (cleanup.policy=compact)
         self.scram_credentials = scram_credentials  # with or without SASL: the SCRAM credential APIs
         self.sasl: SaslAuthority | None = None
         self.transactions: TransactionCoordinator | None = None
@@ -106,6 +108,8 @@ class Subsystems:
         yield self.offsets
         yield self.groups
         yield self.retention
+        if self.cleaner is not None:
+            yield self.cleaner
         yield self.scram_credentials
         for sub in (self.sasl, self.transactions, self.share_groups, self.share_sessions):
             if sub is not None:
@@ -131,6 +135,9 @@ def install(core: BrokerCore) -> Subsystems:
     subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupTable(core),
                       LogRetention(core), ScramCredentialStore(core.config.sasl, core.rng))
     core.subsystems = subs
+    from kwire.broker.core.log_cleaner import LogCleaner
+
+    subs.cleaner = LogCleaner(core)
     from kwire.broker.core.share_coordinator import ShareCoordinator
     from kwire.broker.core.txn_coordinator import LogMarkerWriter, coordinator_for_core
 

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.log import AppendOrigin
 from kwire.broker.handlers._common import error_message, leader_error, node_endpoints, resolve_topic
-from kwire.errors import KafkaError, RecordError
+from kwire.errors import KafkaError, RecordError, RecordErrorsError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.produce import (
     ProduceRequest,
     ProduceResponse,
+    ProduceResponse_BatchIndexAndErrorMessage,
     ProduceResponse_PartitionProduceResponse,
 )
 from kwire.protocol.registry import ApiKey
@@ -131,6 +132,9 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
                 r.error_code = exc.code
                 r.error_message = exc.message or error_message(exc.code)
                 r.log_start_offset = p.log.log_start_offset
+                if isinstance(exc, RecordErrorsError) and ctx.api_version >= 8:
+                    r.record_errors = [ProduceResponse_BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                       for i, m in exc.record_errors]
                 continue
             parts[-1] = ok
         responses.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
