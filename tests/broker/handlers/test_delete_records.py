@@ -14,7 +14,8 @@ from tests.broker.helpers import CoreClient, batch, make_core
 
 def produce(c: CoreClient, topic: str, values: list[bytes], partition: int = 0) -> None:
     resp = c.send(ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
-        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch(values))])]), 9)
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(
+            index=partition, records=batch(values, keys=[b"k"] * len(values)))])]), 9)
     assert resp.responses[0].partition_responses[0].error_code == 0
 
 
