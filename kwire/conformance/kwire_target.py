@@ -61,6 +61,18 @@ class KwireControl:
             return False
         return True
 
+    def describe_group(self, group: str) -> str:
+        """The broker's view of a group for a failure message: state, members and assignments,
+        and the group requests it answered (diagnoses a member that never got its assignment)."""
+        got = self.broker.describe_group(group)
+        stats = self.broker.stats().get("per_api", {})
+        asked = {name: stats.get(key, 0) for name, key in (("FindCoordinator", 10), ("JoinGroup", 11),
+                                                            ("SyncGroup", 14), ("Heartbeat", 12))}
+        if got is None:
+            return f"the broker has no group {group!r} (requests so far: {asked})"
+        members = {mid[-8:]: m.get("assignment") for mid, m in got.get("members", {}).items()}
+        return f"broker: group {got.get('state')}, members {members}, requests so far {asked}"
+
     # --- share groups (kwire.conformance.scenarios.share.ShareControl) -------------------------
     def produce_values(self, topic: str, values: list[bytes]) -> None:
         self.broker.produce(topic, list(values))

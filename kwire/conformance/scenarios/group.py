@@ -33,7 +33,8 @@ STEP_TIMEOUT_S = 45.0
 _PUMP_SLICE_S = 0.05
 
 
-def _wait(members: list[GroupMember], cond: Callable[[], bool], timeout_s: float, what: str) -> None:
+def _wait(members: list[GroupMember], cond: Callable[[], bool], timeout_s: float, what: str,
+          broker_view: Callable[[], str] | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         for m in members:
@@ -44,7 +45,14 @@ def _wait(members: list[GroupMember], cond: Callable[[], bool], timeout_s: float
             state = "; ".join(
                 f"{i}: owns {sorted(m.assignment)}, {len(m.records)} records" for i, m in enumerate(members)
             )
-            raise ConformanceError(f"timed out after {timeout_s:.0f}s waiting for {what} ({state})")
+            extra = ""
+            if broker_view is not None:
+                try:
+                    extra = f"; {broker_view()}"
+                except Exception as exc:  # noqa: BLE001 - a diagnostic must not hide the failure
+                    extra = f"; broker view unavailable: {exc}"
+            tails = "; ".join(f"{i} stderr: {m.proc.diagnostics()}" for i, m in enumerate(members))
+            raise ConformanceError(f"timed out after {timeout_s:.0f}s waiting for {what} ({state}{extra}; {tails})")
         for m in members:
             m.pump(min(deadline, time.monotonic() + _PUMP_SLICE_S))
 
@@ -69,10 +77,12 @@ def group_scenario(
     all_parts = frozenset(range(PARTITIONS))
     control.create_topic(topic, PARTITIONS)
     members: list[GroupMember] = []
+    describe = getattr(control, "describe_group", None)
+    view = (lambda: str(describe(group))) if describe is not None else None
     try:
         a = adapter.start_member(bootstrap, topic, group, group_protocol=protocol)
         members.append(a)
-        _wait(members, lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "member A to own every partition")
+        _wait(members, lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "member A to own every partition", view)
         b = adapter.start_member(bootstrap, topic, group, group_protocol=protocol)
         members.append(b)
 
@@ -83,7 +93,7 @@ def group_scenario(
                 and (a.assignment | b.assignment) == all_parts
             )
 
-        _wait(members, split, STEP_TIMEOUT_S, "the partitions to split between A and B")
+        _wait(members, split, STEP_TIMEOUT_S, "the partitions to split between A and B", view)
         split_seen = (sorted(a.assignment), sorted(b.assignment))
         # Produced after the split, so B consumes (and commits) its share itself.
         first = _batch("first", 0)
@@ -106,7 +116,7 @@ def group_scenario(
             if not wait_commits(group, topic, positions, STEP_TIMEOUT_S):
                 raise ConformanceError(f"B's commits {positions} never reached the broker")
         b.stop(timeout_s=STEP_TIMEOUT_S)
-        _wait([a], lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "A to take over B's partitions")
+        _wait([a], lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "A to take over B's partitions", view)
         second = _batch("second", BATCH)
         adapter.produce(bootstrap, topic, second)
         _wait(
