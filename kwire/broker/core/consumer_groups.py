@@ -20,8 +20,18 @@ Theory of operation
   member's rebalance timeout fences a member that does not revoke in time.
 * Epochs: 0 joins (creating the group), -1 leaves, -2 is a static member's temporary leave
   (its partitions stay reserved until the session times out or the instance rejoins).
-* Regular-expression subscriptions are resolved at once against the cluster's topics
-  (upstream resolves them asynchronously; an immediate answer is one legal outcome).
+* Regular-expression subscriptions are resolved asynchronously, as upstream's
+  GroupMetadataManager does (maybeUpdateRegularExpressions / handleRegularExpressionsResult):
+  the heartbeat that brings a new regex stores it and answers without its topics; the
+  resolution is a deadline on the broker clock, due at once (upstream hands it to the
+  coordinator's executor and applies the result as a later write). When the resolved topics
+  change, the group epoch is bumped and the following heartbeats assign them. A group's
+  regexes are re-resolved together, from a heartbeat, at most once per
+  ``REGEX_BATCH_REFRESH_MIN_INTERVAL_MS`` (10 s), when one is unresolved, topics were
+  created since the last resolution, or the last one is older than
+  ``REGEX_REFRESH_INTERVAL_MS`` (upstream's ``group.consumer.regex.refresh.interval.ms``
+  default, 10 min). A resolved regex is dropped when its last subscriber leaves it. Literal
+  topic names take effect in the heartbeat that brings them.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, cast
@@ -44,13 +55,22 @@ if TYPE_CHECKING:
 __all__ = [
     "ConsumerGroup", "ConsumerMember", "ConsumerGroupManager", "ConsumerGroupState", "MemberState",
     "HeartbeatResult", "GroupStats", "uniform_assign", "range_assign", "reconcile", "Reconciled",
-    "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "UNIFORM", "RANGE", "ASSIGNORS",
+    "ResolvedRegex", "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "UNIFORM", "RANGE",
+    "ASSIGNORS", "REGEX_BATCH_REFRESH_MIN_INTERVAL_MS", "REGEX_REFRESH_INTERVAL_MS", "REGEX_RESOLUTION_DELAY_MS",
 ]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 UNIFORM = "uniform"
 RANGE = "range"
+# Upstream GroupMetadataManager.REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: at most one resolution of a
+# group's regexes per 10 s (a regex brought within 10 s of the last one waits for a later heartbeat).
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+# Upstream group.consumer.regex.refresh.interval.ms (an internal config) at its default, 10 minutes.
+REGEX_REFRESH_INTERVAL_MS = 10 * 60 * 1000
+# Upstream has no delay of its own: the executor resolves at once and the result is a separate
+# write, applied after the heartbeat that asked for it has been answered. Due at once here too.
+REGEX_RESOLUTION_DELAY_MS = 0
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 NamedAssignment = dict[str, set[int]]
@@ -166,7 +186,7 @@ class ConsumerMember:
     client_host: str = ""
     rebalance_timeout_ms: int = -1
     subscribed_topic_names: tuple[str, ...] = ()
-    subscribed_topic_regex: str | None = None
+    subscribed_topic_regex: str = ""  # upstream's default; "" also means "no regex" when a client clears it
     server_assignor: str | None = None
     state: MemberState = MemberState.STABLE
     member_epoch: int = 0
@@ -186,6 +206,23 @@ class ConsumerMember:
         self.session = self.rebalance = None
 
 
+@dataclass(slots=True, frozen=True)
+class ResolvedRegex:
+    """Upstream ResolvedRegularExpression: the topics a regex matched, at which topics version and when."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp_ms: int
+
+
+class _RegexUpdate(Enum):
+    """Upstream UpdateRegularExpressionStatus."""
+
+    NO_CHANGE = 0
+    UPDATED = 1
+    UPDATED_AND_RESOLVED = 2
+
+
 class ConsumerGroup:
     """One KIP-848 group: epochs, members, the target assignment and who holds which partition."""
 
@@ -202,6 +239,8 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.owners: dict[tuple[uuid.UUID, int], str] = {}
         self.assignor_name = UNIFORM
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        self.regex_task: Deadline | None = None  # a resolution scheduled and not yet run
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -239,21 +278,38 @@ class ConsumerGroup:
                 for p in ps:
                     self.owners[(tid, p)] = member.member_id
 
-    def subscribed_names(self, all_topics: Iterable[str]) -> set[str]:
-        """Topic names any member subscribes to, literally or through its regex."""
+    def member_topics(self, m: ConsumerMember) -> set[str]:
+        """The member's literal topics and what its regex resolved to (nothing while unresolved)."""
+        out = set(m.subscribed_topic_names)
+        if m.subscribed_topic_regex:
+            resolved = self.resolved_regexes.get(m.subscribed_topic_regex)
+            if resolved is not None:
+                out |= resolved.topics
+        return out
+
+    def subscribed_names(self) -> set[str]:
+        """Topic names any member subscribes to, literally or through a resolved regex."""
         names: set[str] = set()
-        topics = list(all_topics)
         for m in self.members.values():
-            names.update(member_topics(m, topics))
+            names |= self.member_topics(m)
         return names
 
+    def subscribed_regexes(self) -> Counter[str]:
+        """How many members subscribe to each regex."""
+        return Counter(m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex)
 
-def member_topics(m: ConsumerMember, all_topics: Iterable[str]) -> set[str]:
-    out = set(m.subscribed_topic_names)
-    if m.subscribed_topic_regex:
-        pattern = re.compile(m.subscribed_topic_regex)
-        out.update(t for t in all_topics if pattern.fullmatch(t))
-    return out
+    def last_regex_refresh_ms(self) -> int | None:
+        """When the regexes were last resolved (they are resolved together: the first stands for all)."""
+        return next((r.timestamp_ms for r in self.resolved_regexes.values()), None)
+
+    def last_regex_version(self) -> int:
+        return next((r.version for r in self.resolved_regexes.values()), 0)
+
+    def drop_unsubscribed_regexes(self) -> None:
+        """Forget resolved regexes no member subscribes to any more (upstream writes tombstones)."""
+        counts = self.subscribed_regexes()
+        for regex in [r for r in self.resolved_regexes if not counts[r]]:
+            del self.resolved_regexes[regex]
 
 
 # --- reconciliation (upstream CurrentAssignmentBuilder) ---------------------------------------
@@ -273,13 +329,15 @@ def _owns_any(owned: Assignment | None, revoking: Assignment) -> bool:
 
 
 def _next_assignment(member: ConsumerMember, epoch: int, target_epoch: int, target: Assignment,
-                     owner_of: Callable[[uuid.UUID, int], str | None], owned: Assignment | None) -> Reconciled:
+                     owner_of: Callable[[uuid.UUID, int], str | None], owned: Assignment | None,
+                     subscribed: AbstractSet[uuid.UUID] | None = None) -> Reconciled:
     assigned: Assignment = {}
     revoking: Assignment = {}
     incoming: Assignment = {}
     unreleased = False
     for tid in set(target) | set(member.assigned):
-        want = target.get(tid, frozenset())
+        # A topic the member no longer subscribes to (or whose regex is unresolved) is not given.
+        want = target.get(tid, frozenset()) if subscribed is None or tid in subscribed else frozenset()
         have = member.assigned.get(tid, frozenset())
         if have & want:
             assigned[tid] = frozenset(have & want)
@@ -299,20 +357,46 @@ def _next_assignment(member: ConsumerMember, epoch: int, target_epoch: int, targ
     return Reconciled(state, target_epoch, assigned, {})
 
 
+def _drop_unsubscribed(member: ConsumerMember, subscribed: AbstractSet[uuid.UUID] | None,
+                       owned: Assignment | None) -> Reconciled:
+    """Upstream updateCurrentAssignment: after a subscription change, give up unsubscribed topics now."""
+    same = Reconciled(member.state, member.member_epoch, member.assigned, member.pending_revocation)
+    if subscribed is None:
+        return same
+    assigned = {tid: ps for tid, ps in member.assigned.items() if tid in subscribed}
+    if assigned == member.assigned:
+        return same
+    revoking = dict(member.pending_revocation)
+    for tid, ps in member.assigned.items():
+        if tid not in subscribed:
+            revoking[tid] = revoking.get(tid, frozenset()) | ps
+    if _owns_any(owned, revoking):
+        return Reconciled(MemberState.UNREVOKED_PARTITIONS, member.member_epoch, assigned, revoking)
+    # Already let go: the assignment only shrinks, the state and epoch stay.
+    return Reconciled(member.state, member.member_epoch, assigned, member.pending_revocation)
+
+
 def reconcile(member: ConsumerMember, target_epoch: int, target: Assignment,
-              owner_of: Callable[[uuid.UUID, int], str | None], owned: Assignment | None) -> Reconciled:
-    """The member's next state on its way to ``target`` (a pure function; nothing is changed)."""
+              owner_of: Callable[[uuid.UUID, int], str | None], owned: Assignment | None,
+              subscribed: AbstractSet[uuid.UUID] | None = None, subscription_changed: bool = False) -> Reconciled:
+    """The member's next state on its way to ``target`` (a pure function; nothing is changed).
+
+    ``subscribed``: the topic ids the member subscribes to now (None: do not filter); with
+    ``subscription_changed`` the assignment is made consistent with it even at the target epoch.
+    """
     same = Reconciled(member.state, member.member_epoch, member.assigned, member.pending_revocation)
     if member.state is MemberState.STABLE:
         if member.member_epoch != target_epoch:
-            return _next_assignment(member, member.member_epoch, target_epoch, target, owner_of, owned)
+            return _next_assignment(member, member.member_epoch, target_epoch, target, owner_of, owned, subscribed)
+        if subscription_changed:
+            return _drop_unsubscribed(member, subscribed, owned)
         return same
     if member.state is MemberState.UNREVOKED_PARTITIONS:
         if _owns_any(owned, member.pending_revocation):
-            return same
+            return _drop_unsubscribed(member, subscribed, owned) if subscription_changed else same
         return _next_assignment(member, min(member.member_epoch + 1, target_epoch), target_epoch, target,
-                                owner_of, owned)
-    return _next_assignment(member, member.member_epoch, target_epoch, target, owner_of, owned)
+                                owner_of, owned, subscribed)
+    return _next_assignment(member, member.member_epoch, target_epoch, target, owner_of, owned, subscribed)
 
 
 # --- the manager ------------------------------------------------------------------------------
@@ -350,6 +434,11 @@ class ConsumerGroupManager:
     def __init__(self, core: Any, table: GroupTable) -> None:
         self.core = core
         self.table = table
+        # Upstream compares a resolution's metadata image version with the last image that created
+        # topics; here a counter moved whenever the set of topic ids changes stands for the version.
+        self._topic_ids: frozenset[uuid.UUID] | None = None
+        self._topics_version = 0
+        self._new_topics_version = 0
 
     def new_group(self, group_id: str) -> ConsumerGroup:
         return ConsumerGroup(group_id)
@@ -405,7 +494,7 @@ class ConsumerGroupManager:
             return HeartbeatResult(error_code=exc.code, error_message=exc.message or None)
 
     def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
-        if req.subscribed_topic_regex is not None:
+        if req.subscribed_topic_regex:
             try:
                 re.compile(req.subscribed_topic_regex)
             except re.error as exc:
@@ -420,11 +509,13 @@ class ConsumerGroupManager:
                              f"The consumer group has reached its maximum capacity of {max_size} members.")
         member_id = req.member_id or kafka_uuid_string(self.core.rng)
         if req.instance_id is None:
-            m, is_new = self._dynamic_member(g, member_id, req, create)
+            m, _ = self._dynamic_member(g, member_id, req, create)
         else:
-            m, is_new = self._static_member(g, member_id, req, create)
+            m, _ = self._static_member(g, member_id, req, create)
         old_assigned = dict(m.assigned)
-        bump = is_new
+        old_names, old_regex = m.subscribed_topic_names, m.subscribed_topic_regex
+        old_assignor = self._preferred_assignor(g)
+        regex_counts = g.subscribed_regexes()  # before this member's update, as upstream counts them
         if req.instance_id is not None:
             m.instance_id = req.instance_id
         if req.rack_id is not None:
@@ -433,20 +524,26 @@ class ConsumerGroupManager:
             m.rebalance_timeout_ms = req.rebalance_timeout_ms
         if req.server_assignor is not None:
             m.server_assignor = req.server_assignor
-        if req.subscribed_topic_names is not None and tuple(req.subscribed_topic_names) != m.subscribed_topic_names:
+        if req.subscribed_topic_names is not None:
             m.subscribed_topic_names = tuple(req.subscribed_topic_names)
-            bump = True
-        if req.subscribed_topic_regex is not None and req.subscribed_topic_regex != (m.subscribed_topic_regex or ""):
-            m.subscribed_topic_regex = req.subscribed_topic_regex or None
-            bump = True
+        if req.subscribed_topic_regex is not None:
+            m.subscribed_topic_regex = req.subscribed_topic_regex
         m.client_id = req.client_id
         m.client_host = req.client_host
+        names_changed = m.subscribed_topic_names != old_names
+        regex_update = self._update_regexes(g, old_regex, m.subscribed_topic_regex, regex_counts)
+        # Upstream bumps for new literal names, for a regex already resolved (or one dropped), and
+        # for a new preferred assignor; a regex still unresolved waits for its resolution's bump.
+        # Epoch 0 is a new group, which must move off it (kwire numbers from 0, as upstream did
+        # before KAFKA-20268 started groups at 1).
+        bump = (g.group_epoch == 0 or names_changed or regex_update is _RegexUpdate.UPDATED_AND_RESOLVED
+                or self._preferred_assignor(g) != old_assignor)
         if bump:
             self._refresh_metadata(g)
             g.group_epoch += 1
         if g.group_epoch > g.assignment_epoch:
             self._compute_target(g)
-        self._reconcile(g, m, req.owned)
+        self._reconcile(g, m, req.owned, names_changed or regex_update is not _RegexUpdate.NO_CHANGE)
         self._schedule_session(g, m)
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
             req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
@@ -529,9 +626,111 @@ class ConsumerGroupManager:
         self._check_epoch(old, req.member_epoch, req.owned)
         return old, False
 
+    # --- regular expressions (upstream maybeUpdateRegularExpressions and friends) ----------------
+    def _note_topics(self) -> None:
+        """Move the topics version when the set of topics changed; remember when topics were created."""
+        ids = frozenset(t.topic_id for t in self.core.cluster.topics.values())
+        if self._topic_ids is not None and ids != self._topic_ids:
+            self._topics_version += 1
+            if ids - self._topic_ids:
+                self._new_topics_version = self._topics_version
+        self._topic_ids = ids
+
+    def _update_regexes(self, g: ConsumerGroup, old: str, new: str, counts: Counter[str]) -> _RegexUpdate:
+        """Note a member's regex change and schedule a resolution when one is due.
+
+        ``counts``: subscribers per regex before the change. Runs on every heartbeat, which is
+        how upstream notices new topics and stale resolutions.
+        """
+        # Read before the old regex is dropped: upstream's tombstone is applied only after the heartbeat.
+        last_refresh = g.last_regex_refresh_ms()
+        resolved_before = len(g.resolved_regexes)
+        status = _RegexUpdate.NO_CHANGE
+        require = False
+        if old != new:
+            status = _RegexUpdate.UPDATED
+            if old and counts[old] == 1:
+                g.resolved_regexes.pop(old, None)  # its last subscriber left it
+            if new:
+                if not counts[new]:
+                    require = True  # a regex new to the group (validated before anything changed)
+                elif new in g.resolved_regexes:
+                    status = _RegexUpdate.UPDATED_AND_RESOLVED
+            elif old:
+                status = _RegexUpdate.UPDATED_AND_RESOLVED  # back to literal names only
+        if not require and not counts:
+            return status
+        if g.regex_task is not None:
+            return status  # one resolution at a time per group
+        now = self.now_ms()
+        if last_refresh is not None and now <= last_refresh + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+            return status
+        after = counts.copy()
+        if old != new:
+            if old:
+                after[old] -= 1
+            if new:
+                after[new] += 1
+        regexes = frozenset(r for r, n in after.items() if n > 0)
+        self._note_topics()
+        require = (require or len(regexes) != resolved_before
+                   or g.last_regex_version() < self._new_topics_version
+                   or last_refresh is None or now > last_refresh + REGEX_REFRESH_INTERVAL_MS)
+        if require and regexes:
+            self._schedule_resolution(g, regexes, now)
+        return status
+
+    def _schedule_resolution(self, g: ConsumerGroup, regexes: frozenset[str], now: int) -> None:
+        group_id = g.group_id
+
+        def resolve() -> None:
+            self._resolve_regexes(group_id, regexes, task)
+
+        task = self.core.deadlines.at(now + REGEX_RESOLUTION_DELAY_MS, resolve)
+        g.regex_task = task
+
+    def _resolve_regexes(self, group_id: str, regexes: frozenset[str], task: Deadline) -> None:
+        """Upstream handleRegularExpressionsResult: store the resolutions; bump when topics changed."""
+        g = self.table.groups.get(group_id)
+        if not isinstance(g, ConsumerGroup) or g.regex_task is not task:
+            return  # the group is gone (or was recreated)
+        g.regex_task = None
+        self._note_topics()
+        names = self._all_topic_names()
+        counts = g.subscribed_regexes()
+        now = self.now_ms()
+        bump = False
+        for regex in sorted(regexes):
+            if not counts[regex]:
+                continue  # nobody subscribes to it any more
+            try:
+                pattern = re.compile(regex)
+            except re.error:
+                topics: frozenset[str] = frozenset()  # validated on the way in; upstream ignores it too
+            else:
+                topics = frozenset(t for t in names if pattern.fullmatch(t))
+            old = g.resolved_regexes.get(regex)
+            if (old.topics if old is not None else frozenset()) != topics:
+                bump = True
+            g.resolved_regexes[regex] = ResolvedRegex(topics, self._topics_version, now)
+        if self._refresh_metadata(g):
+            bump = True
+        if bump:
+            g.group_epoch += 1
+
+    def _preferred_assignor(self, g: ConsumerGroup) -> str:
+        """The assignor most members ask for (uniform when none does or it is unknown)."""
+        wanted = Counter(m.server_assignor for m in g.members.values() if m.server_assignor)
+        name = max(sorted(wanted), key=lambda n: wanted[n]) if wanted else UNIFORM
+        return name if name in ASSIGNORS else UNIFORM
+
+    def _subscribed_ids(self, g: ConsumerGroup, m: ConsumerMember) -> set[uuid.UUID]:
+        topics = self.core.cluster.topics
+        return {topics[n].topic_id for n in g.member_topics(m) if n in topics}
+
     def _refresh_metadata(self, g: ConsumerGroup) -> bool:
         """Recompute the subscribed topics' ids and partition counts; True when they changed."""
-        meta = self._topic_metadata(g.subscribed_names(self._all_topic_names()))
+        meta = self._topic_metadata(g.subscribed_names())
         if meta == g.subscription_metadata:
             return False
         g.subscription_metadata = meta
@@ -540,21 +739,20 @@ class ConsumerGroupManager:
     def _compute_target(self, g: ConsumerGroup) -> None:
         meta = g.subscription_metadata
         by_id = {tid: name for name, (tid, _) in meta.items()}
-        all_names = self._all_topic_names()
-        subs = {mid: member_topics(m, all_names) & meta.keys() for mid, m in g.members.items()}
+        subs = {mid: g.member_topics(m) & meta.keys() for mid, m in g.members.items()}
         previous = {mid: {by_id[tid]: set(ps) for tid, ps in a.items() if tid in by_id}
                     for mid, a in g.target.items() if mid in g.members}
-        wanted = Counter(m.server_assignor for m in g.members.values() if m.server_assignor)
-        name = max(sorted(wanted), key=lambda n: wanted[n]) if wanted else UNIFORM
-        g.assignor_name = name if name in ASSIGNORS else UNIFORM
+        g.assignor_name = self._preferred_assignor(g)
         result = ASSIGNORS[g.assignor_name](subs, {n: c for n, (_, c) in meta.items()}, previous)
         g.target = {mid: {meta[t][0]: frozenset(ps) for t, ps in a.items() if ps} for mid, a in result.items()}
         g.assignment_epoch = g.group_epoch
 
-    def _reconcile(self, g: ConsumerGroup, m: ConsumerMember, owned: Assignment | None) -> None:
-        if m.is_reconciled_to(g.assignment_epoch):
+    def _reconcile(self, g: ConsumerGroup, m: ConsumerMember, owned: Assignment | None,
+                   subscription_changed: bool = False) -> None:
+        if m.is_reconciled_to(g.assignment_epoch) and not subscription_changed:
             return
-        nxt = reconcile(m, g.assignment_epoch, g.target.get(m.member_id, {}), g.owner_of, owned)
+        nxt = reconcile(m, g.assignment_epoch, g.target.get(m.member_id, {}), g.owner_of, owned,
+                        self._subscribed_ids(g, m), subscription_changed)
         g.release(m)
         if nxt.member_epoch != m.member_epoch:
             m.previous_member_epoch = m.member_epoch
@@ -602,6 +800,7 @@ class ConsumerGroupManager:
         g.target.pop(m.member_id, None)
         if m.instance_id is not None and g.static_members.get(m.instance_id) == m.member_id:
             del g.static_members[m.instance_id]
+        g.drop_unsubscribed_regexes()
         self._refresh_metadata(g)
         g.group_epoch += 1
 
@@ -664,19 +863,27 @@ class ConsumerGroupManager:
         return True
 
     def offset_delete_subscriptions(self, g: ConsumerGroup) -> set[str]:
-        return g.subscribed_names(t.name for t in self.core.cluster.topics.values())
+        return g.subscribed_names()
 
     def delete_error(self, g: ConsumerGroup) -> int:
         return ErrorCode.NON_EMPTY_GROUP if g.members else ErrorCode.NONE
 
     # --- hooks ----------------------------------------------------------------------------------
     def on_metadata_change(self) -> None:
-        """Topics were created, deleted or grew: groups whose subscribed metadata changed rebalance."""
+        """Topics were created, deleted or grew: groups whose subscribed metadata changed rebalance.
+
+        A created topic matching a regex waits for the group's next resolution, as upstream's does.
+        """
+        self._note_topics()
         for g in list(self.table.groups.values()):
             if isinstance(g, ConsumerGroup) and g.members and self._refresh_metadata(g):
                 g.group_epoch += 1
 
     def destroy(self, g: ConsumerGroup) -> None:
+        if g.regex_task is not None:
+            g.regex_task.cancel()
+            g.regex_task = None
+        g.resolved_regexes.clear()
         for m in g.members.values():
             m.cancel_timers()
         g.members.clear()

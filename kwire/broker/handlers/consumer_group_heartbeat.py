@@ -16,8 +16,10 @@ member epoch, HeartbeatIntervalMs (group ``consumer.heartbeat.interval.ms``, els
 ``group.consumer.heartbeat.interval.ms``) and the assignment when the request was full or the
 assignment changed (partitions awaiting revocation are left out until released).
 Version notes: v0 lets the coordinator generate the member id; v1 requires the client's.
-Deviations: regexes are resolved at once (upstream resolves them asynchronously, so its first
-answer to a regex subscriber may be empty); Python ``re`` full matches stand in for RE2/J.
+A new regex is resolved asynchronously as upstream does (see ``core.consumer_groups``): the
+heartbeat that brings it answers without its topics; they are assigned after the resolution
+has bumped the group epoch. Literal topic names take effect in the heartbeat that brings them.
+Deviations: Python ``re`` full matches stand in for RE2/J.
 """
 
 from __future__ import annotations
