@@ -12,15 +12,17 @@ CreateTopics report, so the two cannot disagree.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from pathlib import Path
 from typing import NamedTuple
 
 from kwire.errors import ConfigError
 
 __all__ = ["ResourceType", "ConfigSource", "ConfigDef", "ConfigStore", "ConfigEntry", "Synonym", "TOPIC_CONFIGS",
-           "BROKER_CONFIGS", "GROUP_CONFIGS"]
+           "BROKER_CONFIGS", "GROUP_CONFIGS", "KAFKA_BROKER_CONFIGS", "ALL_BROKER_CONFIGS", "DYNAMIC_ONLY_BROKER_CONFIGS"]
 
 
 class ResourceType(IntEnum):
@@ -71,6 +73,12 @@ class ConfigDef:
     bounds: tuple[str, str] | None = None
     # a check beyond type/choices/range (share.auto.offset.reset's by_duration:<ISO-8601>, ST-6)
     check: Callable[[str], None] | None = None
+    # False for the Kafka broker configs kwire accepts and reports but does not act on
+    acted_on: bool = True
+    # broker configs: how Kafka lets it change ("read-only", "per-broker", "cluster-wide"; "" if
+    # not a Kafka config) and whether Kafka takes it only with a listener prefix
+    kafka_mode: str = ""
+    listener_prefix_only: bool = False
 
     @property
     def type_id(self) -> int:
@@ -241,6 +249,29 @@ BROKER_CONFIGS = _defs(
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
 
+def _kafka_broker_configs() -> tuple[dict[str, ConfigDef], frozenset[str]]:
+    """Kafka's broker configs from the imported data (tools/import_broker_configs.py), and the
+    dynamic-only ones (broker quotas: outside Kafka's CONFIG_DEF, so set but never listed)."""
+    data = json.loads((Path(__file__).with_name("kafka_broker_configs.json")).read_text(encoding="utf-8"))
+    out = {}
+    for name, k in data["configs"].items():
+        out[name] = ConfigDef(name, k["default"], k["type"], read_only=k["mode"] == "read-only",
+                              sensitive=k["sensitive"], acted_on=False, kafka_mode=k["mode"],
+                              listener_prefix_only=bool(k.get("listener_prefix_only")),
+                              doc=f"Kafka broker config ({k['mode']}); kwire stores and reports it, it changes "
+                                  f"nothing in kwire.")
+    return out, frozenset(n for n, k in data["configs"].items() if k.get("dynamic_only"))
+
+
+_KAFKA_ALL, DYNAMIC_ONLY_BROKER_CONFIGS = _kafka_broker_configs()
+# kwire's own broker configs keep their flags and learn Kafka's mode for them
+BROKER_CONFIGS = {n: replace(d, kafka_mode=_KAFKA_ALL[n].kafka_mode) if n in _KAFKA_ALL else d
+                  for n, d in BROKER_CONFIGS.items()}
+# Kafka's broker configs that kwire only stores (the ones it acts on are BROKER_CONFIGS)
+KAFKA_BROKER_CONFIGS = {n: d for n, d in _KAFKA_ALL.items() if n not in BROKER_CONFIGS}
+ALL_BROKER_CONFIGS = {**BROKER_CONFIGS, **KAFKA_BROKER_CONFIGS}
+
+
 def _check_dlq_topic_name(value: str) -> None:
     """DLQ-2: an internal ("__") topic cannot be a share group's dead-letter queue."""
     if value.startswith("__"):
@@ -294,7 +325,7 @@ GROUP_CONFIGS = _defs(
               doc="How many standby replicas a streams group keeps per task."),
 )
 
-_DEFS = {ResourceType.TOPIC: TOPIC_CONFIGS, ResourceType.BROKER: BROKER_CONFIGS, ResourceType.GROUP: GROUP_CONFIGS}
+_DEFS = {ResourceType.TOPIC: TOPIC_CONFIGS, ResourceType.BROKER: ALL_BROKER_CONFIGS, ResourceType.GROUP: GROUP_CONFIGS}
 _SOURCES = {
     ResourceType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
     ResourceType.BROKER: ConfigSource.DYNAMIC_BROKER_CONFIG,
@@ -387,6 +418,11 @@ class ConfigStore:
         d = self.definitions(rtype).get(key)
         if d is None:
             raise ConfigError(f"unknown {rtype.name.lower()} config {key!r}")
+        if rtype is ResourceType.BROKER and name:
+            # a broker id's value falls back to the cluster-wide one
+            bover = self.overrides.get((ResourceType.BROKER, ""))
+            if bover is not None and key in bover:
+                return bover[key]
         if d.synonyms:
             bover = self.overrides.get((ResourceType.BROKER, ""))
             if bover is not None:
@@ -406,10 +442,14 @@ class ConfigStore:
             raise ConfigError(f"unknown {rtype.name.lower()} config {key!r}")
         out: list[Synonym] = []
         over = self.overrides.get((rtype, name), {})
+        bover = self.overrides.get((ResourceType.BROKER, ""), {})
+        if rtype is ResourceType.BROKER and name and key in over:
+            out.append(Synonym(key, over[key], ConfigSource.DYNAMIC_BROKER_CONFIG))  # this broker's own
+        if rtype is ResourceType.BROKER and name:
+            over = bover  # then the cluster-wide value
         if key in over:
             source = self.broker_source(key, over[key]) if rtype is ResourceType.BROKER else _SOURCES[rtype]
             out.append(Synonym(key, over[key], source))
-        bover = self.overrides.get((ResourceType.BROKER, ""), {})
         for s in d.synonyms:
             if s in bover:
                 out.append(Synonym(s, bover[s], self.broker_source(s, bover[s])))
@@ -433,6 +473,10 @@ class ConfigStore:
         """The entries of a resource (every key, or the named ones that exist, in definition order)."""
         defs = self.definitions(rtype)
         names = list(defs) if keys is None else keys
+        if keys is None and rtype is ResourceType.BROKER:
+            # Kafka lists its CONFIG_DEF; a dynamic-only quota appears once it is set
+            set_ = {*self.overrides.get((rtype, ""), {}), *self.overrides.get((rtype, name), {})}
+            names = [n for n in names if n not in DYNAMIC_ONLY_BROKER_CONFIGS or n in set_]
         out = []
         for key in names:
             d = defs.get(key)

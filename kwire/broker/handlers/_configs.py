@@ -1,7 +1,9 @@
 """What DescribeConfigs, AlterConfigs and IncrementalAlterConfigs share: resources and their entries.
 
-kwire's brokers live in one process and share one ``ConfigStore``: broker settings are
-cluster-wide, kept under the resource name "". Values from ``BrokerConfig.settings`` (the
+kwire's brokers live in one process and share one ``ConfigStore``: the broker settings kwire
+acts on are cluster-wide, kept under the resource name "" whichever broker resource carries them.
+Kafka's other broker configs (kafka_broker_configs.json) are only stored: under "" when set on
+the default resource, under the broker id when set on a broker (DYNAMIC_BROKER_CONFIG). Values from ``BrokerConfig.settings`` (the
 CLI's ``--set``) play the role of ``server.properties``: described as STATIC_BROKER_CONFIG
 while unchanged, and kept when AlterConfigs replaces the dynamic set.
 """
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore, RequestContext
 
 __all__ = ["Resource", "resolve", "describe", "validate_value", "check_bounds", "SUPPORTED_TYPES",
-           "overrides_of", "static_settings", "duplicates", "commit"]
+           "overrides_of", "static_settings", "duplicates", "commit", "check_broker_change"]
 
 SUPPORTED_TYPES = (ResourceType.TOPIC, ResourceType.BROKER, ResourceType.GROUP)
 
@@ -62,7 +64,7 @@ def resolve(ctx: RequestContext, resource_type: int, name: str) -> Resource:
         if node != ctx.broker_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Unexpected broker id, expected {ctx.broker_id} or empty string, but received {name}")
-        return Resource(rtype, "", name)
+        return Resource(rtype, str(node), name)
     if not name:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty.")
     return Resource(rtype, name, name)
@@ -71,10 +73,49 @@ def resolve(ctx: RequestContext, resource_type: int, name: str) -> Resource:
 def validate_value(d: ConfigDef | None, key: str, value: str | None, rtype: ResourceType) -> str | None:
     """The value as it would be stored; raises ConfigError with a message for the client."""
     if d is None:
+        # Kafka's prepareIncrementalConfigs wording (ConfigAdminManager.scala)
+        if rtype is ResourceType.BROKER:
+            raise ConfigError(f"Unknown config name: {key}")
         raise ConfigError(f"Unknown {rtype.name.lower()} config name: {key}")
     if d.read_only:
         raise ConfigError(f"Cannot update these configs dynamically: {key} is read-only")
     return d.validate(value)
+
+
+def check_broker_change(core: BrokerCore, res: Resource, changes: list[tuple[str, str | None]]) -> None:
+    """The checks Kafka's DynamicBrokerConfig.validateConfigs makes on a broker change, in its order.
+
+    ``changes`` are the (name, value) pairs set (not deleted). An unknown name is INVALID_CONFIG
+    "Unknown config name" (kwire refuses it on SET too, where Kafka would store it); then, as
+    Kafka's ConfigAdminManager turns the ConfigException into INVALID_REQUEST: read-only names,
+    security configs without a listener prefix, values of the configs kwire only stores, and
+    per-broker configs on the cluster default resource.
+    """
+    if res.rtype is not ResourceType.BROKER:
+        return
+    defs = core.configs.definitions(res.rtype)
+    for name, _ in changes:
+        if name not in defs:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
+
+    def refuse(names: set[str], message: str) -> None:
+        if names:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"{message}: [{', '.join(sorted(names))}]")
+
+    refuse({n for n, _ in changes if defs[n].read_only}, "Cannot update these configs dynamically")
+    refuse({n for n, _ in changes if defs[n].listener_prefix_only},
+           "These security configs can be dynamically updated only per-listener using the listener prefix")
+    for name, value in changes:
+        d = defs[name]
+        if not d.acted_on:
+            try:
+                d.validate(value)
+            except ConfigError as exc:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Invalid value {value} for configuration {name}: "
+                                                            f"{exc}") from None
+    if res.is_broker_default:
+        refuse({n for n, _ in changes if defs[n].kafka_mode == "per-broker" and not defs[n].acted_on},
+               "Cannot update these configs at default cluster level, broker id must be specified")
 
 
 def check_bounds(core: BrokerCore, res: Resource, new: dict[str, str]) -> None:
@@ -99,14 +140,30 @@ def describe(core: BrokerCore, res: Resource, keys: list[str] | None) -> list[Co
     return out
 
 
+def _acted(core: BrokerCore, key: str) -> bool:
+    d = core.configs.definitions(ResourceType.BROKER).get(key)
+    return d is None or d.acted_on
+
+
 def overrides_of(core: BrokerCore, res: Resource) -> dict[str, str]:
-    """A copy of the resource's current overrides (for brokers: static settings included)."""
-    return dict(core.configs.overrides.get((res.rtype, res.name), {}))
+    """A copy of the resource's current overrides (for brokers: static settings included).
+
+    For a broker id: the cluster-wide configs kwire acts on and the broker's own stored ones.
+    """
+    own = dict(core.configs.overrides.get((res.rtype, res.name), {}))
+    if res.rtype is ResourceType.BROKER and res.name:
+        shared = core.configs.overrides.get((res.rtype, ""), {})
+        return {**{k: v for k, v in shared.items() if _acted(core, k)}, **own}
+    return own
 
 
 def static_settings(core: BrokerCore, res: Resource) -> dict[str, str]:
     """What a broker resource reverts to when a dynamic value goes (``BrokerConfig.settings``)."""
-    return dict(core.config.settings) if res.rtype is ResourceType.BROKER else {}
+    if res.rtype is not ResourceType.BROKER:
+        return {}
+    if res.name:
+        return {k: v for k, v in core.config.settings.items() if _acted(core, k)}
+    return dict(core.config.settings)
 
 
 def duplicates(pairs: list[tuple[int, str]]) -> set[tuple[int, str]]:
@@ -119,5 +176,14 @@ def duplicates(pairs: list[tuple[int, str]]) -> set[tuple[int, str]]:
 
 def commit(ctx: RequestContext, res: Resource, new: dict[str, str]) -> None:
     """Replace the resource's overrides (already validated) and let persistence know."""
-    ctx.core.configs.replace(res.rtype, res.name, new)
+    store = ctx.core.configs
+    if res.rtype is ResourceType.BROKER and res.name:
+        # a broker id: the acted-on part replaces the shared ones, the rest is this broker's own
+        shared = {k: v for k, v in store.overrides.get((res.rtype, ""), {}).items() if not _acted(ctx.core, k)}
+        store.overrides[(res.rtype, "")] = {**shared, **{k: v for k, v in new.items() if _acted(ctx.core, k)}}
+        store.overrides[(res.rtype, res.name)] = {k: v for k, v in new.items() if not _acted(ctx.core, k)}
+    elif res.rtype is ResourceType.BROKER:
+        store.overrides[(res.rtype, "")] = dict(new)  # checked by check_broker_change and the handler
+    else:
+        store.replace(res.rtype, res.name, new)
     ctx.core.metadata_changed()

@@ -4,12 +4,15 @@ Behaviour, per resource: the configs given replace the resource's whole override
 left out go back to their defaults; for a broker, to ``BrokerConfig.settings``). Resources are
 checked as DescribeConfigs checks them: unknown topic → UNKNOWN_TOPIC_OR_PARTITION, broker
 other than "" or this node → INVALID_REQUEST, other types → INVALID_REQUEST; the same
-resource twice → INVALID_REQUEST for both. An unknown key, a read-only key or a bad value →
-INVALID_CONFIG with the reason, and nothing of that resource changes. Null values are
+resource twice → INVALID_REQUEST for both. An unknown key or a bad value → INVALID_CONFIG with
+the reason; on a broker, Kafka's DynamicBrokerConfig refusals are INVALID_REQUEST (a read-only
+key, a security key without a listener prefix, a per-broker key on the default resource ""; see
+``check_broker_change``). Nothing of a refused resource changes. Null values are
 skipped, as Kafka's legacy path skips them. ``validate_only`` checks without changing.
 Version notes: none (v1 and v2 only change throttling and flexibility).
-Deviations: broker changes are cluster-wide, whichever resource name carries them (kwire's
-brokers share one config store).
+Deviations: changes to the broker configs kwire acts on are cluster-wide, whichever resource
+name carries them (kwire's brokers share one config store); Kafka's other broker configs are
+kept per resource and only stored (docs/broker-configs.md).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.handlers._configs import (
     check_bounds,
+    check_broker_change,
     commit,
     duplicates,
     resolve,
@@ -48,6 +52,7 @@ def _alter(ctx: RequestContext, r: AlterConfigsRequest_AlterConfigsResource, val
     res = resolve(ctx, r.resource_type, r.resource_name)
     defs = ctx.core.configs.definitions(res.rtype)
     new = static_settings(ctx.core, res)
+    check_broker_change(ctx.core, res, [(c.name, c.value) for c in r.configs if c.value is not None])
     try:
         for c in r.configs:
             if c.value is None:

@@ -12,8 +12,11 @@ flags (sensitive values are null).
 Version notes: v1+ answers synonyms when ``include_synonyms`` (the entry's own override, the
 broker-wide setting a topic falls back to, the default: highest precedence first); v3+ adds the
 config type and, when ``include_documentation``, a documentation string.
-Deviations: per-broker dynamic configs do not exist apart from the cluster-wide ones (one
-process, one store), so a broker's dynamic values are reported as DYNAMIC_DEFAULT_BROKER_CONFIG;
+A broker lists Kafka's broker configs (kafka_broker_configs.json) with Kafka's read-only flags,
+next to the configs kwire acts on; docs/broker-configs.md says which is which.
+Deviations: the configs kwire acts on are cluster-wide (one process, one store), so their dynamic
+values are reported as DYNAMIC_DEFAULT_BROKER_CONFIG even when set on a broker id (the configs
+kwire only stores are DYNAMIC_BROKER_CONFIG there);
 BROKER_LOGGER and CLIENT_METRICS resources are not supported (INVALID_REQUEST).
 """
 

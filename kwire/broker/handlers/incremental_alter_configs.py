@@ -5,12 +5,16 @@ INVALID_REQUEST for both): the operations apply in order to the current override
 null value → INVALID_REQUEST), DELETE (back to the default; for a broker, to
 ``BrokerConfig.settings``), APPEND and SUBTRACT (list configs only, else INVALID_REQUEST; they
 start from the current value, inherited or default, and APPEND adds only what is missing). An
-unknown operation or a key named twice → INVALID_REQUEST; an unknown key, a read-only key or a
-bad value → INVALID_CONFIG with the reason. A resource changes all at once or not at all; ``validate_only`` checks without changing.
+unknown operation or a key named twice → INVALID_REQUEST; an unknown key or a bad value →
+INVALID_CONFIG with the reason; on a broker, Kafka's DynamicBrokerConfig refusals are
+INVALID_REQUEST (a read-only key, a security key without a listener prefix, a per-broker key on
+the default resource ""; see ``check_broker_change``). A resource changes all at once or not at all; ``validate_only`` checks without changing.
 Group resources hold the group configs (share groups, DLQ) the rest of the core reads.
 Version notes: v1 is the flexible version only.
-Deviations: broker changes are cluster-wide, whichever resource name carries them (kwire's
-brokers share one config store).
+Deviations: changes to the broker configs kwire acts on are cluster-wide, whichever resource
+name carries them (kwire's brokers share one config store); Kafka's other broker configs are
+kept per resource and only stored (docs/broker-configs.md). An unknown broker key is refused on
+SET too, where Kafka stores it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING
 from kwire.broker.handlers._configs import (
     Resource,
     check_bounds,
+    check_broker_change,
     commit,
     duplicates,
     overrides_of,
@@ -69,6 +74,11 @@ def _apply(ctx: RequestContext, res: Resource, r: IncrementalAlterConfigsRequest
     names = [c.name for c in r.configs]
     if len(set(names)) != len(names):
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    for c in r.configs:
+        if c.config_operation not in set(OpType):
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Unknown config operation {c.config_operation} for {c.name}")
+    check_broker_change(ctx.core, res, [(c.name, c.value) for c in r.configs if c.config_operation != OpType.DELETE])
     for c in r.configs:
         try:
             op = OpType(c.config_operation)

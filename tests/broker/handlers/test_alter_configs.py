@@ -73,10 +73,13 @@ def test_broker_replacement_keeps_static_settings_and_takes_effect() -> None:
     assert core.configs.get_int(ResourceType.BROKER, "", "offsets.topic.num.partitions") == 50
 
 
-def test_read_only_broker_config_is_invalid_config() -> None:
+def test_read_only_broker_config_is_invalid_request() -> None:
+    """Kafka: DynamicBrokerConfig.validateConfigs' ConfigException, made INVALID_REQUEST by
+    ConfigAdminManager.validateBrokerConfigChange."""
     core, _ = make_core()
     r = alter(CoreClient(core), ResourceType.BROKER, "", {"socket.request.max.bytes": "1"})
-    assert r.error_code == ErrorCode.INVALID_CONFIG
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [socket.request.max.bytes]")
 
 
 def test_another_broker_id_is_invalid_request() -> None:

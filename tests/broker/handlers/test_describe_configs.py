@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from kwire.broker.core.configs import BROKER_CONFIGS, GROUP_CONFIGS, TOPIC_CONFIGS, ConfigSource, ResourceType
+from kwire.broker.core.configs import (
+    ALL_BROKER_CONFIGS,
+    BROKER_CONFIGS,
+    DYNAMIC_ONLY_BROKER_CONFIGS,
+    GROUP_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ResourceType,
+)
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_configs import DescribeConfigsRequest
 from tests.broker.helpers import CoreClient, make_core
@@ -98,7 +106,7 @@ def test_broker_by_node_id_lists_every_broker_config() -> None:
     core, _ = make_core(settings={"num.partitions": "3"})
     core.configs.set(ResourceType.BROKER, "", "auto.create.topics.enable", "false")
     got = entries(describe(CoreClient(core), ResourceType.BROKER, "1"))
-    assert set(got) == set(BROKER_CONFIGS)
+    assert set(got) == set(ALL_BROKER_CONFIGS) - DYNAMIC_ONLY_BROKER_CONFIGS
     assert (got["num.partitions"].value, got["num.partitions"].config_source) == ("3", ConfigSource.STATIC_BROKER_CONFIG)
     assert got["auto.create.topics.enable"].config_source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
     assert got["offsets.topic.num.partitions"].config_source == ConfigSource.DEFAULT_CONFIG

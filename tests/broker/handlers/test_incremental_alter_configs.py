@@ -106,7 +106,7 @@ def test_broker_set_takes_effect_and_delete_reverts_to_the_static_setting() -> N
     assert alter(c, ResourceType.BROKER, "", [("num.partitions", DELETE, None)]).error_code == 0
     assert core.configs.get_int(ResourceType.BROKER, "", "num.partitions") == 3
     assert alter(c, ResourceType.BROKER, "", [("socket.request.max.bytes", SET, "1")]).error_code == \
-        ErrorCode.INVALID_CONFIG
+        ErrorCode.INVALID_REQUEST  # read-only: Kafka's DynamicBrokerConfig.validateConfigs
 
 
 def test_group_configs_are_what_the_core_reads() -> None:

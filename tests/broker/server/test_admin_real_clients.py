@@ -166,6 +166,19 @@ def test_broker_and_group_configs(broker: Broker) -> None:
     assert cfg["share.record.lock.duration.ms"].value == "15000"
 
 
+def test_kafka_broker_config_kwire_only_stores(broker: Broker) -> None:
+    """A valid Kafka broker key kwire does not act on is accepted and described (issue 16)."""
+    a = admin(broker)
+    key = "sasl.kerberos.min.time.before.relogin"
+    change = admin_mod.ConfigResource(admin_mod.ResourceType.BROKER, "1", incremental_configs=[
+        admin_mod.ConfigEntry(key, "120000", incremental_operation=admin_mod.AlterConfigOpType.SET)])
+    assert results(a.incremental_alter_configs([change]))[change] is None
+    node = admin_mod.ConfigResource(admin_mod.ResourceType.BROKER, "1")
+    entry = results(a.describe_configs([node]))[node][key]
+    assert (entry.value, entry.is_read_only, entry.source) == (
+        "120000", False, admin_mod.ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+
+
 def test_describe_cluster(broker: Broker) -> None:
     a = admin(broker)
     info = a.describe_cluster(include_authorized_operations=True, request_timeout=TIMEOUT_S).result(TIMEOUT_S)
