@@ -358,8 +358,12 @@ class Storage(Subsystem):
             }
         broker = {k: v for k, v in overrides.get((ResourceType.BROKER, ""), {}).items() if static.get(k) != v}
         groups = {name: dict(v) for (rtype, name), v in overrides.items() if rtype is ResourceType.GROUP and v}
+        per_broker = {name: dict(v) for (rtype, name), v in overrides.items()
+                      if rtype is ResourceType.BROKER and name and v}
         out: dict[str, Any] = {"version": METADATA_VERSION, "cluster_id": core.cluster.cluster_id, "topics": topics,
                                "broker_configs": broker, "group_configs": groups}
+        if per_broker:
+            out["broker_configs_by_id"] = per_broker
         out["next_producer_id"] = core.subsystems.producer_ids.next_id
         out["offsets"] = self._offsets_snapshot()
         txn = core.subsystems.transactions
@@ -622,6 +626,9 @@ class Storage(Subsystem):
                              "using the configured one")
         for key, value in meta.get("broker_configs", {}).items():
             self._restore_config(ResourceType.BROKER, "", key, value)
+        for broker_id, values in meta.get("broker_configs_by_id", {}).items():
+            for key, value in values.items():
+                self._restore_config(ResourceType.BROKER, str(broker_id), key, value)
         for group, values in meta.get("group_configs", {}).items():
             for key, value in values.items():
                 self._restore_config(ResourceType.GROUP, group, key, value)

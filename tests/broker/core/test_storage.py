@@ -256,6 +256,7 @@ def test_log_start_offset_leader_epochs_and_configs_persist(tmp_path: Path) -> N
     core.cluster.move_leader("t", 0, 2 if p.leader_id == 1 else 1)  # a new epoch with no data yet
     core.configs.set(ResourceType.BROKER, "", "auto.create.topics.enable", "false")
     core.configs.set(ResourceType.GROUP, "g", "share.delivery.count.limit", "3")
+    core.configs.set(ResourceType.BROKER, "2", "sasl.kerberos.min.time.before.relogin", "120000")  # per broker id
     core.metadata_changed()
     epochs, leader = list(p.log.epochs), p.leader_id
     core.close()
@@ -266,6 +267,8 @@ def test_log_start_offset_leader_epochs_and_configs_persist(tmp_path: Path) -> N
     assert p2.log.end_offset_for_epoch(0) == (0, 6)
     assert not core2.auto_create_enabled()
     assert core2.configs.get_int(ResourceType.GROUP, "g", "share.delivery.count.limit") == 3
+    assert core2.configs.get(ResourceType.BROKER, "2", "sasl.kerberos.min.time.before.relogin") == "120000"
+    assert core2.configs.get(ResourceType.BROKER, "1", "sasl.kerberos.min.time.before.relogin") != "120000"
     # Static settings come from the config, not the data dir.
     assert "num.partitions" not in json.loads((tmp_path / METADATA_FILE).read_text())["broker_configs"]
 
