@@ -3,6 +3,8 @@
     kwire fuzz --seconds 60 --seed 7 --out fuzz-out/
     kwire fuzz --budget 1000000                 # the long run (README)
     kwire fuzz --decoders --seconds 60          # coverage-guided, decoders only (atheris)
+    kwire fuzz --spark --shards 8 --budget 200000 [--master spark://host:7077]
+                                                # a campaign sharded across Spark executors
 
 Ends with ``fuzz: frames: N, crashes: C, hangs: H, lost: L`` and exits 1 when any of the last
 three is not 0. Findings are minimised and saved under ``--out`` as fixtures.
@@ -28,6 +30,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hang-seconds", type=float, default=5.0, help="answer bound for one request")
     p.add_argument("--decoders", action="store_true", help="coverage-guided fuzzing of the decoders (atheris)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--spark", action="store_true",
+                   help="shard the campaign across Spark executors (each shard: its own broker and seed)")
+    p.add_argument("--shards", type=int, default=None,
+                   help="with --spark: how many shards (default: Spark's default parallelism)")
+    p.add_argument("--master", default=None, help="with --spark: the Spark master (default local[*])")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,9 +69,45 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {r.frames} frames ({rate:.0f}/s), crashes {r.crashes}, hangs {r.hangs}", file=sys.stderr)
 
     seconds = args.seconds if args.seconds is not None or args.budget is not None else 60.0
+    if args.spark:
+        return _run_spark(args, seconds, fixtures)
     cfg = FuzzConfig(seconds=seconds, budget=args.budget, seed=args.seed, out=args.out, fixtures=fixtures,
                      hang_s=args.hang_seconds, progress=progress)
     report = run_fuzz(cfg)
+    for f in report.findings:
+        where = f" -> {f.saved}" if f.saved is not None else ""
+        print(f"{f.kind}: {f.detail} [{f.origin}]{where}")
+    print(report.summary())
+    return 1 if report.crashes or report.hangs or report.lost else 0
+
+
+def _run_spark(args: argparse.Namespace, seconds: float | None, fixtures: Path | None) -> int:
+    """The campaign as Spark tasks: ``--budget`` and ``--seconds`` apply to each shard."""
+    import importlib.util
+
+    from kwire.cli import CliError
+
+    if importlib.util.find_spec("pyspark") is None:
+        raise CliError("--spark needs Spark: pip install 'kwire[spark]'")
+    from kwire.pipeline.fuzz import ShardSpec
+    from kwire.pipeline.spark import build_session
+    from kwire.pipeline.spark.fuzz import fuzz_job
+
+    print(f"starting Spark ({args.master or 'local[*]'})", file=sys.stderr)
+    spark = build_session(args.master, app_name="kwire-fuzz")
+    try:
+        shards = args.shards or max(1, int(spark.sparkContext.defaultParallelism))
+        if shards < 1:
+            raise CliError("--shards must be at least 1")
+        spec = ShardSpec(seed=args.seed, seconds=seconds if args.budget is None else None, budget=args.budget,
+                         hang_s=args.hang_seconds, fixtures=str(fixtures) if fixtures is not None else None)
+        print(f"fuzzing in {shards} shards", file=sys.stderr)
+        report, rows = fuzz_job(spark, spec, shards, args.out)
+    finally:
+        spark.stop()
+    for r in rows:
+        print(f"  shard {r['shard']} (seed {r['seed']}): {r['frames']} frames in {r['elapsed_s']:.1f}s, "
+              f"crashes {r['crashes']}, hangs {r['hangs']}, lost {r['lost']}")
     for f in report.findings:
         where = f" -> {f.saved}" if f.saved is not None else ""
         print(f"{f.kind}: {f.detail} [{f.origin}]{where}")
