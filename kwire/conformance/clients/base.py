@@ -169,6 +169,27 @@ class _Session:
         while self.pump(time.monotonic()):
             pass
 
+    def _unclosed_detail(self) -> str:
+        """What a "did not close" error adds (a producer: how much was acknowledged)."""
+        return ""
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Ask the program to stop (a member leaves its group, a producer flushes) and wait until
+        it has closed, applying the events it reports on the way."""
+        deadline = time.monotonic() + timeout_s
+        with contextlib.suppress(ConformanceError):
+            self.proc.send({"op": "stop"})
+        self.proc.close_stdin()
+        while not self.closed:
+            if not self.pump(deadline):
+                self.proc.close(grace_s=0)
+                raise ConformanceError(f"{self.client} {self.KIND} did not close in {timeout_s}s"
+                                       f"{self._unclosed_detail()}")
+
+    def kill(self) -> None:
+        """End the process without a clean stop (cleanup path)."""
+        self.proc.close(grace_s=2.0)
+
 
 @dataclass(slots=True)
 class GroupMember(_Session):
@@ -187,20 +208,6 @@ class GroupMember(_Session):
             return False
         return True
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Ask the member to leave the group and wait until it has closed."""
-        deadline = time.monotonic() + timeout_s
-        with contextlib.suppress(ConformanceError):
-            self.proc.send({"op": "stop"})
-        self.proc.close_stdin()
-        while not self.closed:
-            if not self.pump(deadline):
-                self.proc.close(grace_s=0)
-                raise ConformanceError(f"{self.client} member did not close in {timeout_s}s")
-
-    def kill(self) -> None:
-        """End the process without leaving the group (cleanup path)."""
-        self.proc.close(grace_s=2.0)
 
 
 @dataclass(slots=True, frozen=True)
@@ -253,23 +260,12 @@ class ProducerSession(_Session):
                     f"{timeout_s:.0f}s ({what}; {self.proc.diagnostics()})"
                 )
 
+    def _unclosed_detail(self) -> str:
+        return f" ({len(self.acks)} of {self.sent} acknowledged; {self.proc.diagnostics()})"
+
     def stop(self, timeout_s: float = 60.0) -> None:
         """Flush and close the producer, collecting every acknowledgement it reports."""
-        deadline = time.monotonic() + timeout_s
-        with contextlib.suppress(ConformanceError):
-            self.proc.send({"op": "stop"})
-        self.proc.close_stdin()
-        while not self.closed:
-            if not self.pump(deadline):
-                self.proc.close(grace_s=0)
-                raise ConformanceError(
-                    f"{self.client} producer did not close in {timeout_s}s "
-                    f"({len(self.acks)} of {self.sent} acknowledged; {self.proc.diagnostics()})"
-                )
-
-    def kill(self) -> None:
-        """End the process (cleanup path)."""
-        self.proc.close(grace_s=2.0)
+        _Session.stop(self, timeout_s)
 
 
 @dataclass(slots=True)
@@ -326,18 +322,6 @@ class TxnProducerSession(_Session):
     def abort(self, timeout_s: float = 30.0) -> None:
         self._step({"op": "abort"}, timeout_s)
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        with contextlib.suppress(ConformanceError):
-            self.proc.send({"op": "stop"})
-        self.proc.close_stdin()
-        while not self.closed:
-            if not self.pump(deadline):
-                self.proc.close(grace_s=0)
-                raise ConformanceError(f"{self.client} transactional producer did not close in {timeout_s}s")
-
-    def kill(self) -> None:
-        self.proc.close(grace_s=2.0)
 
 
 class ClientAdapter(ABC):

@@ -362,16 +362,7 @@ const kafkats = {
     const acks = { '-1': 'all', 1: 'leader', 0: 'none' }[String(cmd.acks)]
     const producer = client.producer({ compression: cmd.compression, acks, lingerMs: 5, ...(cmd.config || {}).producer })
     try {
-      const messages = cmd.records.map((r) => {
-        const m = {
-          key: unhex(r.key),
-          value: unhex(r.value),
-          headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
-        }
-        if (r.partition !== null && r.partition !== undefined) m.partition = r.partition
-        return m
-      })
-      const res = await producer.send(cmd.topic, messages)
+      const res = await producer.send(cmd.topic, jsMessages(cmd.records))
       for (const r of Array.isArray(res) ? res : [res]) {
         emit({ event: 'produced', partition: r.partition, offset: Number(r.offset) })
       }
@@ -388,18 +379,9 @@ const kafkats = {
     const producer = client.producer({ compression: cmd.compression, acks, lingerMs: 5, ...(cmd.config || {}).producer })
     emit({ event: 'ready' })
     const sendChunk = async (records) => {
-      const messages = records.map((r) => {
-        const m = {
-          key: unhex(r.key),
-          value: unhex(r.value),
-          headers: Object.fromEntries((r.headers || []).map(([k, v]) => [k, unhex(v)])),
-        }
-        if (r.partition !== null && r.partition !== undefined) m.partition = r.partition
-        return m
-      })
       let res
       try {
-        res = await producer.send(cmd.topic, messages)
+        res = await producer.send(cmd.topic, jsMessages(records))
       } catch (e) {
         for (const r of records) emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) })
         return
