@@ -21,15 +21,13 @@ import argparse
 import json
 import os
 import platform
-import re
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _kwire_process import KwireProcess
 from confluent_kafka import Consumer, Producer, TopicPartition, libversion
 from confluent_kafka import version as ck_version
 
@@ -142,24 +140,11 @@ def rounds(bootstrap: str, n: int, size: int, profile: str, first_round: int,
     return total
 
 
-class KwireBroker:
+class KwireBroker(KwireProcess):
     """``kwire broker`` in its own process, with every topic the run will use created up front."""
 
     def __init__(self, topics: int) -> None:
-        args = [a for r in range(topics) for a in ("--topic", f"bench-{r}:{PARTITIONS}")]
-        self.proc = subprocess.Popen([sys.executable, "-m", "kwire", "broker", "--port", "0", "--quiet", *args],
-                                     stdout=subprocess.PIPE, text=True, cwd=ROOT)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        m = re.search(r"bootstrap servers (\S+)", line)
-        if not m:
-            self.close()
-            raise RuntimeError(f"kwire broker did not start: {line!r}")
-        self.bootstrap = m.group(1)
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
+        super().__init__([f"bench-{r}:{PARTITIONS}" for r in range(topics)])
 
 
 class RdkafkaMock:

@@ -21,7 +21,6 @@ import ctypes
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _kwire_process import KwireProcess
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer, libversion
 from confluent_kafka import version as ck_version
 
@@ -112,19 +112,11 @@ def consume(bootstrap: str, topic: str, group: str, n: int) -> tuple[float, int]
     return elapsed, polls
 
 
-class KwireBroker:
+class KwireBroker(KwireProcess):
     """``kwire broker`` in its own process with the run's topics; share groups start at earliest."""
 
     def __init__(self, topics: list[str]) -> None:
-        args = [a for t in topics for a in ("--topic", f"{t}:1")]
-        self.proc = subprocess.Popen([sys.executable, "-m", "kwire", "broker", "--port", "0", "--quiet", *args],
-                                     stdout=subprocess.PIPE, text=True, cwd=ROOT)
-        assert self.proc.stdout is not None
-        m = re.search(r"bootstrap servers (\S+)", self.proc.stdout.readline())
-        if not m:
-            self.close()
-            raise RuntimeError("kwire broker did not start")
-        self.bootstrap = m.group(1)
+        super().__init__([f"{t}:1" for t in topics])
 
     def earliest(self, group: str) -> None:
         from kwire.client import WireClient
@@ -137,10 +129,6 @@ class KwireBroker:
 
     def stats(self) -> Any:
         return None
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
 
 
 class MockBroker:

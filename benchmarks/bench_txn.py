@@ -29,16 +29,14 @@ import argparse
 import json
 import os
 import platform
-import re
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _kwire_process import KwireProcess
 from confluent_kafka import Consumer, Producer, TopicPartition, libversion
 from confluent_kafka import version as ck_version
 
@@ -258,24 +256,11 @@ def check_isolation(bootstrap: str, per_txn: int, size: int, txn_id: str) -> dic
     return out
 
 
-class KwireBroker:
+class KwireBroker(KwireProcess):
     """``kwire broker`` in its own process, with every topic the run will use created up front."""
 
     def __init__(self, topics: list[str]) -> None:
-        args = [a for t in topics for a in ("--topic", f"{t}:{PARTITIONS}")]
-        self.proc = subprocess.Popen([sys.executable, "-m", "kwire", "broker", "--port", "0", "--quiet", *args],
-                                     stdout=subprocess.PIPE, text=True, cwd=ROOT)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        m = re.search(r"bootstrap servers (\S+)", line)
-        if not m:
-            self.close()
-            raise RuntimeError(f"kwire broker did not start: {line!r}")
-        self.bootstrap = m.group(1)
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
+        super().__init__([f"{t}:{PARTITIONS}" for t in topics])
 
 
 class RdkafkaMock:
