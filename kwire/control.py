@@ -328,7 +328,7 @@ class Broker:
     def fail_txn_markers(self, *, topic: str | None = None, partition: int | None = None,
                          error_code: int | str = "NOT_LEADER_OR_FOLLOWER", times: int | None = 1) -> None:
         """Fault injection: the next ``times`` transaction-marker writes (to ``topic``/``partition``
-        when given) fail with ``error_code``. The transaction stays in PrepareCommit/PrepareAbort
+        when given; ``times=None``: every one until ``clear_faults()``) fail with ``error_code``. The transaction stays in PrepareCommit/PrepareAbort
         (clients get CONCURRENT_TRANSACTIONS) and the coordinator retries the marker every
         100 ms of broker time (``advance`` drives it), as Kafka's marker channel does (TX-15, TX-18)."""
         code = resolve_error_code(error_code)
@@ -529,7 +529,22 @@ class Broker:
         self.call(lambda: self.core.faults.remove(rule_id))
 
     def clear_faults(self) -> None:
-        self.call(self.core.faults.clear)
+        """Remove every injected fault: request rules, failing transaction markers
+        (``fail_txn_markers``) and failing dead-letter writes (``fail_dlq_writes``)."""
+
+        def run() -> None:
+            from kwire.broker.core.share_coordinator import share_coordinator
+            from kwire.broker.core.txn_coordinator import txn_coordinator
+
+            self.core.faults.clear()
+            coord = txn_coordinator(self.core)
+            if coord is not None and hasattr(coord.markers, "forced_failures"):
+                coord.markers.forced_failures.clear()
+            share = share_coordinator(self.core)
+            if share is not None:
+                share.dlq.forced_failures.clear()
+
+        self.call(run)
 
     def close_connections(self, broker_id: int | None = None) -> int:
         return self.call(lambda: self.server.close_connections(broker_id))

@@ -282,10 +282,11 @@ def _txn_row(b: Broker, tid: str) -> dict[str, Any]:
 def test_a_failed_marker_write_holds_the_transaction_until_its_retry() -> None:
     """TX-18: a marker write that fails leaves that partition's transaction open (its LSO stays at
     the transaction's first offset, TX-20) and the transaction in PrepareCommit (TX-15) while the
-    other partition's marker is written; the coordinator retries on the broker clock (100 ms)."""
-    with Broker(BrokerConfig(log_connections=False), clock=ManualClock()) as b:
+    other partition's marker is written; the coordinator retries on the broker clock (100 ms).
+    JumpClock, not ManualClock: the consumers' long polls must end (docs/guide.md, "Clocks")."""
+    with Broker(BrokerConfig(log_connections=False), clock=JumpClock()) as b:
         b.create_topic("t", partitions=2)
-        b.fail_txn_markers(topic="t", partition=0, times=1)
+        b.fail_txn_markers(topic="t", partition=0, times=None)  # until clear_faults()
         p = producer(b, "mk")
         p.begin_transaction()
         p.produce("t", b"c0", partition=0)
@@ -298,9 +299,10 @@ def test_a_failed_marker_write_holds_the_transaction_until_its_retry() -> None:
         assert [t["first_offset"] for t in held["open_transactions"]] == [0]
         assert done["last_stable_offset"] == done["high_watermark"] == 2 and done["open_transactions"] == []
         assert read_assigned(b, "read_committed", 1) == [b"c1"]
-        b.advance(99)
+        b.advance(500)  # retries on the way fail too
         assert _txn_row(b, "mk")["state_name"] == "PrepareCommit"
-        b.advance(1)
+        b.clear_faults()
+        b.advance(100)  # the next retry writes the marker
         assert _txn_row(b, "mk")["state_name"] == "CompleteCommit"
         assert b.partition_state("t", 0)["last_stable_offset"] == 2  # record and marker
         assert read_assigned(b, "read_committed", 2) == [b"c0", b"c1"]
