@@ -204,19 +204,28 @@ class ReplayResult:
     produced: int = 0
     skipped_already: int = 0  # a previous replay wrote them (the marker is in the destination)
     skipped_unknown: int = 0  # no original topic known and no --to
+    # no key and no value: the DLQ did not copy the record (KIP-1191 errors.deadletterqueue.copy.record.enable
+    # false, the default); replaying it would write an empty record into the original topic
+    skipped_no_payload: int = 0
     planned: list[tuple[str, int, DeadLetter]] = field(default_factory=list)  # (topic, partition, record)
 
 
 def replay(client: WireClient, letters: Iterable[DeadLetter], *, to_topic: str | None = None,
-           keep: Callable[[DeadLetter], bool] = lambda _d: True, dry_run: bool = False) -> ReplayResult:
+           keep: Callable[[DeadLetter], bool] = lambda _d: True, dry_run: bool = False,
+           allow_empty: bool = False) -> ReplayResult:
     """Re-produce dead letters to their original topic and partition (or ``to_topic``, partition
-    ``source % partitions``), convention headers stripped, idempotently (see the module docstring)."""
+    ``source % partitions``), convention headers stripped, idempotently (see the module docstring).
+    Records that carry neither key nor value (the DLQ did not copy the payload) are skipped unless
+    ``allow_empty``."""
     from kwire.cluster_info import describe_topics
 
     result = ReplayResult()
     by_dest: dict[str, list[DeadLetter]] = {}
     for d in letters:
         if not keep(d):
+            continue
+        if d.key is None and d.value is None and not allow_empty:
+            result.skipped_no_payload += 1
             continue
         dest = to_topic or d.source_topic
         if dest is None:

@@ -17,9 +17,9 @@ from kwire.client import WireClient
 from kwire.control import Broker, BrokerConfig
 
 
-def make_dlq(b: Broker) -> None:
+def make_dlq(b: Broker, copy: bool = True) -> None:
     """A share group's real DLQ records (two REJECTs through the share partition) plus records in
-    the other conventions, all in one topic 'dlq.g'."""
+    the other conventions, all in one topic 'dlq.g'; ``copy`` False leaves the payload out (DLQ-8)."""
     from kwire.broker.core.share_coordinator import share_coordinator
     from kwire.broker.core.share_partition import AckBatch
 
@@ -27,7 +27,7 @@ def make_dlq(b: Broker) -> None:
     b.create_topic("dlq.g", partitions=1, configs={"errors.deadletterqueue.group.enable": "true"})
     b.set_config("group", "g", "share.auto.offset.reset", "earliest")
     b.set_config("group", "g", "errors.deadletterqueue.topic.name", "dlq.g")
-    b.set_config("group", "g", "errors.deadletterqueue.copy.record.enable", "true")
+    b.set_config("group", "g", "errors.deadletterqueue.copy.record.enable", "true" if copy else "false")
     b.produce("orders", [b"o1", b"o2"], partition=1, keys=[b"k1", b"k2"])
 
     def reject() -> None:
@@ -99,6 +99,22 @@ def test_replay_to_the_original_partition_once() -> None:
         replayed = b.read("orders", 1, 2)
     assert [bytes(r.value) for r in replayed] == [b"o1", b"o2"]
     assert [[k for k, _ in r.headers] for r in replayed] == [[dlq_tools.REPLAY_MARKER]] * 2
+
+
+@pytest.mark.rule("DLQ-8")
+def test_replay_skips_dead_letters_without_payload_unless_allowed() -> None:
+    """DLQ-8: with copy.record.enable false a dead letter has no key and no value; replaying it would
+    write empty records into the original topic, so replay skips them and says why; --allow-empty
+    replays them anyway."""
+    with Broker(BrokerConfig(log_connections=False)) as b:
+        make_dlq(b, copy=False)
+        cmd = [sys.executable, "-m", "kwire", "dlq", "replay", "--bootstrap", b.bootstrap, "--to-original", "dlq.g"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
+        assert "produced 0" in out.stderr and "no payload 2" in out.stderr and "--allow-empty" in out.stderr
+        assert b.end_offsets("orders") == {0: 0, 1: 2}
+        forced = subprocess.run([*cmd, "--allow-empty"], capture_output=True, text=True, timeout=60, check=True)
+        assert "produced 2" in forced.stderr
+        assert [r.value for r in b.read("orders", 1, 2)] == [None, None]
 
 
 def test_replay_filters_and_other_topics() -> None:

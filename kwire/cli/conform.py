@@ -177,30 +177,43 @@ def run(args: argparse.Namespace) -> int:
     if len(set(clients)) != len(clients):
         raise CliError(f"a client is named twice: {clients}")
 
-    from rich.console import Console
-    from rich.live import Live
+    import importlib.util
 
-    console = Console(stderr=False)
+    fancy = importlib.util.find_spec("rich") is not None  # a live table with rich; plain lines without it
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     command = "kwire " + shlex.join(getattr(args, "_argv", None) or sys.argv[1:])
     results: dict[tuple[str, str], Any] = {}
     total = len(adapters) * len(scenarios)
     with _target(args) as (bootstrap, control, target_name, broker):
         rules = broker is not None and not args.no_rules
-        with Live(_table(results, clients, scenarios, None, 0, total), console=console,
-                  auto_refresh=False, transient=False) as live:
+        if fancy:
+            from rich.console import Console
+            from rich.live import Live
+
+            console = Console(stderr=False)
+            with Live(_table(results, clients, scenarios, None, 0, total), console=console,
+                      auto_refresh=False, transient=False) as live:
+                for a in adapters:
+                    for s in scenarios:
+                        live.update(_table(results, clients, scenarios, (a.name, s), len(results), total),
+                                    refresh=True)
+                        results[(a.name, s)] = run_cell(s, a, bootstrap, control, broker, rules)
+                        live.update(_table(results, clients, scenarios, None, len(results), total), refresh=True)
+            console.print()  # the live table leaves the cursor at its last line
+        else:
             for a in adapters:
                 for s in scenarios:
-                    live.update(_table(results, clients, scenarios, (a.name, s), len(results), total), refresh=True)
-                    results[(a.name, s)] = run_cell(s, a, bootstrap, control, broker, rules)
-                    live.update(_table(results, clients, scenarios, None, len(results), total), refresh=True)
-    console.print()  # the live table leaves the cursor at its last line
+                    r = results[(a.name, s)] = run_cell(s, a, bootstrap, control, broker, rules)
+                    print(f"[{len(results)}/{total}] {a.name} / {s}: {r.outcome.value} ({r.elapsed_s:.1f}s)", flush=True)
     ordered = [results[(c, s)] for c in clients for s in scenarios]
     for r in ordered:
         if r.outcome is Outcome.FAIL:
-            console.print(f"[bold red]FAIL[/] {r.client} / {r.scenario}: {r.reason}", markup=True, highlight=False)
+            print(f"FAIL {r.client} / {r.scenario}: {r.reason}")
             for v in r.violations[:5]:
-                console.print(v.format(), markup=False, highlight=False)
+                print(v.format())
+        elif r.outcome is Outcome.SKIP and (args.client or args.client_command):
+            # a client asked for by name that cannot run says why (not only in --report)
+            print(f"skip {r.client} / {r.scenario}: {r.reason}")
     counts = {o: sum(r.outcome is o for r in ordered) for o in Outcome}
     print(f"conform: {counts[Outcome.PASS]} passed, {counts[Outcome.FAIL]} failed, {counts[Outcome.SKIP]} skipped"
           + ("" if rules else " (client rules not checked: the target does not record traffic)"))

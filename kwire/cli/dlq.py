@@ -33,6 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rep.add_argument("--source-topic", help="only records that came from this topic")
     rep.add_argument("--error", metavar="TEXT", help="only records whose error contains TEXT")
     rep.add_argument("--dry-run", action="store_true", help="say what would be produced, produce nothing")
+    rep.add_argument("--allow-empty", action="store_true",
+                     help="also replay records without key and value (a DLQ that did not copy the payload: "
+                          "errors.deadletterqueue.copy.record.enable=false); skipped by default")
     rep.add_argument("topic", help="the dead-letter topic")
 
 
@@ -69,10 +72,16 @@ def run(args: argparse.Namespace) -> int:
 
     with WireClient(args.bootstrap, client_id="kwire-dlq") as client:
         letters = list(dlq_tools.read_cluster(client, args.topic))
-        result = dlq_tools.replay(client, letters, to_topic=args.to, keep=keep, dry_run=args.dry_run)
+        result = dlq_tools.replay(client, letters, to_topic=args.to, keep=keep, dry_run=args.dry_run,
+                                  allow_empty=args.allow_empty)
+    verb = "would produce" if args.dry_run else "produced"
     for topic, partition, d in result.planned:
-        verb = "would produce" if args.dry_run else "produced"
         print(f"{verb} {d.dlq_topic}/{d.dlq_partition}/{d.dlq_offset} -> {topic}-{partition}")
-    print(f"replay: produced {result.produced}, already replayed {result.skipped_already}, "
-          f"no original topic {result.skipped_unknown}", file=sys.stderr)
+    count = len(result.planned) if args.dry_run else result.produced
+    print(f"replay: {verb} {count}, already replayed {result.skipped_already}, "
+          f"no original topic {result.skipped_unknown}, no payload {result.skipped_no_payload}", file=sys.stderr)
+    if result.skipped_no_payload:
+        print(f"replay: {result.skipped_no_payload} dead letters carry no key and no value (the DLQ did not copy "
+              "them: errors.deadletterqueue.copy.record.enable=false) and were not replayed; --allow-empty "
+              "replays them as empty records", file=sys.stderr)
     return 0

@@ -49,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if args.job == "dlq" and len(args.inputs) != 1:
         raise CliError("dlq takes one INPUT: a log dir or one partition directory")
     if args.engine == "local":
+        import importlib.util
+
+        if importlib.util.find_spec("pyarrow") is None:
+            raise CliError("the pipeline writes Parquet with pyarrow: pip install 'kwire[spark]' "
+                           "(--engine local then runs without starting Spark)")
         from kwire.pipeline import jobs
 
         print(f"running {args.job} in this process", file=sys.stderr)
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         import importlib.util
 
         if importlib.util.find_spec("pyspark") is None:
-            raise CliError("Spark is not installed: pip install 'kwire[spark]', or use --engine local")
+            raise CliError("Spark is not installed: pip install 'kwire[spark]' (it also brings what --engine local needs)")
         from kwire.pipeline.spark import build_session
         from kwire.pipeline.spark import jobs as sjobs
 

@@ -144,3 +144,22 @@ def _check_html_in_chromium(page: Path, tmp_path: Path) -> None:
     colours = {bytes(row[i : i + 3]) for row in rows[::4] for i in range(0, width * channels, channels * 4)}
     # The failed cell is painted with its background (#fbd5d5).
     assert bytes.fromhex("fbd5d5") in colours
+
+
+def test_without_rich_the_matrix_prints_plain_lines_and_skips_say_why(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """rich is an extra (kwire[conform]): without it the run still works, one line per cell; a
+    client asked for by name that cannot run says why, not only in --report."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "rich" else real(name, *a))
+    monkeypatch.setattr("kwire.conformance.clients.kcat.KcatAdapter.unavailable_reason",
+                        lambda self: "kcat is not installed (test)")
+    rc = main(["conform", "--client", "kcat", "--scenario", "roundtrip"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "[1/1] kcat / roundtrip: skip" in out
+    assert "skip kcat / roundtrip: not installed: kcat is not installed (test)" in out
+    assert out.strip().splitlines()[-1] == "conform: 0 passed, 0 failed, 1 skipped"

@@ -245,7 +245,7 @@ BROKER_CONFIGS = _defs(
     ConfigDef("group.share.heartbeat.interval.ms", "5000", "int", min_value=1),
     ConfigDef("group.share.min.heartbeat.interval.ms", "5000", "int", min_value=1),
     ConfigDef("group.share.max.heartbeat.interval.ms", "15000", "int", min_value=1),
-    ConfigDef("transaction.version", "2", "int", min_value=0),
+    ConfigDef("transaction.version", "2", "int", min_value=0, max_value=2),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
 

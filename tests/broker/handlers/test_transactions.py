@@ -296,3 +296,17 @@ def test_init_producer_id_v6_is_not_advertised() -> None:
     core, _, _, c = txn_core()
     keys = {k.api_key: k.max_version for k in c.send(ApiVersionsRequest(), 3).api_keys}
     assert keys[ApiKey.INIT_PRODUCER_ID] == 5
+
+
+@pytest.mark.rule("TX-24")
+@pytest.mark.parametrize("level", ["3", "7", "-1"])
+def test_transaction_version_outside_what_the_broker_supports_is_refused(level: str) -> None:
+    """TX-24: transaction.version is finalized within the supported range 0-2 (ApiVersions'
+    SupportedFeatures); a level outside it is refused, as share.version's is."""
+    from kwire.broker.core.configs import ResourceType
+    from kwire.errors import ConfigError
+
+    core, _ = make_core()
+    with pytest.raises(ConfigError):
+        core.configs.set(ResourceType.BROKER, "", "transaction.version", level)
+    core.configs.set(ResourceType.BROKER, "", "transaction.version", "1")
