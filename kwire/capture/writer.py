@@ -3,9 +3,11 @@
 Each recorded connection becomes one TCP connection from ``127.0.0.1:<client_port_base +
 conn id>`` to the broker's port (``broker_port_base`` for the lowest broker id, +1 for the next): handshake, every request
 and its response as size-prefixed frames cut at the MSS, and a FIN at the end. Requests go out
-at the broker time they were recorded (``at_ms``); the response follows ``response_delay_ns``
-later, since the recording keeps no answer time. A request the broker closed the connection on
-ends that connection.
+at the broker time they were recorded (``at_ms``); the response at the broker time it was sent
+(``response_at_ms``: a long poll's wait shows), never sooner than ``response_delay_ns`` after
+its request (the recording keeps milliseconds). A request the broker closed the connection on
+ends that connection. The addresses are synthetic (the recording keeps connection ids, not
+ports).
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def write_exchanges_pcapng(
             add(flow.handshake(ts - 10_000))
         req = ex.request_bytes
         add(flow.send(True, struct.pack(">i", len(req)) + req, ts))
-        ts += response_delay_ns
+        answered = getattr(ex, "response_at_ms", None)
+        ts = max(ts + response_delay_ns, answered * 1_000_000 if answered is not None else 0)
         if ex.response_bytes is not None:
             resp = ex.response_bytes
             add(flow.send(False, struct.pack(">i", len(resp)) + resp, ts))
