@@ -78,6 +78,8 @@ def _start(options: dict[str, Any]) -> Broker:
 
 @pytest.fixture
 def kwire_broker_factory() -> Iterator[Callable[..., Broker]]:
+    """A function that starts a kwire broker per call (``make(brokers=3, jump_clock=True, ...)``:
+    BrokerConfig fields and the clock options); every broker it started stops after the test."""
     started: list[Broker] = []
 
     def make(**options: Any) -> Broker:
@@ -92,6 +94,9 @@ def kwire_broker_factory() -> Iterator[Callable[..., Broker]]:
 
 @pytest.fixture
 def kwire_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """A running kwire broker (``kwire.control.Broker``) with test-friendly defaults, options from
+    ``@pytest.mark.kwire(...)`` (BrokerConfig fields, ``manual_clock=True`` or ``jump_clock=True``);
+    connect clients to ``kwire_broker.bootstrap``."""
     marker = request.node.get_closest_marker("kwire")
     options = dict(marker.kwargs) if marker is not None else {}
     b = _start(options)

@@ -135,13 +135,24 @@ def test_ready_file_verbose_log_and_advertised_host(tmp_path: Path) -> None:
 
 
 def test_data_dir_restore_summary(tmp_path: Path) -> None:
-    """With --data-dir the broker says what it restored."""
+    """With --data-dir the broker says what it restored (a new one: nothing; --topic is not counted);
+    a --data-dir that is a file is a one-line error."""
     proc, _ = _launch("--data-dir", str(tmp_path), "--topic", "t:3")
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the line after the ready line (communicate() would miss it: buffered)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
+    assert "nothing to restore, starting afresh" in first
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    bad = subprocess.run([sys.executable, "-m", "kwire", "broker", "--data-dir", str(afile)], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert bad.returncode != 0 and "is not a directory" in bad.stderr and "Traceback" not in bad.stderr
     proc, _ = _launch("--data-dir", str(tmp_path))
+    assert proc.stdout is not None
+    out = proc.stdout.readline()
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
+    proc.communicate(timeout=60)
     assert "restored 1 topics, 3 partitions" in out
 
 

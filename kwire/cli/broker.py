@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             u, pw = item.split(":", 1)
             users[u] = pw
         sasl = SaslConfig(users=users)
+    if args.data_dir and os.path.exists(args.data_dir) and not os.path.isdir(args.data_dir):
+        raise CliError(f"--data-dir {args.data_dir} is not a directory")
     config = BrokerConfig(brokers=args.brokers, host=args.host, port=args.port, data_dir=args.data_dir,
                           sasl=sasl, settings=settings, log_connections=not args.quiet,
                           advertised_host=args.advertised_host)
@@ -90,14 +93,15 @@ def run(args: argparse.Namespace) -> int:
             broker.start_recording()
         if args.verbose:
             _log_requests(broker, keep=bool(args.record))
+        restored = _restore_summary(broker) if args.data_dir else None  # before --topic adds any
         for name, parts in topics:
             _ensure_topic(broker, name, parts)
         if args.ready_file:
             _write_ready(args.ready_file, broker.bootstrap)
         # The ready line comes first: scripts read the address from the first line.
         print(f"kwire broker: bootstrap servers {broker.bootstrap}", flush=True)
-        if args.data_dir:
-            print(f"kwire broker: {_restore_summary(broker)}", flush=True)
+        if restored is not None:
+            print(f"kwire broker: {restored}", flush=True)
         while not done.wait(0.2):
             if stats_wanted.is_set():
                 stats_wanted.clear()
@@ -159,6 +163,8 @@ def _restore_summary(broker: Any) -> str:
         groups = len(core.subsystems.offsets.groups())
         txn = core.subsystems.transactions
         share = core.subsystems.share_groups
+        if not topics and not core.subsystems.offsets.groups():
+            return f"data dir {core.config.data_dir}: nothing to restore, starting afresh"
         return (f"restored {len(topics)} topics, {parts} partitions, {records} offsets of records, committed "
                 f"offsets of {groups} groups, {len(txn.transactions) if txn else 0} transactional ids, "
                 f"{len(share.partitions) if share else 0} share partitions from {core.config.data_dir}")

@@ -53,7 +53,7 @@ PLAN: tuple[Step, ...] = (
 
 
 def transactions(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """Run ``PLAN`` with two producers of the client, then read back with read_committed."""
+    """Two transactional producers interleave commits and aborts on 3 partitions; read_committed reads back."""
     if adapter.no_transactions is not None:
         return ScenarioResult.skipped(adapter.name, SCENARIO, adapter.no_transactions)
     topic = unique_name(f"kw-txn-{adapter.name}")
