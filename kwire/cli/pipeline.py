@@ -24,7 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         ("dlq", "DLQ partition dirs -> dlq_records, dlq_report, HTML report"),
                         ("conformance", "captures -> conformance_violations (client-behaviour rules)")):
         p = sub.add_parser(name, help=help_)
-        p.add_argument("inputs", nargs="+", metavar="INPUT")
+        p.add_argument("inputs", nargs="+", metavar="INPUT",
+                       help="a log dir of TOPIC-N/ partition dirs, or one partition dir" if name == "dlq"
+                       else "pcap/pcapng files, globs or directories of them")
+        if name == "dlq":
+            p.add_argument("--topic", action="append", default=None, metavar="TOPIC",
+                           help="only this dead-letter topic (repeatable); default: every topic under INPUT, a "
+                                "topic whose records carry no DLQ headers shows as convention none")
         p.add_argument("--out", required=True, metavar="DIR", help="output directory (Parquet tables + report)")
         p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
         p.add_argument("--engine", choices=("spark", "local"), default="spark",
@@ -58,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"running {args.job} in this process", file=sys.stderr)
         local = {"traffic": lambda: jobs.traffic_job(args.inputs, args.out),
-                 "dlq": lambda: jobs.dlq_job(args.inputs[0], args.out),
+                 "dlq": lambda: jobs.dlq_job(args.inputs[0], args.out, topics=args.topic),
                  "conformance": lambda: jobs.conformance_job(args.inputs, args.out)}
         result = local[args.job]()
     else:
@@ -74,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             print(f"running {args.job}", file=sys.stderr)
             on_spark = {"traffic": lambda: sjobs.traffic_job(spark, args.inputs, args.out),
-                        "dlq": lambda: sjobs.dlq_job(spark, args.inputs[0], args.out),
+                        "dlq": lambda: sjobs.dlq_job(spark, args.inputs[0], args.out, topics=args.topic),
                         "conformance": lambda: sjobs.conformance_job(spark, args.inputs, args.out)}
             result = on_spark[args.job]()
         finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,11 +79,12 @@ def conformance_job(inputs: list[str], out: str | Path) -> JobResult:
     return res
 
 
-def dlq_job(root: str | Path, out: str | Path) -> JobResult:
+def dlq_job(root: str | Path, out: str | Path, *, topics: Collection[str] | None = None) -> JobResult:
+    """dlq_records and dlq_report from the partition dirs under ``root`` (of ``topics`` only, when given)."""
     from kwire.pipeline.tables import DLQ_RECORDS
 
     out = Path(out)
-    slices, torn = plan_log_slices(root)
+    slices, torn = plan_log_slices(root, topics=topics)
     rows = [dlq_row(r) for s in slices for r in iter_log_records(s)]
     res = JobResult(tables=write_tables(out, {"dlq_records": (DLQ_RECORDS, rows)}))
     res.summary = dlq_report_rows(rows)

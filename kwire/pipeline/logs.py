@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,12 +92,16 @@ def _walk(path: Path, target: int) -> tuple[list[tuple[int, int]], TornTail | No
     return ranges, torn
 
 
-def plan_log_slices(root: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_BYTES) -> tuple[list[LogSlice], list[TornTail]]:
-    """Every segment of every partition dir under ``root`` as slices of at most ~``target_bytes``."""
+def plan_log_slices(root: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_BYTES, *,
+                    topics: Collection[str] | None = None) -> tuple[list[LogSlice], list[TornTail]]:
+    """Every segment of every partition dir under ``root`` (of ``topics`` only, when given) as
+    slices of at most ~``target_bytes``."""
     slices: list[LogSlice] = []
     torn: list[TornTail] = []
     for d in partition_dirs(root):
         topic, partition = parse_partition_dir_name(d)
+        if topics is not None and topic not in topics:
+            continue
         for _, seg in list_segments(d):
             ranges, tail = _walk(seg, target_bytes)
             slices.extend(LogSlice(str(seg), topic, partition, a, b) for a, b in ranges)

@@ -65,6 +65,19 @@ def test_jobs_summaries_match_the_plain_jobs(spark: Any, tmp_path: Path) -> None
     assert (tmp_path / "spark_d" / "dlq_report.html").read_text().count("<svg") >= 3
 
 
+def test_the_dlq_job_can_take_some_topics_only(spark: Any, tmp_path: Path) -> None:
+    """--topic: only the named dead-letter topics' partition dirs are read, on both engines alike."""
+    from kwire.pipeline.spark import jobs as sjobs
+
+    root = write_dlq_dirs(tmp_path / "logs")
+    keep = ["dlq.spring", "dlq.plain"]
+    s_d = sjobs.dlq_job(spark, root, tmp_path / "spark_d", topics=keep)
+    p_d = jobs.dlq_job(root, tmp_path / "plain_d", topics=keep)
+    assert s_d.summary == p_d.summary and s_d.tables == p_d.tables
+    assert {r["topic"] for r in p_d.summary} == set(keep)
+    assert p_d.notes == []  # the torn tail is in another topic
+
+
 _LOCAL1 = """
 import json, sys
 from kwire.pipeline.spark import build_session

@@ -6,7 +6,9 @@ decoded tables are written first and read back for the aggregations, so nothing 
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +77,14 @@ def dlq_report_df(d: Any) -> Any:
     )
 
 
-def dlq_job(spark: Any, root: str | Path, out: str | Path) -> JobResult:
+def dlq_job(spark: Any, root: str | Path, out: str | Path, *, topics: Collection[str] | None = None) -> JobResult:
     from kwire.pipeline.logs import plan_log_slices
 
     out = Path(out)
-    (spark.read.format("kwire-log").option("table", "dlq_records").load(str(root))
-     .write.mode("overwrite").parquet(str(out / "dlq_records")))
+    reader = spark.read.format("kwire-log").option("table", "dlq_records")
+    if topics is not None:
+        reader = reader.option("topics", json.dumps(sorted(topics)))
+    reader.load(str(root)).write.mode("overwrite").parquet(str(out / "dlq_records"))
     d = spark.read.parquet(str(out / "dlq_records"))
     report_df = dlq_report_df(d)
     report_df.write.mode("overwrite").parquet(str(out / "dlq_report"))
@@ -91,7 +95,7 @@ def dlq_job(spark: Any, root: str | Path, out: str | Path) -> JobResult:
     errors = sorted(((r["error_message"], r["count"]) for r in d.where(F.col("error_message").isNotNull())
                      .groupBy("error_message").count().collect()), key=lambda kv: (-kv[1], kv[0]))[:20]
     res.notes = [f"torn tail: {t.path} at byte {t.position} ({t.nbytes} bytes skipped)"
-                 for t in plan_log_slices(root)[1]]
+                 for t in plan_log_slices(root, topics=topics)[1]]
     res.report = out / "dlq_report.html"
     res.report.write_text(dlq_html(res.summary, hist, _series(d, "timestamp_ms"), errors,
                                    now_ms=int(time.time() * 1000)))

@@ -14,6 +14,7 @@ Options: ``paths`` (comma-separated; ``load(path)`` works too), ``targetPartitio
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -102,9 +103,10 @@ class _LogReader(DataSourceReader):
         from kwire.pipeline.logs import DEFAULT_TARGET_BYTES, pack, plan_log_slices
 
         target = int(self.options.get("targetpartitionbytes", DEFAULT_TARGET_BYTES))
+        topics = json.loads(self.options["topics"]) if "topics" in self.options else None
         slices = []
         for root in _paths(self.options):
-            slices.extend(plan_log_slices(root, target)[0])
+            slices.extend(plan_log_slices(root, target, topics=topics)[0])
         tasks = pack(slices, target)
         return [InputPartition(tuple(t)) for t in tasks] or [InputPartition(())]
 
