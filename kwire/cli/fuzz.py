@@ -63,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
         candidate = repo_root() / "fixtures"
         fixtures = candidate if candidate.is_dir() else None
 
+    last = [-10.0]
+
     def progress(r: FuzzReport) -> None:
-        if not args.quiet:
+        if not args.quiet and r.elapsed_s - last[0] >= 5.0:  # a line every 5 s, not every check
+            last[0] = r.elapsed_s
             rate = r.frames / r.elapsed_s if r.elapsed_s else 0.0
             print(f"  {r.frames} frames ({rate:.0f}/s), crashes {r.crashes}, hangs {r.hangs}", file=sys.stderr)
 
