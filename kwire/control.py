@@ -396,18 +396,29 @@ class Broker:
 
     def expire_locks(self, group_id: str, topic: str, partition: int, offsets: list[int] | None = None) -> int:
         """Fault injection: the acquisition locks of ``offsets`` (every held one if None) expire
-        now, as if their time had run out (AQ-12); returns how many records were released."""
+        now, as if their time had run out (AQ-12); returns how many records were released. A share
+        partition the group never fetched raises KwireError (a misspelt name must not pass quietly)."""
 
         def run() -> int:
             sp = self._share().partitions.get(group_id, topic, partition)
-            return 0 if sp is None else sp.expire_now(offsets)
+            if sp is None:
+                raise KwireError(f"share group {group_id!r} holds no share partition {topic}-{partition} "
+                                 "(it has not fetched it yet, or a name is misspelt)")
+            return sp.expire_now(offsets)
 
         return int(self.call(run))
 
     def fence_share_member(self, group_id: str, member_id: str) -> bool:
         """Fault injection: remove a share-group member now, as a session timeout would: its share
-        session ends and its records are released; its next heartbeat gets UNKNOWN_MEMBER_ID."""
-        return bool(self.call(lambda: self._share().fence_member(group_id, member_id)))
+        session ends and its records are released; its next heartbeat gets UNKNOWN_MEMBER_ID.
+        An unknown group or member raises KwireError."""
+
+        def run() -> bool:
+            if not self._share().fence_member(group_id, member_id):
+                raise KwireError(f"share group {group_id!r} has no member {member_id!r}")
+            return True
+
+        return bool(self.call(run))
 
     def dlq_records(self, group_id: str) -> list[dict[str, Any]]:
         """The dead-letter records of a share group (KIP-1191), decoded: offset, key, value, timestamp

@@ -155,3 +155,15 @@ def test_inspection_topics_groups_and_records_from_python() -> None:
         assert d["committed"] == {f"t-{got.partition()}": got.offset() + 1}
         assert b.describe_group("nope") is None
         c.close()
+
+
+def test_share_faults_name_what_they_cannot_find() -> None:
+    """A misspelt share group, partition or member raises instead of doing nothing quietly."""
+    from kwire.errors import KwireError
+
+    with Broker(BrokerConfig(log_connections=False)) as b:
+        b.create_topic("jobs", partitions=1)
+        with pytest.raises(KwireError, match="holds no share partition jobs-0"):
+            b.expire_locks("worker", "jobs", 0)
+        with pytest.raises(KwireError, match="has no member 'nobody'"):
+            b.fence_share_member("workers", "nobody")
