@@ -59,6 +59,13 @@ CAPTURE_ISSUES = _table(
     "ts_ns int64, detail string",
 )
 
+# The Spark traffic job's staging rows: one decode of a capture gives both tables (the exchanges and
+# the issues met on the way), told apart by ``row_kind``; the issue columns carry an ``issue_``
+# prefix. Not an output table.
+CAPTURE_ROWS = Table("capture_rows", (
+    Column("row_kind", "string"), *WIRE_EXCHANGES.columns,
+    *(Column(f"issue_{c.name}", c.kind) for c in CAPTURE_ISSUES.columns)))
+
 LOG_RECORDS = _table(
     "log_records",
     "source string, topic string, partition int32, batch_position int64, base_offset int64, offset int64,"

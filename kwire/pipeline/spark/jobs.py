@@ -19,6 +19,7 @@ from kwire.pipeline.jobs import JobResult
 from kwire.pipeline.plan import expand_inputs
 from kwire.pipeline.report import dlq_html, traffic_html
 from kwire.pipeline.summary import TRAFFIC_SUMMARY_COLUMNS, TRAFFIC_SUMMARY_KEYS, sort_key, time_bucket_ns
+from kwire.pipeline.tables import CAPTURE_ISSUES, WIRE_EXCHANGES
 
 __all__ = ["traffic_job", "dlq_job", "conformance_job", "traffic_summary_df", "dlq_report_df"]
 
@@ -54,9 +55,20 @@ def traffic_job(spark: Any, inputs: list[str], out: str | Path, *, min_partition
     paths = ",".join(expand_inputs(inputs))
     parts = str(min_partitions or spark.sparkContext.defaultParallelism)
     res = JobResult()
-    for table in ("wire_exchanges", "capture_issues"):
-        (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts)
-         .option("table", table).load().write.mode("overwrite").parquet(str(out / table)))
+    # One decode of the captures gives both tables: the staged rows are kept (memory, then disk)
+    # while the two writes read them, instead of decoding every capture twice.
+    from pyspark import StorageLevel
+
+    staged = (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts)
+              .option("table", "capture_rows").load().persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        (staged.where(F.col("row_kind") == "exchange").select(*WIRE_EXCHANGES.names)
+         .write.mode("overwrite").parquet(str(out / "wire_exchanges")))
+        (staged.where(F.col("row_kind") == "issue")
+         .select(*(F.col(f"issue_{c}").alias(c) for c in CAPTURE_ISSUES.names))
+         .write.mode("overwrite").parquet(str(out / "capture_issues")))
+    finally:
+        staged.unpersist()
     ex = spark.read.parquet(str(out / "wire_exchanges"))
     issues = spark.read.parquet(str(out / "capture_issues"))
     res.tables = {"wire_exchanges": ex.count(), "capture_issues": issues.count()}

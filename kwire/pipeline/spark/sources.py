@@ -20,7 +20,14 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from kwire.pipeline.tables import CAPTURE_ISSUES, DLQ_RECORDS, LOG_RECORDS, WIRE_EXCHANGES, Table
+from kwire.pipeline.tables import (
+    CAPTURE_ISSUES,
+    CAPTURE_ROWS,
+    DLQ_RECORDS,
+    LOG_RECORDS,
+    WIRE_EXCHANGES,
+    Table,
+)
 
 __all__ = ["PcapSource", "LogSource", "FramesSource", "register_sources", "spark_ddl"]
 
@@ -66,11 +73,19 @@ class _PcapReader(DataSourceReader):
         if self.options.get("brokerports"):
             ports = frozenset(int(p) for p in self.options["brokerports"].split(","))
         want_issues = self.table.name == CAPTURE_ISSUES.name  # the reader is pickled: compare by name
+        staged = self.table.name == CAPTURE_ROWS.name
 
         def rows() -> Iterator[dict[str, Any]]:
             for path, k, n in partition.value:
                 if want_issues:
                     yield from capture_issue_rows(path, shard=(k, n), broker_ports=ports)
+                elif staged:  # one decode, both tables (the traffic job splits them)
+                    issues: list[dict[str, Any]] = []
+                    for row in iter_traffic(path, shard=(k, n), broker_ports=ports, issues=issues):
+                        row["row_kind"] = "exchange"
+                        yield row
+                    for issue in issues:
+                        yield {"row_kind": "issue", **{f"issue_{c}": v for c, v in issue.items()}}
                 else:
                     yield from iter_traffic(path, shard=(k, n), broker_ports=ports)
 
@@ -85,7 +100,10 @@ class PcapSource(DataSource):
         return "kwire-pcap"
 
     def _table(self) -> Table:
-        return CAPTURE_ISSUES if self.options.get("table") == "capture_issues" else WIRE_EXCHANGES
+        table = self.options.get("table")
+        if table == "capture_rows":
+            return CAPTURE_ROWS
+        return CAPTURE_ISSUES if table == "capture_issues" else WIRE_EXCHANGES
 
     def schema(self) -> str:
         return spark_ddl(self._table())
