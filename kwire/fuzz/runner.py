@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import random
 import socket
 import struct
@@ -39,7 +40,7 @@ from kwire.conformance.wire_client import WireClient, WireClosed
 from kwire.errors import KwireError
 from kwire.fuzz.mutators import Seed, default_seeds, fixture_seeds, mutate, payload_of
 
-__all__ = ["FuzzConfig", "FuzzReport", "Finding", "run_fuzz"]
+__all__ = ["FuzzConfig", "FuzzReport", "Finding", "run_fuzz", "save_finding"]
 
 _SIZE = struct.Struct(">i")
 # How long to wait for an answer before asking the broker whether it parked the request.
@@ -291,7 +292,7 @@ class _Fuzzer:
         if kind in ("crash", "hang") and payload:
             finding.payload = self._minimise(kind, payload)
             if self.cfg.out is not None:
-                finding.saved = _save(self.cfg.out, finding, self.cfg.seed)
+                finding.saved = save_finding(self.cfg.out, finding, self.cfg.seed)
 
     # --- minimisation ---------------------------------------------------------------------------
     def _trips(self, kind: str, payload: bytes) -> bool:
@@ -422,7 +423,9 @@ class _Fuzzer:
                             f"read back {found.get((part, off))!r}"))
 
 
-def _save(out: Path, f: Finding, seed: int) -> Path:
+def save_finding(out: Path, f: Finding, seed: int) -> Path:
+    """Write a finding's frame (``.bin``) and its side file (``.json``: key, version, kind, frame,
+    provenance with the seed that found it) under ``out``; returns the ``.bin`` path."""
     out.mkdir(parents=True, exist_ok=True)
     key, version = (struct.unpack(">hh", f.payload[:4]) if len(f.payload) >= 4 else (-1, -1))
     digest = hashlib.sha256(f.payload).hexdigest()[:10]
@@ -465,6 +468,9 @@ def _hypothesis_payloads(rng: random.Random, count: int, sink: Callable[[bytes, 
 _TRANSPORTS = ("plain",) * 12 + ("pipelined", "slow_writer", "lying_size", "drop_mid_frame")
 
 
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024 if hasattr(os, "sysconf") else 4
+
+
 class _RssWatch:
     """Highest resident memory seen after a warm-up (the first 1,000 frames fill caches and pools).
 
@@ -482,9 +488,7 @@ class _RssWatch:
         try:
             with open("/proc/self/statm", "rb") as f:
                 pages = int(f.read().split()[1])
-            import os
-
-            return pages * os.sysconf("SC_PAGE_SIZE") // 1024
+            return pages * _PAGE_KB
         except (OSError, ValueError, IndexError):  # no procfs: the lifetime peak is the best there is
             import resource
 

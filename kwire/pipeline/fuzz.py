@@ -54,7 +54,7 @@ def run_shard(spec: ShardSpec, shard: int) -> dict[str, Any]:
 def merge(rows: Iterable[dict[str, Any]], out: Path | None) -> tuple[Any, list[dict[str, Any]]]:
     """One ``FuzzReport`` over every shard (findings saved under ``out`` with their shard's seed,
     the same finding from several shards kept once) and the per-shard rows, ordered by shard."""
-    from kwire.fuzz.runner import Finding, FuzzReport, _save
+    from kwire.fuzz.runner import Finding, FuzzReport, save_finding
 
     shards = sorted(rows, key=lambda r: int(r["shard"]))
     total = FuzzReport()
@@ -75,6 +75,6 @@ def merge(rows: Iterable[dict[str, Any]], out: Path | None) -> tuple[Any, list[d
                 continue
             seen.add(key)
             if out is not None and finding.payload and finding.kind in ("crash", "hang"):
-                finding.saved = _save(out, finding, int(r["seed"]))
+                finding.saved = save_finding(out, finding, int(r["seed"]))
             total.findings.append(finding)
     return total, shards
