@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from kwire.capture.pcap import (
     ACK,
     FIN,
-    LINKTYPE_ETHERNET,
     RST,
     SYN,
+    SkipTcp,
     TcpSegment,
     _ip_text,
     iter_packets,
@@ -425,8 +425,7 @@ class KafkaCaptureReader:
         self._conns: dict[tuple[str, str], _Conn] = {}
         self._generation: dict[tuple[str, str], int] = {}
         self._mine: dict[tuple[str, str], bool] = {}
-        self._raw_mine: dict[bytes, bool] = {}
-        self.packets = 0
+        self.packets = 0  # packets looked at (a shard does not count those its filter dropped)
         self.tcp_segments = 0
 
     def _owned(self, a: str, b: str) -> bool:
@@ -497,34 +496,27 @@ class KafkaCaptureReader:
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Every packet of a pcap/pcapng capture; finished exchanges wait in ``drain()``."""
-        sharded = self.shard[1] > 1
-        for ts, linktype, frame in iter_packets(data):
+        for ts, linktype, frame in iter_packets(data, skip=self.packet_filter()):
             self.packets += 1
-            if sharded and self.skip_packet(linktype, frame):
-                continue
             seg = parse_tcp(linktype, frame)
             if seg is not None:
                 self.segment(seg, ts)
 
-    def skip_packet(self, linktype: int, frame: memoryview) -> bool:
-        """True when the packet surely belongs to another shard (checked before parsing it).
+    def packet_filter(self) -> SkipTcp | None:
+        """For ``iter_packets(skip=...)``: drops the other shards' packets before they are parsed.
 
-        The common case, Ethernet + IPv4 + TCP, is keyed on the raw address and port bytes, so
-        a shard skips the other shards' packets for the price of a dict lookup.
+        Only an economy: ``segment`` checks ownership again, so packets the filter cannot judge
+        (not Ethernet + IPv4 without options) still go to the right shard.
         """
-        n = self.shard[1]
-        if n <= 1 or linktype != LINKTYPE_ETHERNET or len(frame) < 54 or frame[12] != 8 or frame[13] or frame[23] != 6:
-            return False
-        ihl = frame[14] & 0x0F
-        # addresses then ports, contiguous when the IP header has no options; directional, so each
-        # direction is cached once
-        key = bytes(frame[26:38]) if ihl == 5 else bytes(frame[26:34]) + bytes(frame[14 + ihl * 4 : 18 + ihl * 4])
-        mine = self._raw_mine.get(key)
-        if mine is None:
+        if self.shard[1] <= 1:
+            return None
+
+        def skip(key: bytes) -> bool:
             src = f"{_ip_text(key[0:4])}:{int.from_bytes(key[8:10], 'big')}"
             dst = f"{_ip_text(key[4:8])}:{int.from_bytes(key[10:12], 'big')}"
-            mine = self._raw_mine[key] = self._owned(src, dst)
-        return not mine
+            return not self._owned(src, dst)
+
+        return skip
 
     def drain(self) -> list[WireExchange]:
         out, self.out = self.out, []
@@ -554,11 +546,8 @@ def read_kafka_exchanges(
 
 def iter_kafka_exchanges(data: bytes | bytearray | memoryview, reader: KafkaCaptureReader) -> Iterator[WireExchange]:
     """Like ``read_kafka_exchanges`` but streaming; issues collect in ``reader.issues``."""
-    sharded = reader.shard[1] > 1
-    for ts, linktype, frame in iter_packets(data):
+    for ts, linktype, frame in iter_packets(data, skip=reader.packet_filter()):
         reader.packets += 1
-        if sharded and reader.skip_packet(linktype, frame):
-            continue
         seg = parse_tcp(linktype, frame)
         if seg is not None:
             reader.segment(seg, ts)

@@ -105,3 +105,66 @@ def test_fixture_is_readable_by_dpkt_with_the_same_payloads() -> None:
     theirs = [bytes(dpkt.ethernet.Ethernet(f).data.data.data) for _, f in dpkt.pcapng.Reader(io.BytesIO(data))]
     ours = [bytes(s.payload) for _, lt, f in iter_packets(data) if (s := parse_tcp(lt, f)) is not None]
     assert ours == theirs
+
+
+def _mixed_frames() -> list[tuple[int, bytes]]:
+    """Two connections, plus one frame the skip filter cannot judge (IPv4 with options) and a
+    VLAN-tagged one: the filter must let those through whatever it says."""
+    pkts = _flow_packets()
+    other = TcpFlow("10.1.2.4:51001", "10.9.8.7:9092", mss=100)
+    pkts += other.handshake(1_700_000_001_000_000_000) + other.send(True, b"x" * 250, 1_700_000_001_100_000_000)
+    eth = dpkt.ethernet.Ethernet(pkts[-1][1])
+    eth.data.opts = b"\x01\x01\x01\x00"  # NOP NOP NOP EOL: ihl 6
+    eth.data.hl = 6
+    eth.data.len += 4
+    eth.data.sum = 0
+    pkts.append((1_700_000_001_200_000_000, bytes(eth)))
+    tagged = pkts[3][1][:12] + b"\x81\x00\x00\x07" + pkts[3][1][12:]
+    pkts.append((1_700_000_001_300_000_000, tagged))
+    return pkts
+
+
+@pytest.mark.parametrize("fmt", ["pcapng", "pcap"])
+def test_the_skip_filter_drops_exactly_the_judged_packets_it_names(fmt: str) -> None:
+    pkts = _mixed_frames()
+    buf = io.BytesIO()
+    if fmt == "pcapng":
+        with PcapngWriter(buf) as w:
+            for ts, frame in pkts:
+                w.write_packet(ts, frame)
+    else:
+        pw = dpkt.pcap.Writer(buf, nano=True, linktype=dpkt.pcap.DLT_EN10MB)
+        for ts, frame in pkts:
+            pw.writepkt(frame, ts=ts / 1e9)
+    asked: list[bytes] = []
+
+    def skip(key: bytes) -> bool:
+        asked.append(key)
+        return key[0:4] == bytes([10, 1, 2, 4]) or key[4:8] == bytes([10, 1, 2, 4])  # the second connection
+
+    kept = [bytes(f) for _, _, f in iter_packets(buf.getvalue(), skip=skip)]
+    segs = [parse_tcp(LINKTYPE_ETHERNET, memoryview(f)) for _, f in pkts]
+    second = {i for i, s in enumerate(segs) if s is not None and "10.1.2.4" in (s.src + s.dst)}
+    judged = second - {len(pkts) - 2}  # the ihl-6 frame cannot be judged by its raw bytes
+    assert kept == [f for i, (_, f) in enumerate(pkts) if i not in judged]
+    assert len(asked) == len(set(asked)) == 4  # each direction of each connection asked once
+    assert kept[-1] == pkts[-1][1] and segs[-1] is not None  # the VLAN frame still parses
+
+
+def test_the_fast_path_and_the_general_parser_agree_with_dpkt() -> None:
+    for _, frame in _mixed_frames():
+        eth = dpkt.ethernet.Ethernet(frame)
+        ip = eth.data
+        if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
+            seg = parse_tcp(LINKTYPE_ETHERNET, memoryview(frame))
+            assert seg is not None
+            assert (seg.seq, seg.ack, seg.flags, bytes(seg.payload)) == (ip.data.seq, ip.data.ack, ip.data.flags,
+                                                                         bytes(ip.data.data))
+    # fragments and other protocols are not TCP segments
+    frag = dpkt.ethernet.Ethernet(_flow_packets()[3][1])
+    frag.data.mf = 1
+    frag.data.sum = 0
+    assert parse_tcp(LINKTYPE_ETHERNET, memoryview(bytes(frag))) is None
+    udp = dpkt.ethernet.Ethernet(_flow_packets()[3][1])
+    udp.data.p = dpkt.ip.IP_PROTO_UDP
+    assert parse_tcp(LINKTYPE_ETHERNET, memoryview(bytes(udp))) is None

@@ -33,11 +33,11 @@ def _spark_rows(df: Any) -> list[dict[str, Any]]:
     return df.toArrow().to_pylist()
 
 
-def test_pcap_source_sharded_three_ways_gives_the_plain_rows(spark: Any) -> None:
+def test_pcap_source_sharded_by_connection_gives_the_plain_rows(spark: Any) -> None:
     plain, issues = traffic_rows([str(FIXTURES / n) for n in sorted(os.listdir(FIXTURES)) if n.endswith(".pcapng")])
-    df = (spark.read.format("kwire-pcap").option("minPartitions", "3").option("targetPartitionBytes", "60000")
+    df = (spark.read.format("kwire-pcap").option("minPartitions", "8").option("targetPartitionBytes", "40000")
           .load(str(FIXTURES)))
-    assert df.rdd.getNumPartitions() > 1
+    assert df.rdd.getNumPartitions() == 10  # three captures in three connection shards each, one whole
     assert _canon(_spark_rows(df)) == _canon(plain)
     got_issues = spark.read.format("kwire-pcap").option("table", "capture_issues").load(str(FIXTURES))
     assert _canon(_spark_rows(got_issues)) == _canon(issues)

@@ -55,7 +55,15 @@ def test_planner_shards_a_big_capture_and_packs_small_ones(tmp_path: Path) -> No
     assert len(plan_captures(paths, 1 << 30)) == 1
     one = plan_captures([paths[0]], 1 << 30, min_tasks=3)
     assert [t.pieces for t in one] == [((paths[0], k, 3),) for k in range(3)]
-    assert all(len(t.pieces) == 1 and t.pieces[0][2] > 1 for t in plan_captures([paths[0]], 10_000))
+    # Every shard walks the whole file, so a big file gets the parallelism asked for, not one shard
+    # per target_bytes (which would multiply the walks).
+    assert [t.pieces for t in plan_captures([paths[0]], 10_000, min_tasks=2)] == [((paths[0], k, 2),) for k in range(2)]
+    assert [t.pieces for t in plan_captures([paths[0]], 10_000)] == [((paths[0], 0, 1),)]
+    # several files: shards in proportion to each big file's share of the input; small ones packed
+    mixed = plan_captures(paths, 40_000, min_tasks=8)
+    assert [t.pieces for t in mixed] == [
+        *(((p, k, 3),) for p in paths[:3] for k in range(3)), ((paths[3], 0, 1),)]
+    assert len(plan_captures(paths, 40_000, min_tasks=2)) == 4  # no file is worth a second walk
 
 
 def test_time_buckets_are_round_and_bounded() -> None:

@@ -7,6 +7,7 @@ decoded tables are written first and read back for the aggregations, so nothing 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -55,20 +56,21 @@ def traffic_job(spark: Any, inputs: list[str], out: str | Path, *, min_partition
     paths = ",".join(expand_inputs(inputs))
     parts = str(min_partitions or spark.sparkContext.defaultParallelism)
     res = JobResult()
-    # One decode of the captures gives both tables: the staged rows are kept (memory, then disk)
-    # while the two writes read them, instead of decoding every capture twice.
-    from pyspark import StorageLevel
-
-    staged = (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts)
-              .option("table", "capture_rows").load().persist(StorageLevel.MEMORY_AND_DISK))
+    # One decode of the captures gives both tables: the decoded rows are staged as Parquet and
+    # split from there (cheap: a columnar re-read of ~100 bytes a row), instead of decoding every
+    # capture twice or caching the rows in the JVM (persist cost 1.7 s of a 1 GB job's 9.4 s).
+    staging = out / "_capture_rows"
+    (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts)
+     .option("table", "capture_rows").load().write.mode("overwrite").parquet(str(staging)))
     try:
+        staged = spark.read.parquet(str(staging))
         (staged.where(F.col("row_kind") == "exchange").select(*WIRE_EXCHANGES.names)
          .write.mode("overwrite").parquet(str(out / "wire_exchanges")))
         (staged.where(F.col("row_kind") == "issue")
          .select(*(F.col(f"issue_{c}").alias(c) for c in CAPTURE_ISSUES.names))
          .write.mode("overwrite").parquet(str(out / "capture_issues")))
     finally:
-        staged.unpersist()
+        shutil.rmtree(staging, ignore_errors=True)
     ex = spark.read.parquet(str(out / "wire_exchanges"))
     issues = spark.read.parquet(str(out / "capture_issues"))
     res.tables = {"wire_exchanges": ex.count(), "capture_issues": issues.count()}
