@@ -21,6 +21,7 @@ import os
 import platform
 import random
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -231,6 +232,7 @@ def main() -> int:
     ap.add_argument("--dir", default=None, help="where to write the capture (default: a temp dir)")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--reuse", action="store_true", help="use the capture already in --dir")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of the single-process and Spark runs")
     args = ap.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="kwire-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -248,27 +250,35 @@ def main() -> int:
     mb = gen["bytes"] / 1e6
     rows: list[dict[str, Any]] = []
 
-    wall, cpu, out = run_timed([sys.executable, "-c", _PLAIN, str(cap)], env)
-    assert int(out.split()[0]) == gen["exchanges"], (out, gen)
-    rows.append({"engine": "plain, 1 process: decode (rows counted)", "wall_s": wall, "cpu_s": cpu,
-                 "exchanges": int(out.split()[0])})
-    print(rows[-1], flush=True)
-    wall, cpu, out = run_timed([sys.executable, "-c", _PLAIN_JOB, str(cap)], env)
-    assert int(out.split()[0]) == gen["exchanges"], (out, gen)
-    rows.append({"engine": "plain, 1 process: traffic job (Parquet, summary, HTML)", "wall_s": wall, "cpu_s": cpu,
-                 "exchanges": int(out.split()[0])})
-    print(rows[-1], flush=True)
-
-    wall, cpu, out = run_timed([sys.executable, "-c", _SPARK, str(cap), "local[2]", "2"], env)
-    spark = json.loads(out.strip().splitlines()[-1])
-    for key, label in (("job_cold", "traffic job, the session's first (cold)"),
-                       ("job_warm", "traffic job, the session's second (warm)"),
-                       ("decode_warm", "decode (rows counted), warm")):
-        r = spark[key]
-        assert r["exchanges"] == gen["exchanges"], (key, r, gen)
-        rows.append({"engine": f"spark local[2], {spark['tasks']} tasks: {label}", **r})
-        print(rows[-1], flush=True)
-    spark_process = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+    # The engines take turns, --repeat rounds; each row reports its median run (this VM's speed
+    # drifts by 10-15% over minutes, so one run each would compare different moments).
+    runs: dict[str, list[dict[str, Any]]] = {}
+    tasks = 0
+    spark_process: dict[str, list[float]] = {"wall_s": [], "cpu_s": []}
+    for rnd in range(args.repeat):
+        wall, cpu, out = run_timed([sys.executable, "-c", _PLAIN, str(cap)], env)
+        assert int(out.split()[0]) == gen["exchanges"], (out, gen)
+        runs.setdefault("plain, 1 process: decode (rows counted)", []).append(
+            {"wall_s": wall, "cpu_s": cpu, "exchanges": int(out.split()[0])})
+        wall, cpu, out = run_timed([sys.executable, "-c", _PLAIN_JOB, str(cap)], env)
+        assert int(out.split()[0]) == gen["exchanges"], (out, gen)
+        runs.setdefault("plain, 1 process: traffic job (Parquet, summary, HTML)", []).append(
+            {"wall_s": wall, "cpu_s": cpu, "exchanges": int(out.split()[0])})
+        wall, cpu, out = run_timed([sys.executable, "-c", _SPARK, str(cap), "local[2]", "2"], env)
+        spark = json.loads(out.strip().splitlines()[-1])
+        tasks = spark["tasks"]
+        spark_process["wall_s"].append(wall)
+        spark_process["cpu_s"].append(cpu)
+        for key, label in (("job_cold", "traffic job, the session's first (cold)"),
+                           ("job_warm", "traffic job, the session's second (warm)"),
+                           ("decode_warm", "decode (rows counted), warm")):
+            assert spark[key]["exchanges"] == gen["exchanges"], (key, spark[key], gen)
+            runs.setdefault(f"spark local[2], {tasks} tasks: {label}", []).append(spark[key])
+        print(f"round {rnd + 1}:", {k: round(v[-1]["wall_s"], 2) for k, v in runs.items()}, flush=True)
+    for engine, rs in runs.items():
+        med = sorted(rs, key=lambda r: r["wall_s"])[len(rs) // 2]
+        rows.append({"engine": engine, **med, "runs_wall_s": [round(r["wall_s"], 2) for r in rs]})
+    spark_median = {k: round(statistics.median(v), 2) for k, v in spark_process.items()}
 
     if shutil.which("tshark"):
         # one pass: a response names its request (kafka.request_frame) once both were dissected
@@ -291,7 +301,7 @@ def main() -> int:
     meta = {"capture_mb": round(mb, 1), "exchanges": gen["exchanges"], "python": platform.python_version(),
             "cores": os.cpu_count(), "load_avg_1_5_15": [round(x, 2) for x in load],
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "spark_process": spark_process}
+            "spark_process": spark_median}
     by = {r["engine"].split(": ", 1)[-1] if r["engine"].startswith("spark") else r["engine"]: r for r in rows}
     plain_job = by["plain, 1 process: traffic job (Parquet, summary, HTML)"]["wall_s"]
     plain_decode = by["plain, 1 process: decode (rows counted)"]["wall_s"]
@@ -313,15 +323,17 @@ def main() -> int:
         "Spark local[2] against the single process (wall-time ratio, target >= 1.7): "
         + ", ".join(f"{k} **{v:.2f}x**" for k, v in ratios.items()) + ".",
         "",
-        "| engine | exchanges found | wall s | cpu s | MB/s | MB/cpu-s | exchanges/s |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| engine | exchanges found | wall s (median) | wall s of each run | cpu s | MB/s | MB/cpu-s | exchanges/s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        lines.append(f"| {r['engine']} | {r['exchanges']} | {r['wall_s']} | {r['cpu_s']} | {r['mb_per_s']} | "
+        each = ", ".join(map(str, r.get("runs_wall_s", [])))
+        lines.append(f"| {r['engine']} | {r['exchanges']} | {r['wall_s']} | {each} | {r['cpu_s']} | {r['mb_per_s']} | "
                      f"{r['mb_per_cpu_s']} | {r['exchanges_per_s']} |")
     ours = rows[0]["exchanges"]
-    lines += ["", f"The Spark rows are jobs timed inside one session; the whole Spark process (session start-up "
-              f"included) took {spark_process['wall_s']} s and {spark_process['cpu_s']} CPU-s.",
+    lines += ["", f"{args.repeat} rounds, the engines taking turns; each row is its median run. The Spark rows are "
+              f"jobs timed inside one session; the whole Spark process (session start-up included) took "
+              f"{spark_median['wall_s']} s and {spark_median['cpu_s']} CPU-s (medians).",
               "", f"Every engine had to find {gen['exchanges']} exchanges. Per api key, tshark paired: "
               + ", ".join(f"{k}: {v}" for k, v in sorted(rows[-1].get("per_api_key", {}).items())) + f" (kwire: all {ours}).",
               "", "tshark version: " + (subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout

@@ -7,7 +7,9 @@ through the JVM) and yields Arrow record batches built from the same row functio
 path uses.
 
 Options: ``paths`` (comma-separated; ``load(path)`` works too), ``targetPartitionBytes``,
-``minPartitions`` (kwire-pcap: shard a single capture at least this many ways), ``table``
+``minPartitions`` (kwire-pcap: the tasks to aim for; captures bigger than ``targetPartitionBytes``
+are connection-sharded in proportion to their share of the input, each shard walking the whole
+file, so without it every capture is one task), ``table``
 (kwire-pcap: ``wire_exchanges`` or ``capture_issues``; kwire-log: ``log_records`` or
 ``dlq_records``), ``brokerPorts`` (kwire-pcap, comma-separated).
 """
