@@ -8,8 +8,9 @@ returns a ``JobResult`` for the terminal summary.
 from __future__ import annotations
 
 import time
+from array import array
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,8 @@ from kwire.pipeline.dlq import delivery_histogram, dlq_report_rows, dlq_row
 from kwire.pipeline.logs import iter_log_records, plan_log_slices
 from kwire.pipeline.plan import expand_inputs
 from kwire.pipeline.report import dlq_html, traffic_html
-from kwire.pipeline.summary import sort_key, time_bucket_ns, time_series, traffic_summary
-from kwire.pipeline.traffic import traffic_rows
+from kwire.pipeline.summary import TrafficSummary, sort_key, time_bucket_ns, time_series
+from kwire.pipeline.traffic import iter_traffic, traffic_rows
 
 __all__ = ["JobResult", "traffic_job", "dlq_job", "conformance_job", "violation_summary", "top_errors",
            "write_tables"]
@@ -45,14 +46,29 @@ def top_errors(rows: list[dict[str, Any]], n: int = 20) -> list[tuple[str, int]]
 
 
 def traffic_job(inputs: list[str], out: str | Path) -> JobResult:
+    """Rows stream from the captures into Parquet; only the summary, the request timestamps (8
+    bytes each) and the capture issues stay in memory, so a capture's size does not bound it."""
+    from kwire.pipeline.arrow import write_parquet
     from kwire.pipeline.tables import CAPTURE_ISSUES, WIRE_EXCHANGES
 
     out = Path(out)
-    rows, issues = traffic_rows(expand_inputs(inputs))
-    res = JobResult(tables=write_tables(out, {"wire_exchanges": (WIRE_EXCHANGES, rows),
-                                              "capture_issues": (CAPTURE_ISSUES, issues)}))
-    res.summary = traffic_summary(rows)
-    stamps = [r["request_ts_ns"] for r in rows if r["request_ts_ns"] is not None]
+    paths = expand_inputs(inputs)
+    issues: list[dict[str, Any]] = []
+    summary = TrafficSummary()
+    stamps = array("q")
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for p in paths:
+            for r in iter_traffic(p, issues=issues):
+                summary.add(r)
+                if r["request_ts_ns"] is not None:
+                    stamps.append(r["request_ts_ns"])
+                yield r
+
+    res = JobResult()
+    res.tables["wire_exchanges"] = write_parquet(rows(), WIRE_EXCHANGES, out / "wire_exchanges" / "part-00000.parquet")
+    res.tables["capture_issues"] = write_parquet(issues, CAPTURE_ISSUES, out / "capture_issues" / "part-00000.parquet")
+    res.summary = summary.rows()
     series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
     res.report = out / "traffic_report.html"
     res.report.write_text(traffic_html(res.summary, series, dict(Counter(i["kind"] for i in issues))))

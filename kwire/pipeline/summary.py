@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["TRAFFIC_SUMMARY_KEYS", "TRAFFIC_SUMMARY_COLUMNS", "traffic_summary", "time_bucket_ns",
+__all__ = ["TRAFFIC_SUMMARY_KEYS", "TRAFFIC_SUMMARY_COLUMNS", "TrafficSummary", "traffic_summary", "time_bucket_ns",
            "time_series", "sort_key"]
 
 TRAFFIC_SUMMARY_KEYS = ("client_id", "client_software_name", "client_software_version", "api_key", "api_name",
@@ -23,15 +23,21 @@ def sort_key(row: dict[str, Any], keys: Iterable[str]) -> tuple[Any, ...]:
     return tuple((row[k] is not None, row[k] if row[k] is not None else 0) for k in keys)
 
 
-def traffic_summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    acc: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in rows:
+class TrafficSummary:
+    """``traffic_summary`` fed one row at a time (a job streaming rows to Parquet keeps only this)."""
+
+    __slots__ = ("_acc",)
+
+    def __init__(self) -> None:
+        self._acc: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def add(self, r: dict[str, Any]) -> None:
         if r["api_key"] is None:
-            continue  # unpaired responses: no request to attribute them to
+            return  # unpaired responses: no request to attribute them to
         key = tuple(r[k] for k in TRAFFIC_SUMMARY_KEYS)
-        a = acc.get(key)
+        a = self._acc.get(key)
         if a is None:
-            a = acc[key] = dict(zip(TRAFFIC_SUMMARY_KEYS, key, strict=True))
+            a = self._acc[key] = dict(zip(TRAFFIC_SUMMARY_KEYS, key, strict=True))
             a.update(exchanges=0, answered=0, with_errors=0, latency_us_sum=0, latency_us_max=None,
                      request_bytes=0, response_bytes=0)
         a["exchanges"] += 1
@@ -45,7 +51,16 @@ def traffic_summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             a["latency_us_sum"] += r["latency_us"]
             m = a["latency_us_max"]
             a["latency_us_max"] = r["latency_us"] if m is None else max(m, r["latency_us"])
-    return sorted(acc.values(), key=lambda r: sort_key(r, TRAFFIC_SUMMARY_KEYS))
+
+    def rows(self) -> list[dict[str, Any]]:
+        return sorted(self._acc.values(), key=lambda r: sort_key(r, TRAFFIC_SUMMARY_KEYS))
+
+
+def traffic_summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    summary = TrafficSummary()
+    for r in rows:
+        summary.add(r)
+    return summary.rows()
 
 
 def time_bucket_ns(lo: int, hi: int, buckets: int = 60) -> int:
