@@ -50,3 +50,20 @@ def test_kwire_start_up_does_not_import_the_pipeline() -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_small_input_on_local_spark_gets_a_hint_for_the_local_engine(tmp_path: Path) -> None:
+    from kwire.cli.pipeline import SMALL_INPUT_BYTES, input_bytes, small_input_hint
+
+    captures = [str(FIXTURES)]
+    size = sum(p.stat().st_size for p in FIXTURES.iterdir() if p.suffix == ".pcapng")
+    assert input_bytes("traffic", captures) == size
+    hint = small_input_hint("traffic", captures, None)
+    assert hint is not None and "--engine local" in hint and f"{size / 1e6:.1f} MB" in hint
+    assert small_input_hint("traffic", captures, "spark://cluster:7077") is None  # a cluster: no advice
+    root = write_dlq_dirs(tmp_path / "logs")
+    assert input_bytes("dlq", [str(root)]) == sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    big = tmp_path / "big.pcap"
+    with big.open("wb") as f:
+        f.truncate(SMALL_INPUT_BYTES)  # sparse: the size is what counts
+    assert small_input_hint("traffic", [str(big)], "local[2]") is None
