@@ -811,7 +811,9 @@ def render_docs(data: dict[str, Any]) -> str:
         "BROKER resource accept every config Kafka can change dynamically at that scope (per-broker "
         "configs only on a broker id, cluster-wide ones on a broker id or on the default resource \"\"), "
         "store it and report it in DescribeConfigs; read-only configs are refused with INVALID_REQUEST "
-        "as Kafka refuses them.",
+        "as Kafka refuses them. A name Kafka does not define is a custom config: SET and DELETE keep or "
+        "drop it unchecked, DescribeConfigs lists it as Kafka does (no known type, so sensitive with a "
+        "null value, read-only, type UNKNOWN), and APPEND/SUBTRACT on it are INVALID_CONFIG.",
         "",
         "## Configs kwire acts on",
         "",

@@ -50,7 +50,8 @@ class ConfigSource(IntEnum):
     GROUP_CONFIG = 8
 
 
-# DescribeConfigs ConfigType ids
+# DescribeConfigs ConfigType ids (0: UNKNOWN, what a name without a definition gets)
+_UNKNOWN_TYPE = 0
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8,
           "password": 9}
 
@@ -82,7 +83,7 @@ class ConfigDef:
 
     @property
     def type_id(self) -> int:
-        return _TYPES.get(self.type, 0)
+        return _TYPES.get(self.type, _UNKNOWN_TYPE)
 
     @property
     def documentation(self) -> str:
@@ -371,11 +372,20 @@ class ConfigStore:
     def definitions(rtype: ResourceType) -> dict[str, ConfigDef]:
         return _DEFS.get(rtype, {})
 
-    def set(self, rtype: ResourceType, name: str, key: str, value: str | None, *, static: bool = False) -> None:
+    def set(self, rtype: ResourceType, name: str, key: str, value: str | None, *, static: bool = False,
+            custom: bool = False) -> None:
         """Set an override; ``static`` (the broker's start-up settings) may set read-only keys,
-        as a broker's properties file does, where a dynamic change may not."""
+        as a broker's properties file does, where a dynamic change may not. ``custom`` lets a
+        broker resource keep a name no definition knows, unchecked, as Kafka keeps one."""
         defs = self.definitions(rtype)
         d = defs.get(key)
+        if d is None and custom and rtype is ResourceType.BROKER:
+            over = self.overrides.setdefault((rtype, name), {})
+            if value is None:
+                over.pop(key, None)
+            else:
+                over[key] = value
+            return
         if d is None:
             raise ConfigError(f"unknown {rtype.name.lower()} config {key!r}")
         if d.read_only and not static:
@@ -487,6 +497,24 @@ class ConfigStore:
                 chain = [Synonym(s.name, None, s.source) for s in chain]
             out.append(ConfigEntry(key, chain[0].value, chain[0].source, d.read_only, d.sensitive, d.type_id, chain,
                                    d.documentation))
+        if rtype is ResourceType.BROKER:
+            out.extend(self._custom_entries(name, keys))
+        return out
+
+    def _custom_entries(self, name: str, keys: list[str] | None) -> list[ConfigEntry]:
+        """Broker names no definition knows, as Kafka's ConfigHelper describes them: no known type,
+        so sensitive (value null), read-only, type UNKNOWN; the broker's own value before the
+        cluster-wide one in the chain."""
+        defs = self.definitions(ResourceType.BROKER)
+        own = self.overrides.get((ResourceType.BROKER, name), {}) if name else {}
+        shared = self.overrides.get((ResourceType.BROKER, ""), {})
+        custom = sorted({k for k in (*own, *shared) if k not in defs})
+        out = []
+        for key in custom if keys is None else [k for k in keys if k in custom]:
+            chain = [Synonym(key, None, src) for over, src in ((own, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                                                               (shared, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+                     if key in over]
+            out.append(ConfigEntry(key, None, chain[0].source, True, True, _UNKNOWN_TYPE, chain, ""))
         return out
 
     def drop(self, rtype: ResourceType, name: str) -> None:

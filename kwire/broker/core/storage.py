@@ -671,7 +671,7 @@ class Storage(Subsystem):
 
     def _restore_config(self, rtype: ResourceType, name: str, key: str, value: str) -> None:
         try:
-            self.core.configs.set(rtype, name, key, value)
+            self.core.configs.set(rtype, name, key, value, custom=True)
         except ConfigError as exc:
             self._report(f"{rtype.name.lower()} config {key}={value!r} not restored: {exc}")
 

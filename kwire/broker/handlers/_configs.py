@@ -85,18 +85,16 @@ def validate_value(d: ConfigDef | None, key: str, value: str | None, rtype: Reso
 def check_broker_change(core: BrokerCore, res: Resource, changes: list[tuple[str, str | None]]) -> None:
     """The checks Kafka's DynamicBrokerConfig.validateConfigs makes on a broker change, in its order.
 
-    ``changes`` are the (name, value) pairs set (not deleted). An unknown name is INVALID_CONFIG
-    "Unknown config name" (kwire refuses it on SET too, where Kafka would store it); then, as
-    Kafka's ConfigAdminManager turns the ConfigException into INVALID_REQUEST: read-only names,
-    security configs without a listener prefix, values of the configs kwire only stores, and
-    per-broker configs on the cluster default resource.
+    ``changes`` are the (name, value) pairs set (not deleted). A name no definition knows passes
+    (Kafka keeps it as a custom config: DynamicConfig.Broker.validate parses only the names it
+    defines). Then, as Kafka's ConfigAdminManager turns the ConfigException into
+    INVALID_REQUEST: read-only names, security configs without a listener prefix, values of the
+    configs kwire only stores, and per-broker configs on the cluster default resource.
     """
     if res.rtype is not ResourceType.BROKER:
         return
     defs = core.configs.definitions(res.rtype)
-    for name, _ in changes:
-        if name not in defs:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
+    changes = [(n, v) for n, v in changes if n in defs]
 
     def refuse(names: set[str], message: str) -> None:
         if names:
@@ -141,8 +139,10 @@ def describe(core: BrokerCore, res: Resource, keys: list[str] | None) -> list[Co
 
 
 def _acted(core: BrokerCore, key: str) -> bool:
+    """A broker config kwire acts on (cluster-wide here); Kafka's others and custom names are
+    only stored, per resource."""
     d = core.configs.definitions(ResourceType.BROKER).get(key)
-    return d is None or d.acted_on
+    return d is not None and d.acted_on
 
 
 def overrides_of(core: BrokerCore, res: Resource) -> dict[str, str]:

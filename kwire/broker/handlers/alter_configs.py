@@ -12,13 +12,15 @@ skipped, as Kafka's legacy path skips them. ``validate_only`` checks without cha
 Version notes: none (v1 and v2 only change throttling and flexibility).
 Deviations: changes to the broker configs kwire acts on are cluster-wide, whichever resource
 name carries them (kwire's brokers share one config store); Kafka's other broker configs are
-kept per resource and only stored (docs/broker-configs.md).
+kept per resource and only stored (docs/broker-configs.md), as are names no definition knows
+(custom configs: Kafka stores them unchecked, and so does kwire).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.core.configs import ResourceType
 from kwire.broker.handlers._configs import (
     check_bounds,
     check_broker_change,
@@ -57,7 +59,11 @@ def _alter(ctx: RequestContext, r: AlterConfigsRequest_AlterConfigsResource, val
         for c in r.configs:
             if c.value is None:
                 continue
-            value = validate_value(defs.get(c.name), c.name, c.value, res.rtype)
+            d = defs.get(c.name)
+            if d is None and res.rtype is ResourceType.BROKER:
+                new[c.name] = c.value  # a custom broker config, stored unchecked as Kafka does
+                continue
+            value = validate_value(d, c.name, c.value, res.rtype)
             if value is not None:
                 new[c.name] = value
     except ConfigError as exc:

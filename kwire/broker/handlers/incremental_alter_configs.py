@@ -13,8 +13,8 @@ Group resources hold the group configs (share groups, DLQ) the rest of the core 
 Version notes: v1 is the flexible version only.
 Deviations: changes to the broker configs kwire acts on are cluster-wide, whichever resource
 name carries them (kwire's brokers share one config store); Kafka's other broker configs are
-kept per resource and only stored (docs/broker-configs.md). An unknown broker key is refused on
-SET too, where Kafka stores it.
+kept per resource and only stored (docs/broker-configs.md), as are names no definition knows
+(SET and DELETE take them unchecked, as Kafka does; APPEND/SUBTRACT answer INVALID_CONFIG).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
+from kwire.broker.core.configs import ResourceType
 from kwire.broker.handlers._configs import (
     Resource,
     check_bounds,
@@ -86,6 +87,15 @@ def _apply(ctx: RequestContext, res: Resource, r: IncrementalAlterConfigsRequest
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                                 f"Unknown config operation {c.config_operation} for {c.name}") from None
         d = defs.get(c.name)
+        if d is None and res.rtype is ResourceType.BROKER and op in (OpType.SET, OpType.DELETE):
+            # a custom broker config: Kafka stores it unchecked (prepareIncrementalConfigs)
+            if op is OpType.SET:
+                if c.value is None:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c.name}")
+                new[c.name] = c.value
+            else:
+                new.pop(c.name, None)
+            continue
         try:
             validate_value(d, c.name, None, res.rtype)  # the key exists and may change
             assert d is not None

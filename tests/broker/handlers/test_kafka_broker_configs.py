@@ -5,7 +5,7 @@ Kafka code these tests follow (apache/kafka d79bd502, the pinned commit):
 ConfigAdminManager.scala) runs ``DynamicBrokerConfig.validateConfigs`` (server/src/main/java/org/
 apache/kafka/server/config/DynamicBrokerConfig.java) and turns its ConfigException into
 INVALID_REQUEST; ``ConfigAdminManager.prepareIncrementalConfigs`` answers INVALID_CONFIG
-"Unknown config name: X" for APPEND/SUBTRACT of an unknown name.
+"Unknown config name: X" for APPEND/SUBTRACT of an unknown name, and stores one on SET.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kwire.broker.core.configs import BROKER_CONFIGS, KAFKA_BROKER_CONFIGS, Conf
 from kwire.protocol.error_codes import ErrorCode
 from tests.broker.handlers.test_alter_configs import alter as legacy_alter
 from tests.broker.handlers.test_describe_configs import describe, entries
-from tests.broker.handlers.test_incremental_alter_configs import APPEND, DELETE, SET
+from tests.broker.handlers.test_incremental_alter_configs import APPEND, DELETE, SET, SUBTRACT
 from tests.broker.handlers.test_incremental_alter_configs import alter as inc_alter
 from tests.broker.helpers import CoreClient, make_core
 
@@ -135,16 +135,40 @@ def test_security_config_without_listener_prefix_is_invalid_request() -> None:
         "[ssl.keystore.password]")
 
 
-def test_unknown_name_is_invalid_config() -> None:
-    """Kafka: prepareIncrementalConfigs answers APPEND/SUBTRACT of an unknown name with INVALID_CONFIG
-    "Unknown config name: X"; kwire gives SET the same answer (Kafka would store the name)."""
-    core, _ = make_core()
-    c = CoreClient(core)
-    for op in (APPEND, SET):
+def test_a_custom_broker_config_is_stored_and_described_as_kafka_does(tmp_path: Path) -> None:
+    """Kafka keeps a broker name it does not define: prepareIncrementalConfigs applies SET and DELETE
+    without a definition, DynamicBrokerConfig.validateConfigs refuses only known names (its
+    DynamicConfig.Broker.validate parses the names it defines), and ConfigHelper describes the
+    name with no known type: sensitive (value null), read-only, type UNKNOWN. APPEND/SUBTRACT
+    need the type: INVALID_CONFIG "Unknown config name: X"."""
+    from tests.broker.core.test_storage import start
+
+    core, c, _ = start(tmp_path)
+    for op in (APPEND, SUBTRACT):
         r = inc_alter(c, ResourceType.BROKER, "1", [("no.such.config", op, "1")])
         assert (r.error_code, r.error_message) == (ErrorCode.INVALID_CONFIG, "Unknown config name: no.such.config")
-    r = legacy_alter(c, ResourceType.BROKER, "", {"no.such.config": "1"})
-    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_CONFIG, "Unknown config name: no.such.config")
+    assert inc_alter(c, ResourceType.BROKER, "1", [("custom.per.broker", SET, "a")]).error_code == 0
+    assert legacy_alter(c, ResourceType.BROKER, "", {"custom.cluster": "b", "num.io.threads": "5"}).error_code == 0
+    assert core.configs.overrides[(ResourceType.BROKER, "1")] == {"custom.per.broker": "a"}
+    assert core.configs.overrides[(ResourceType.BROKER, "")]["custom.cluster"] == "b"
+    got = entries(describe(c, ResourceType.BROKER, "1", synonyms=True))
+    for name, source in (("custom.per.broker", ConfigSource.DYNAMIC_BROKER_CONFIG),
+                         ("custom.cluster", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+        e = got[name]
+        assert (e.value, e.config_source, e.is_sensitive, e.read_only, e.config_type) == (None, source, True, True, 0)
+        assert [(s.name, s.value, s.source) for s in e.synonyms] == [(name, None, source)]
+    default = entries(describe(c, ResourceType.BROKER, ""))
+    assert "custom.cluster" in default and "custom.per.broker" not in default
+    assert set(entries(describe(c, ResourceType.BROKER, "1", ["custom.per.broker", "nope"]))) == {"custom.per.broker"}
+    # a known name still gets its checks beside a custom one
+    r = inc_alter(c, ResourceType.BROKER, "1", [("custom.x", SET, "1"), ("num.io.threads", SET, "many")])
+    assert r.error_code == ErrorCode.INVALID_REQUEST and "custom.x" not in core.configs.overrides[(ResourceType.BROKER, "1")]
+    core.close()
+    core2, c2, _ = start(tmp_path)  # kept with the data dir
+    assert core2.configs.overrides[(ResourceType.BROKER, "1")] == {"custom.per.broker": "a"}
+    assert core2.configs.overrides[(ResourceType.BROKER, "")]["custom.cluster"] == "b"
+    assert inc_alter(c2, ResourceType.BROKER, "1", [("custom.per.broker", DELETE, None)]).error_code == 0
+    assert "custom.per.broker" not in entries(describe(c2, ResourceType.BROKER, "1"))
 
 
 def test_bad_value_of_a_stored_only_config_is_invalid_request() -> None:

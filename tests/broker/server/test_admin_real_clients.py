@@ -179,6 +179,19 @@ def test_kafka_broker_config_kwire_only_stores(broker: Broker) -> None:
         "120000", False, admin_mod.ConfigSource.DYNAMIC_BROKER_CONFIG.value)
 
 
+def test_a_custom_broker_config_is_kept_as_kafka_keeps_it(broker: Broker) -> None:
+    """A name Kafka does not define: SET stores it, and librdkafka reads it back as Kafka describes
+    it (sensitive, so no value; read-only)."""
+    a = admin(broker)
+    change = admin_mod.ConfigResource(admin_mod.ResourceType.BROKER, "1", incremental_configs=[
+        admin_mod.ConfigEntry("acme.quota.profile", "gold", incremental_operation=admin_mod.AlterConfigOpType.SET)])
+    assert results(a.incremental_alter_configs([change]))[change] is None
+    node = admin_mod.ConfigResource(admin_mod.ResourceType.BROKER, "1")
+    entry = results(a.describe_configs([node]))[node]["acme.quota.profile"]
+    assert (entry.value, entry.is_sensitive, entry.is_read_only, entry.source) == (
+        None, True, True, admin_mod.ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+
+
 def test_describe_cluster(broker: Broker) -> None:
     a = admin(broker)
     info = a.describe_cluster(include_authorized_operations=True, request_timeout=TIMEOUT_S).result(TIMEOUT_S)
