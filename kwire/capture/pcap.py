@@ -40,6 +40,7 @@ __all__ = [
     "PcapngWriter",
     "TcpFlow",
     "iter_packets",
+    "check_capture",
     "parse_tcp",
     "FIN",
     "SYN",
@@ -114,6 +115,16 @@ class _Verdicts(dict[bytes, bool]):
 
 
 _IPV4 = b"\x08\x00"
+
+
+def check_capture(path: str | Path) -> None:
+    """Raise ``CaptureError`` naming ``path`` unless it starts as a pcap or pcapng capture."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not head:
+        raise CaptureError(f"{path}: an empty file, not a capture")
+    if head not in _PCAP_MAGIC and (len(head) < 4 or struct.unpack("<I", head)[0] != _PCAPNG_SHB):
+        raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with {head.hex()})")
 
 
 def _iter_pcap(view: memoryview, skip: SkipTcp | None = None) -> Iterator[tuple[int, int, memoryview]]:

@@ -14,7 +14,8 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_arguments", "run", "small_input_hint", "input_bytes", "SMALL_INPUT_BYTES"]
+__all__ = ["add_arguments", "run", "small_input_hint", "input_bytes", "check_inputs", "spark_failure",
+           "SMALL_INPUT_BYTES"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,6 +70,48 @@ def input_bytes(job: str, inputs: list[str]) -> int:
     return total
 
 
+def check_inputs(job: str, inputs: list[str], topics: list[str] | None) -> None:
+    """Refuse, before any engine starts, the inputs that cannot give a table: nothing found, a file
+    that is not a capture, a dlq input without partition directories (of the topics asked for)."""
+    from kwire.cli import CliError
+
+    if job == "dlq":
+        from kwire.pipeline.logs import partition_dirs
+        from kwire.records.segment import parse_partition_dir_name
+
+        dirs = partition_dirs(inputs[0])
+        if not dirs:
+            raise CliError(f"{inputs[0]}: no partition directories (TOPIC-N/ holding .log segments) here")
+        if topics:
+            have = {parse_partition_dir_name(d)[0] for d in dirs}
+            missing = sorted(set(topics) - have)
+            if missing:
+                raise CliError(f"{inputs[0]}: no partition directory of topic {', '.join(missing)} "
+                               f"(topics here: {', '.join(sorted(have))})")
+        return
+    from kwire.capture.pcap import check_capture
+    from kwire.pipeline.plan import expand_inputs
+
+    paths = expand_inputs(inputs)
+    if not paths:
+        raise CliError(f"no pcap/pcapng captures (.pcap, .pcapng, .cap) in {', '.join(inputs)}")
+    for path in paths:
+        check_capture(path)
+
+
+def spark_failure(exc: BaseException) -> str:
+    """One line for a failed Spark job: kwire's own error when a task raised one, else the first
+    line of Spark's message (the whole trace is in the logs of a cluster, not the terminal)."""
+    import re
+
+    text = str(exc)
+    found = re.findall(r"kwire\.errors\.\w+: ([^\n]+)", text)
+    if found:
+        return found[-1].strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    return first[:500]
+
+
 def small_input_hint(job: str, inputs: list[str], master: str | None) -> str | None:
     """A line for stderr when ``--engine local`` would clearly be faster than a local Spark."""
     if master is not None and not master.startswith("local"):
@@ -76,7 +119,8 @@ def small_input_hint(job: str, inputs: list[str], master: str | None) -> str | N
     n = input_bytes(job, inputs)
     if n >= SMALL_INPUT_BYTES:
         return None
-    return (f"hint: {n / 1e6:.1f} MB of input; --engine local gives the same tables without Spark's "
+    size = f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} kB"
+    return (f"hint: {size} of input; --engine local gives the same tables without Spark's "
             "start-up (most of a small job's time)")
 
 
@@ -85,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.job == "dlq" and len(args.inputs) != 1:
         raise CliError("dlq takes one INPUT: a log dir or one partition directory")
+    check_inputs(args.job, args.inputs, getattr(args, "topic", None))
     if args.engine == "local":
         import importlib.util
 
@@ -110,13 +155,21 @@ def run(args: argparse.Namespace) -> int:
         if hint is not None:
             print(hint, file=sys.stderr)
         print(f"starting Spark ({args.master or 'local[*]'})", file=sys.stderr)
-        spark = build_session(args.master)
+        try:
+            spark = build_session(args.master)
+        except Exception as exc:  # noqa: BLE001 - as below: one line, not a JVM trace
+            raise CliError(f"Spark did not start: {spark_failure(exc)}") from exc
         try:
             print(f"running {args.job}", file=sys.stderr)
             on_spark = {"traffic": lambda: sjobs.traffic_job(spark, args.inputs, args.out),
                         "dlq": lambda: sjobs.dlq_job(spark, args.inputs[0], args.out, topics=args.topic),
                         "conformance": lambda: sjobs.conformance_job(spark, args.inputs, args.out)}
-            result = on_spark[args.job]()
+            try:
+                result = on_spark[args.job]()
+            except Exception as exc:  # noqa: BLE001 - Py4J and Spark raise many kinds; one line for the terminal
+                if isinstance(exc, (CliError, KeyboardInterrupt)):
+                    raise
+                raise CliError(f"the Spark job failed: {spark_failure(exc)}") from exc
         finally:
             spark.stop()
     if args.job == "traffic":

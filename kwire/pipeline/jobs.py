@@ -7,6 +7,7 @@ returns a ``JobResult`` for the terminal summary.
 
 from __future__ import annotations
 
+import shutil
 import time
 from array import array
 from collections import Counter
@@ -23,7 +24,7 @@ from kwire.pipeline.summary import TrafficSummary, sort_key, time_bucket_ns, tim
 from kwire.pipeline.traffic import iter_traffic, traffic_rows
 
 __all__ = ["JobResult", "traffic_job", "dlq_job", "conformance_job", "violation_summary", "top_errors",
-           "write_tables"]
+           "write_tables", "table_file"]
 
 
 @dataclass(slots=True)
@@ -34,10 +35,22 @@ class JobResult:
     notes: list[str] = field(default_factory=list)
 
 
+def table_file(out: Path, name: str) -> Path:
+    """Where a table's one Parquet file goes; what the directory held before goes first, as with
+    Spark's overwrite mode (a part file left from an earlier run would be read as part of the table)."""
+    d = out / name
+    if d.is_dir():
+        shutil.rmtree(d)
+    elif d.exists():
+        d.unlink()
+    d.mkdir(parents=True)
+    return d / "part-00000.parquet"
+
+
 def write_tables(out: Path, tables: dict[str, tuple[Any, list[dict[str, Any]]]]) -> dict[str, int]:
     from kwire.pipeline.arrow import write_parquet
 
-    return {name: write_parquet(rows, table, out / name / "part-00000.parquet") for name, (table, rows) in tables.items()}
+    return {name: write_parquet(rows, table, table_file(out, name)) for name, (table, rows) in tables.items()}
 
 
 def top_errors(rows: list[dict[str, Any]], n: int = 20) -> list[tuple[str, int]]:
@@ -66,8 +79,8 @@ def traffic_job(inputs: list[str], out: str | Path) -> JobResult:
                 yield r
 
     res = JobResult()
-    res.tables["wire_exchanges"] = write_parquet(rows(), WIRE_EXCHANGES, out / "wire_exchanges" / "part-00000.parquet")
-    res.tables["capture_issues"] = write_parquet(issues, CAPTURE_ISSUES, out / "capture_issues" / "part-00000.parquet")
+    res.tables["wire_exchanges"] = write_parquet(rows(), WIRE_EXCHANGES, table_file(out, "wire_exchanges"))
+    res.tables["capture_issues"] = write_parquet(issues, CAPTURE_ISSUES, table_file(out, "capture_issues"))
     res.summary = summary.rows()
     series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
     res.report = out / "traffic_report.html"
@@ -121,10 +134,10 @@ def _write_report_parquet(out: Path, report: list[dict[str, Any]]) -> None:
 
     from kwire.pipeline.dlq import DLQ_REPORT_COLUMNS
 
-    (out / "dlq_report").mkdir(parents=True, exist_ok=True)
+    path = table_file(out, "dlq_report")
     table = pa.Table.from_pylist(report, schema=_DLQ_REPORT_SCHEMA()) if report else pa.table(
         {c: pa.array([], type=t) for c, t in zip(DLQ_REPORT_COLUMNS, _DLQ_REPORT_SCHEMA().types, strict=True)})
-    pq.write_table(table, out / "dlq_report" / "part-00000.parquet")
+    pq.write_table(table, path)
 
 
 def _DLQ_REPORT_SCHEMA() -> Any:  # noqa: N802 - a constant built on first use (pyarrow is optional)

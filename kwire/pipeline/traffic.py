@@ -26,7 +26,7 @@ from kwire.capture.kafka import (
     WireExchange,
     iter_kafka_exchanges,
 )
-from kwire.errors import KwireError, UnknownApiKeyError, UnsupportedVersionError
+from kwire.errors import CaptureError, KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol import decode_request, decode_response
 from kwire.protocol.registry import api_info, request_header_version, schema_class
 
@@ -177,6 +177,10 @@ def iter_traffic(
     try:
         for ex in iter_kafka_exchanges(data, reader):
             yield exchange_row(ex, src, software)
+    except CaptureError as exc:
+        if str(path) in str(exc):
+            raise
+        raise CaptureError(f"{path}: {exc}") from None
     finally:
         if isinstance(data, mmap.mmap):
             with contextlib.suppress(BufferError):  # a view still alive somewhere: the map goes with it

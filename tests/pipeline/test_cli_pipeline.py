@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .dlq_dirs import write_dlq_dirs
@@ -67,3 +68,52 @@ def test_a_small_input_on_local_spark_gets_a_hint_for_the_local_engine(tmp_path:
     with big.open("wb") as f:
         f.truncate(SMALL_INPUT_BYTES)  # sparse: the size is what counts
     assert small_input_hint("traffic", [str(big)], "local[2]") is None
+
+
+def test_inputs_that_cannot_give_a_table_are_one_line_on_either_engine(tmp_path: Path) -> None:
+    """Checked before an engine starts, so the Spark engine answers as fast and as briefly as the
+    local one: nothing found, a file that is not a capture (named), a dlq input without
+    partition directories, a dlq topic that is not there."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    text = tmp_path / "notes.pcapng"
+    text.write_text("hello, not a capture")
+    zero = tmp_path / "zero.pcap"
+    zero.touch()
+    logs = write_dlq_dirs(tmp_path / "logs")
+    cases = [
+        (["traffic", str(empty)], "no pcap/pcapng captures"),
+        (["conformance", str(empty)], "no pcap/pcapng captures"),
+        (["traffic", str(FIXTURES / "clients.pcapng"), str(text)], f"{text}: not a pcap or pcapng capture"),
+        (["traffic", str(zero)], f"{zero}: an empty file"),
+        (["dlq", str(FIXTURES)], "no partition directories"),
+        (["dlq", str(tmp_path / "nope")], "is not a directory"),
+        (["dlq", str(logs), "--topic", "nosuch"], "no partition directory of topic nosuch (topics here: "),
+    ]
+    for args, message in cases:
+        for engine in ("spark", "local"):
+            out = _kwire("pipeline", *args, "--out", str(tmp_path / "o"), "--engine", engine)
+            assert out.returncode == 2, (args, engine, out.stderr[-500:])
+            lines = out.stderr.strip().splitlines()
+            assert len(lines) == 1 and message in lines[0] and "Traceback" not in out.stderr, (args, engine, lines)
+
+
+def test_the_local_engine_replaces_a_table_an_earlier_run_left(tmp_path: Path) -> None:
+    """A part file from an earlier run (Spark names its own) must not be read as part of the new table."""
+    stale = tmp_path / "wire_exchanges" / "part-00000-0a1b-c000.snappy.parquet"
+    stale.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2, 3]}), stale)
+    out = _kwire("pipeline", "traffic", str(FIXTURES / "torn_tail.pcapng"), "--out", str(tmp_path), "--engine", "local")
+    assert out.returncode == 0, out.stderr
+    assert not stale.exists()
+    assert pq.read_table(tmp_path / "wire_exchanges").num_rows == 5
+
+
+def test_a_failed_spark_job_is_told_by_kwire_s_own_error() -> None:
+    from kwire.cli.pipeline import spark_failure
+
+    trace = ("An error occurred while calling o91.parquet.\n: org.apache.spark.SparkException: Job aborted\n"
+             "  File \"kwire/pipeline/traffic.py\", line 3, in rows\nkwire.errors.CaptureError: x.pcap: pcapng block at 40 "
+             "has an impossible length 3\n\tat org.apache.spark...")
+    assert spark_failure(RuntimeError(trace)) == "x.pcap: pcapng block at 40 has an impossible length 3"
+    assert spark_failure(RuntimeError("\n  Java gateway process exited\nmore")) == "Java gateway process exited"

@@ -60,9 +60,9 @@ def traffic_job(spark: Any, inputs: list[str], out: str | Path, *, min_partition
     # split from there (cheap: a columnar re-read of ~100 bytes a row), instead of decoding every
     # capture twice or caching the rows in the JVM (persist cost 1.7 s of a 1 GB job's 9.4 s).
     staging = out / "_capture_rows"
-    (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts)
-     .option("table", "capture_rows").load().write.mode("overwrite").parquet(str(staging)))
     try:
+        (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts)
+         .option("table", "capture_rows").load().write.mode("overwrite").parquet(str(staging)))
         staged = spark.read.parquet(str(staging))
         (staged.where(F.col("row_kind") == "exchange").select(*WIRE_EXCHANGES.names)
          .write.mode("overwrite").parquet(str(out / "wire_exchanges")))
@@ -117,7 +117,20 @@ def dlq_job(spark: Any, root: str | Path, out: str | Path, *, topics: Collection
 
 
 def conformance_job(spark: Any, inputs: list[str], out: str | Path, *, min_partitions: int | None = None) -> JobResult:
-    """wire_exchanges first (Parquet), then the per-row rules in the executors and CR-2 as a group-by."""
+    """wire_exchanges first (staged Parquet), then the per-row rules in the executors and CR-2 as a group-by."""
+    out = Path(out)
+    paths = ",".join(expand_inputs(inputs))
+    parts = str(min_partitions or spark.sparkContext.defaultParallelism)
+    # The exchanges are an intermediate here (the plain job writes only the violations): staged,
+    # then removed.
+    staging = out / "_wire_exchanges"
+    try:
+        return _conformance(spark, paths, parts, out, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _conformance(spark: Any, paths: str, parts: str, out: Path, staging: Path) -> JobResult:
     import pyarrow as pa
 
     from kwire.pipeline.arrow import arrow_schema, iter_batches
@@ -126,12 +139,9 @@ def conformance_job(spark: Any, inputs: list[str], out: str | Path, *, min_parti
     from kwire.pipeline.spark.sources import spark_ddl
     from kwire.pipeline.tables import CONFORMANCE_VIOLATIONS
 
-    out = Path(out)
-    paths = ",".join(expand_inputs(inputs))
-    parts = str(min_partitions or spark.sparkContext.defaultParallelism)
     (spark.read.format("kwire-pcap").option("paths", paths).option("minPartitions", parts).load()
-     .write.mode("overwrite").parquet(str(out / "wire_exchanges")))
-    ex = spark.read.parquet(str(out / "wire_exchanges"))
+     .write.mode("overwrite").parquet(str(staging)))
+    ex = spark.read.parquet(str(staging))
     advertised = advertised_ranges(
         r.asDict() for r in ex.where(F.col("advertised_versions").isNotNull())
         .select("server", "response_ts_ns", "advertised_versions").collect())
