@@ -66,11 +66,28 @@ def _columns(items: Sequence[tuple[str, float]], title: str) -> str:
     return "".join(parts)
 
 
-def _ts(ns: int | None, unit_ns: int = 1) -> str:
+def _ts(ns: int | None, unit_ns: int = 1, step_ns: int | None = None) -> str:
+    """UTC time; with ``step_ns`` (a chart's bucket width) only as fine as the buckets need."""
     if ns is None:
         return ""
     t = _dt.datetime.fromtimestamp(ns * unit_ns / 1e9, tz=_dt.UTC)
-    return t.strftime("%Y-%m-%d %H:%M:%S")
+    if step_ns is None:
+        return t.strftime("%Y-%m-%d %H:%M:%S")
+    if step_ns < 1_000_000_000:
+        return t.strftime("%H:%M:%S.%f")[:-3]
+    if step_ns < 60_000_000_000:
+        return t.strftime("%H:%M:%S")
+    return t.strftime("%m-%d %H:%M")
+
+
+def _over_time(series: list[tuple[int, int]], unit_ns: int, title: str) -> str:
+    """A column per time bucket, labelled as finely as the bucket width needs (the date once below)."""
+    if not series:
+        return _columns([], title)
+    step = (series[1][0] - series[0][0]) * unit_ns if len(series) > 1 else 1_000_000_000
+    cols = _columns([(_ts(b, unit_ns, step), float(c)) for b, c in series], title)
+    first, last = _ts(series[0][0], unit_ns), _ts(series[-1][0], unit_ns)
+    return cols + f"<p class='note'>UTC, {_esc(first)} to {_esc(last)}.</p>"
 
 
 def _page(title: str, sections: list[str]) -> str:
@@ -81,7 +98,8 @@ def _page(title: str, sections: list[str]) -> str:
 def traffic_html(summary: list[dict[str, Any]], series: list[tuple[int, int]], issues: dict[str, int],
                  *, title: str = "kwire traffic report") -> str:
     """Exchanges over time, API version usage per client, latency per API, errors, capture issues."""
-    usage = [(f"{r['client_id'] or '-'} {r['api_name']} v{r['api_version']}", float(r["exchanges"])) for r in summary]
+    usage = [(f"{r['client_id'] or '-'}{' [' + r['client_software_name'] + ']' if r['client_software_name'] else ''} "
+              f"{r['api_name']} v{r['api_version']}", float(r["exchanges"])) for r in summary]
     lat: dict[str, list[int]] = {}
     for r in summary:
         if r["answered"]:
@@ -96,7 +114,7 @@ def traffic_html(summary: list[dict[str, Any]], series: list[tuple[int, int]], i
     total = sum(r["exchanges"] for r in summary)
     sections = [
         f"<p>{total} exchanges, {len({r['client_id'] for r in summary})} client ids.</p>",
-        "<h2>Exchanges over time</h2>", _columns([(_ts(b), float(c)) for b, c in series], "exchanges over time"),
+        "<h2>Exchanges over time</h2>", _over_time(series, 1, "exchanges over time"),
         "<h2>API version usage per client</h2>", _hbars(usage),
         "<h2>Mean latency per API (µs)</h2>", _hbars(latency, css="bar2"),
         "<h2>Per client and API</h2>", _table(rows, cols),
@@ -113,19 +131,32 @@ def dlq_html(report: list[dict[str, Any]], histogram: dict[Any, int], series: li
     hist = [(str(k) if k is not None else "n/a", float(v))
             for k, v in sorted(histogram.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
     cols = ["topic", "original_topic", "original_partition", "group_id", "convention", "records",
-            "oldest_timestamp_ms", "min_delivery_count", "max_delivery_count"]
-    plan = [dict(r, replay=f"{r['original_topic']}-{r['original_partition']} offsets "
-                           f"{r['min_original_offset']}..{r['max_original_offset']}")
-            for r in report if r["original_topic"] is not None]
+            "oldest (UTC)", "min_delivery_count", "max_delivery_count"]
+    by_origin = [dict(r, **{"oldest (UTC)": _ts(r["oldest_timestamp_ms"], 1_000_000)}) for r in report]
+    plan = [dict(r, replay=_replay_range(r)) for r in report if r["original_topic"] is not None]
     sections = [
         f"<p>{sum(r['records'] for r in report)} records; oldest record is {age} old.</p>",
-        "<h2>Records over time</h2>", _columns([(_ts(b, 1_000_000), float(c)) for b, c in series], "records over time"),
+        "<h2>Records over time</h2>", _over_time(series, 1_000_000, "records over time"),
         "<h2>Delivery-count histogram</h2>", _columns(hist, "delivery count"),
-        "<h2>By origin</h2>", _table(report, cols),
+        "<h2>By origin</h2>", _table(by_origin, cols),
         "<h2>Error messages</h2>", _hbars([(m, float(c)) for m, c in errors], css="bar2"),
         "<h2>Replay plan</h2>", _table(plan, ["original_topic", "original_partition", "group_id", "records", "replay"]),
     ]
     return _page(title, sections)
+
+
+def _replay_range(r: dict[str, Any]) -> str:
+    """Where the dead letters came from: a range of original offsets is not a list of them (the
+    records in between were processed), so say how many of its offsets are dead letters."""
+    lo, hi = r["min_original_offset"], r["max_original_offset"]
+    where = f"{r['original_topic']}-{r['original_partition']}"
+    if lo is None or hi is None:
+        return f"{where}: original offsets unknown"
+    span = hi - lo + 1
+    if span == r["records"]:
+        return f"{where} offsets {lo}..{hi} (every one)"
+    return (f"{where}: {r['records']} dead letters between offsets {lo} and {hi} ({span} offsets); "
+            "replay them one by one (kwire dlq replay), not the range")
 
 
 def text_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], limit: int = 40) -> str:
