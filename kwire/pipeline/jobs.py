@@ -145,6 +145,6 @@ def _DLQ_REPORT_SCHEMA() -> Any:  # noqa: N802 - a constant built on first use (
 
     s, i32, i64 = pa.string(), pa.int32(), pa.int64()
     return pa.schema([("topic", s), ("original_topic", s), ("original_partition", i32), ("group_id", s),
-                      ("convention", s), ("records", i64), ("first_offset", i64), ("last_offset", i64),
+                      ("convention", s), pa.field("records", i64, nullable=False), ("first_offset", i64), ("last_offset", i64),
                       ("oldest_timestamp_ms", i64), ("newest_timestamp_ms", i64), ("min_original_offset", i64),
                       ("max_original_offset", i64), ("min_delivery_count", i32), ("max_delivery_count", i32)])

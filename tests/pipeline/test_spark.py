@@ -103,9 +103,12 @@ def test_local1_writes_the_same_tables_as_the_plain_path(tmp_path: Path) -> None
     jobs.traffic_job([str(FIXTURES)], tmp_path / "p" / "t")
     jobs.dlq_job(root, tmp_path / "p" / "d")
     for sub, table in (("t", "wire_exchanges"), ("t", "capture_issues"), ("d", "dlq_records"), ("d", "dlq_report")):
-        spark_rows = pq.read_table(tmp_path / "s1" / sub / table).to_pylist()
-        plain_rows = pq.read_table(tmp_path / "p" / sub / table).to_pylist()
-        assert _canon(spark_rows) == _canon(plain_rows), table
+        spark_table = pq.read_table(tmp_path / "s1" / sub / table)
+        plain_table = pq.read_table(tmp_path / "p" / sub / table)
+        assert _canon(spark_table.to_pylist()) == _canon(plain_table.to_pylist()), table
+        # the same schema too: names, types and nullability (Spark's metadata aside)
+        assert [(f.name, f.type, f.nullable) for f in spark_table.schema] == \
+            [(f.name, f.type, f.nullable) for f in plain_table.schema], table
 
 
 def test_conformance_job_finds_the_plain_violations(spark: Any, tmp_path: Path) -> None:
