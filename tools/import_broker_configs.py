@@ -102,22 +102,22 @@ class Source:
         return self._cache[path]
 
 
+def _literal_end(text: str, i: int) -> int:
+    """Index just past the string or char literal whose opening quote is at ``i``."""
+    quote, j = text[i], i + 1
+    while text[j] != quote:
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
 def _strip_comments(text: str) -> str:
     out, i, n = [], 0, len(text)
     while i < n:
         c = text[i]
-        if c == '"':
-            j = i + 1
-            while text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif c == "'":
-            j = i + 1
-            while text[j] != "'":
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
+        if c in "\"'":
+            j = _literal_end(text, i)
+            out.append(text[i:j])
+            i = j
         elif text.startswith("//", i):
             i = text.find("\n", i)
             i = n if i < 0 else i
@@ -130,22 +130,29 @@ def _strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def _balanced(text: str, start: int, open_: str = "(", close: str = ")") -> int:
-    """Index just past the bracket closing the one at ``start`` (strings skipped)."""
+def _scan(text: str, start: int, *, to_semicolon: bool) -> int:
+    """Just past the bracket closing the one at ``start``, or (``to_semicolon``) the index of the
+    ``;`` ending the statement that starts there; brackets nest, string literals are skipped."""
     depth, i = 0, start
     while True:
         c = text[i]
         if c == '"':
-            i += 1
-            while text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c in "([{":
+            i = _literal_end(text, i)
+            continue
+        if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
-            if depth == 0:
+            if depth == 0 and not to_semicolon:
                 return i + 1
+        elif c == ";" and depth == 0 and to_semicolon:
+            return i
         i += 1
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the bracket closing the one at ``start`` (strings skipped)."""
+    return _scan(text, start, to_semicolon=False)
 
 
 def _split_args(text: str) -> list[str]:
@@ -154,11 +161,9 @@ def _split_args(text: str) -> list[str]:
     while i < len(text):
         c = text[i]
         if c == '"':
-            j = i + 1
-            while text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            cur.append(text[i:j + 1])
-            i = j + 1
+            j = _literal_end(text, i)
+            cur.append(text[i:j])
+            i = j
             continue
         if c in "([{<" and not (c == "<" and not re.match(r"<\s*[A-Z?]", text[i:])):
             depth += 1
@@ -177,20 +182,7 @@ def _split_args(text: str) -> list[str]:
 
 def _statement(text: str, start: int) -> str:
     """The text from ``start`` to the ``;`` that ends the statement."""
-    i, depth = start, 0
-    while True:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == ";" and depth == 0:
-            return text[start:i]
-        i += 1
+    return text[start:_scan(text, start, to_semicolon=True)]
 
 
 # ---------------------------------------------------------------- Java classes and constants
@@ -473,7 +465,7 @@ class Evaluator:
         if m is None:
             raise ImportError_(f"{self.jf.path}: no {cls}.{const}")
         body_start = text.index("{", _balanced(text, m.end() - 1))
-        body = text[body_start:_balanced(text, body_start, "{", "}")]
+        body = text[body_start:_balanced(text, body_start)]
         bm = re.search(rf"\b{method}\s*\(\s*\)\s*\{{\s*return\s+([^;]+);", body)
         if bm is None:
             raise ImportError_(f"{self.jf.path}: cannot read {cls}.{const}.{method}()")

@@ -37,7 +37,7 @@ from kwire.capture.pcap import (
     SYN,
     SkipTcp,
     TcpSegment,
-    _ip_text,
+    _endpoints,
     iter_packets,
     parse_tcp,
 )
@@ -512,9 +512,7 @@ class KafkaCaptureReader:
             return None
 
         def skip(key: bytes) -> bool:
-            src = f"{_ip_text(key[0:4])}:{int.from_bytes(key[8:10], 'big')}"
-            dst = f"{_ip_text(key[4:8])}:{int.from_bytes(key[10:12], 'big')}"
-            return not self._owned(src, dst)
+            return not self._owned(*_endpoints(key))
 
         return skip
 

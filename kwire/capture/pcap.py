@@ -95,11 +95,21 @@ def iter_packets(data: bytes | bytearray | memoryview, *, skip: SkipTcp | None =
     """
     view = memoryview(data)
     head = bytes(view[:4])
-    if head in _PCAP_MAGIC:
+    fmt = _format_of(head)
+    if fmt == "pcap":
         return _iter_pcap(view, skip)
-    if len(view) >= 4 and struct.unpack_from("<I", view, 0)[0] == _PCAPNG_SHB:
+    if fmt == "pcapng":
         return _iter_pcapng(view, skip)
     raise CaptureError(f"not a pcap or pcapng capture (starts with {head.hex()})")
+
+
+def _format_of(head: bytes) -> str | None:
+    """"pcap" or "pcapng" from a file's first four bytes, else None."""
+    if head in _PCAP_MAGIC:
+        return "pcap"
+    if len(head) >= 4 and struct.unpack_from("<I", head, 0)[0] == _PCAPNG_SHB:
+        return "pcapng"
+    return None
 
 
 class _Verdicts(dict[bytes, bool]):
@@ -123,7 +133,7 @@ def check_capture(path: str | Path) -> None:
         head = f.read(4)
     if not head:
         raise CaptureError(f"{path}: an empty file, not a capture")
-    if head not in _PCAP_MAGIC and (len(head) < 4 or struct.unpack("<I", head)[0] != _PCAPNG_SHB):
+    if _format_of(head) is None:
         raise CaptureError(f"{path}: not a pcap or pcapng capture (starts with {head.hex()})")
 
 
@@ -265,6 +275,7 @@ _ENDPOINTS: dict[bytes, tuple[str, str]] = {}
 
 
 def _endpoints(key: bytes) -> tuple[str, str]:
+    """``("src ip:port", "dst ip:port")`` of an ``_ETH_IPV4_TCP`` key (addresses, then ports), cached."""
     if len(_ENDPOINTS) > 65536:
         _ENDPOINTS.clear()
     ends = _ENDPOINTS[key] = (f"{_ip_text(key[0:4])}:{int.from_bytes(key[8:10], 'big')}",
@@ -277,7 +288,7 @@ def parse_tcp(linktype: int, frame: memoryview) -> TcpSegment | None:
     n = len(frame)
     if linktype == LINKTYPE_ETHERNET and n >= 54:
         etype, vihl, total, frag, proto, key, seq, ack, off_flags = _ETH_IPV4_TCP_HEAD.unpack_from(frame, 0)
-        if etype == b"\x08\x00" and vihl == 0x45:
+        if etype == _IPV4 and vihl == 0x45:
             if proto != 6 or frag & 0x3FFF:
                 return None
             src, dst = _ENDPOINTS.get(key) or _endpoints(key)

@@ -166,9 +166,9 @@ def run(args: argparse.Namespace) -> int:
                         "conformance": lambda: sjobs.conformance_job(spark, args.inputs, args.out)}
             try:
                 result = on_spark[args.job]()
+            except CliError:
+                raise
             except Exception as exc:  # noqa: BLE001 - Py4J and Spark raise many kinds; one line for the terminal
-                if isinstance(exc, (CliError, KeyboardInterrupt)):
-                    raise
                 raise CliError(f"the Spark job failed: {spark_failure(exc)}") from exc
         finally:
             spark.stop()

@@ -83,19 +83,24 @@ def test_not_a_capture_is_a_typed_error() -> None:
         list(iter_packets(b"hello world, not a capture"))
 
 
-@pytest.mark.parametrize("fmt", ["pcapng", "pcap"])
-def test_a_capture_torn_mid_packet_yields_the_whole_packets_before(fmt: str) -> None:
-    pkts = _flow_packets()
+def _capture(fmt: str, pkts: list[tuple[int, bytes]]) -> bytes:
+    """Ethernet packets as a pcapng file (kwire's writer) or a classic nanosecond pcap (dpkt's)."""
     buf = io.BytesIO()
     if fmt == "pcapng":
         with PcapngWriter(buf) as w:
             for ts, frame in pkts:
                 w.write_packet(ts, frame)
     else:
-        pw = dpkt.pcap.Writer(buf, nano=True)
+        pw = dpkt.pcap.Writer(buf, nano=True, linktype=dpkt.pcap.DLT_EN10MB)
         for ts, frame in pkts:
             pw.writepkt(frame, ts=ts / 1e9)
-    data = buf.getvalue()
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["pcapng", "pcap"])
+def test_a_capture_torn_mid_packet_yields_the_whole_packets_before(fmt: str) -> None:
+    pkts = _flow_packets()
+    data = _capture(fmt, pkts)
     torn = data[: len(data) - len(pkts[-1][1]) // 2]
     assert [bytes(f) for _, _, f in iter_packets(torn)] == [f for _, f in pkts[:-1]]
 
@@ -127,22 +132,14 @@ def _mixed_frames() -> list[tuple[int, bytes]]:
 @pytest.mark.parametrize("fmt", ["pcapng", "pcap"])
 def test_the_skip_filter_drops_exactly_the_judged_packets_it_names(fmt: str) -> None:
     pkts = _mixed_frames()
-    buf = io.BytesIO()
-    if fmt == "pcapng":
-        with PcapngWriter(buf) as w:
-            for ts, frame in pkts:
-                w.write_packet(ts, frame)
-    else:
-        pw = dpkt.pcap.Writer(buf, nano=True, linktype=dpkt.pcap.DLT_EN10MB)
-        for ts, frame in pkts:
-            pw.writepkt(frame, ts=ts / 1e9)
+    data = _capture(fmt, pkts)
     asked: list[bytes] = []
 
     def skip(key: bytes) -> bool:
         asked.append(key)
         return key[0:4] == bytes([10, 1, 2, 4]) or key[4:8] == bytes([10, 1, 2, 4])  # the second connection
 
-    kept = [bytes(f) for _, _, f in iter_packets(buf.getvalue(), skip=skip)]
+    kept = [bytes(f) for _, _, f in iter_packets(data, skip=skip)]
     segs = [parse_tcp(LINKTYPE_ETHERNET, memoryview(f)) for _, f in pkts]
     second = {i for i, s in enumerate(segs) if s is not None and "10.1.2.4" in (s.src + s.dst)}
     judged = second - {len(pkts) - 2}  # the ihl-6 frame cannot be judged by its raw bytes

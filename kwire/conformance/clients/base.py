@@ -219,6 +219,16 @@ class Ack:
     offset: int | None
 
 
+def _numbered(records: Sequence[Record], first_seq: int) -> list[dict[str, Any]]:
+    """Records as the driver protocol carries them, with sequence numbers from ``first_seq``."""
+    wire = []
+    for seq, r in enumerate(records, first_seq):
+        w = r.to_wire()
+        w["seq"] = seq
+        wire.append(w)
+    return wire
+
+
 @dataclass(slots=True)
 class ProducerSession(_Session):
     """A long-lived producer process (``op: producer``); see the module docstring."""
@@ -239,12 +249,8 @@ class ProducerSession(_Session):
 
     def send(self, records: Sequence[Record]) -> None:
         """Hand records to the producer; they get sequence numbers ``sent``, ``sent + 1``, …"""
-        wire = []
-        for r in records:
-            w = r.to_wire()
-            w["seq"] = self.sent
-            self.sent += 1
-            wire.append(w)
+        wire = _numbered(records, self.sent)
+        self.sent += len(wire)
         self.proc.send({"op": "send", "records": wire})
 
     def wait_acked(self, count: int, timeout_s: float, what: str) -> None:
@@ -306,12 +312,8 @@ class TxnProducerSession(_Session):
 
     def send(self, records: Sequence[Record], timeout_s: float = 30.0) -> list[Ack]:
         """Send records in the open transaction and wait until each is acknowledged."""
-        wire = []
-        for r in records:
-            w = r.to_wire()
-            w["seq"] = self.sent
-            self.sent += 1
-            wire.append(w)
+        wire = _numbered(records, self.sent)
+        self.sent += len(wire)
         before = len(self.acks)
         self._step({"op": "send", "records": wire}, timeout_s)
         return self.acks[before:]
@@ -321,7 +323,6 @@ class TxnProducerSession(_Session):
 
     def abort(self, timeout_s: float = 30.0) -> None:
         self._step({"op": "abort"}, timeout_s)
-
 
 
 class ClientAdapter(ABC):

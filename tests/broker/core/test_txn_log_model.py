@@ -153,9 +153,10 @@ class TxnLogMachine(RuleBasedStateMachine):
         inst.pair, inst.seq, inst.last = (r.producer_id, r.producer_epoch), {}, {}
         self._fence(tid, i)
 
-    def _live(self, k: int) -> tuple[str, Instance] | None:
-        """The k-th (mod) instance that holds a producer id and epoch, as a client would use it."""
-        live = [(tid, inst) for (tid, _), inst in sorted(self.inst.items()) if inst.pair is not None]
+    def _live(self, k: int) -> tuple[str, Instance, int, int] | None:
+        """The k-th (mod) instance that holds a producer id and epoch, as a client would use it:
+        its transactional id, the instance, its producer id and epoch."""
+        live = [(tid, inst, *inst.pair) for (tid, _), inst in sorted(self.inst.items()) if inst.pair is not None]
         return live[k % len(live)] if live else None
 
     def _produce(self, tid: str, pair: tuple[int, int], part: int, records: bytes) -> int:
@@ -171,9 +172,7 @@ class TxnLogMachine(RuleBasedStateMachine):
         got = self._live(k)
         if got is None:
             return
-        tid, inst = got
-        assert inst.pair is not None
-        pid, epoch = inst.pair
+        tid, inst, pid, epoch = got
         if retry and part in inst.last:
             code = self._produce(tid, inst.pair, part, inst.last[part])
             event(f"send retry: {E(code).name}")
@@ -215,9 +214,7 @@ class TxnLogMachine(RuleBasedStateMachine):
         got = self._live(k)
         if got is None:
             return
-        tid, inst = got
-        assert inst.pair is not None
-        pid, epoch = inst.pair
+        tid, inst, pid, epoch = got
         if self.c.send(AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
                                               group_id=GROUP), 3).error_code != E.NONE:
             return
@@ -235,9 +232,7 @@ class TxnLogMachine(RuleBasedStateMachine):
         got = self._live(k)
         if got is None:
             return
-        tid, inst = got
-        assert inst.pair is not None
-        pid, epoch = inst.pair
+        tid, inst, pid, epoch = got
         r = self.c.send(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
                                       committed=commit), 3)
         event(f"end {'commit' if commit else 'abort'}{' with data' if inst.values else ''}: {E(r.error_code).name}")

@@ -6,13 +6,13 @@ and reads only that. Waiting is bounded polling against deadlines, never sleepin
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from kwire.control import Broker, BrokerConfig
 from kwire.protocol.registry import ApiKey
+from tests.broker.server.test_groups_real_clients import wait_for
 
 pytestmark = pytest.mark.conformance
 
@@ -35,14 +35,6 @@ def produce(b: Broker, topic: str, prefix: str, n: int = N) -> set[str]:
         p.produce(topic, value=v.encode())
     assert p.flush(15) == 0
     return values
-
-
-def wait_for(what: str, cond: Callable[[], bool], step: Callable[[], object], timeout_s: float = 25.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        step()
 
 
 def test_kip848_confluent_regex_subscription_then_literal_resubscription(broker):

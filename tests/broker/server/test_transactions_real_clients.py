@@ -31,25 +31,30 @@ def broker() -> Iterator[Broker]:
         yield b
 
 
-def read_all(b: Broker, isolation: str, expect: int, timeout_s: float = 20) -> list[bytes]:
-    c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"r-{isolation}-{time.monotonic_ns()}",
-                     "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.auto.commit": False})
+def _drain(c: Any, expect: int, timeout_s: float, poll_s: float) -> list[bytes]:
+    """What the consumer reads until ``expect`` records or the deadline, plus three more polls
+    (nothing further may come); closes it."""
     got: list[bytes] = []
     try:
-        c.subscribe(["t"])
         deadline = time.monotonic() + timeout_s
         while len(got) < expect and time.monotonic() < deadline:
-            m = c.poll(0.3)
+            m = c.poll(poll_s)
             if m is not None and m.error() is None:
                 got.append(m.value())
-        # a little more: nothing further may come
         for _ in range(3):
-            m = c.poll(0.3)
+            m = c.poll(poll_s)
             if m is not None and m.error() is None:
                 got.append(m.value())
     finally:
         c.close()
     return sorted(got)
+
+
+def read_all(b: Broker, isolation: str, expect: int, timeout_s: float = 20) -> list[bytes]:
+    c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"r-{isolation}-{time.monotonic_ns()}",
+                     "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.auto.commit": False})
+    c.subscribe(["t"])
+    return _drain(c, expect, timeout_s, 0.3)
 
 
 def producer(b: Broker, tid: str = "tx", **conf: Any) -> Any:
@@ -257,21 +262,8 @@ def read_assigned(b: Broker, isolation: str, expect: int, timeout_s: float = 15)
     """Read both partitions of "t" without a group (no join: works on a clock that stands still)."""
     c = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "unused", "isolation.level": isolation,
                      "enable.auto.commit": False})
-    got: list[bytes] = []
-    try:
-        c.assign([ck.TopicPartition("t", p, ck.OFFSET_BEGINNING) for p in (0, 1)])
-        deadline = time.monotonic() + timeout_s
-        while len(got) < expect and time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        for _ in range(3):  # a little more: nothing further may come
-            m = c.poll(0.2)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-    finally:
-        c.close()
-    return sorted(got)
+    c.assign([ck.TopicPartition("t", p, ck.OFFSET_BEGINNING) for p in (0, 1)])
+    return _drain(c, expect, timeout_s, 0.2)
 
 
 def _txn_row(b: Broker, tid: str) -> dict[str, Any]:

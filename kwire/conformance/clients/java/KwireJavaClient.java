@@ -151,18 +151,25 @@ public final class KwireJavaClient {
         emit(obj("event", "done"));
     }
 
+    // The next command before the deadline; null at the deadline, at the end of input or on "stop".
+    private static Map<String, Object> nextCommand(long deadline) throws InterruptedException {
+        while (System.currentTimeMillis() < deadline) {
+            Object line = STDIN.poll(100, TimeUnit.MILLISECONDS);
+            if (line == null) continue;
+            if (line == EOF) return null;
+            Map<String, Object> c = asMap(Json.parse((String) line));
+            return str(c, "op", "").equals("stop") ? null : c;
+        }
+        return null;
+    }
+
     // A long-lived producer: "send" lines add records, each acknowledged by its callback.
     private static void producer(Map<String, Object> cmd) throws InterruptedException {
         long deadline = System.currentTimeMillis() + num(cmd, "timeout_ms", 120000);
         String topic = str(cmd, "topic", null);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(cmd))) {
             emit(obj("event", "ready"));
-            while (System.currentTimeMillis() < deadline) {
-                Object line = STDIN.poll(100, TimeUnit.MILLISECONDS);
-                if (line == null) continue;
-                if (line == EOF) break;
-                Map<String, Object> c = asMap(Json.parse((String) line));
-                if (str(c, "op", "").equals("stop")) break;
+            for (Map<String, Object> c; (c = nextCommand(deadline)) != null; ) {
                 for (Object o : asList(c.get("records"))) {
                     Map<String, Object> r = asMap(o);
                     long seq = num(r, "seq", -1);
@@ -187,13 +194,8 @@ public final class KwireJavaClient {
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
             producer.initTransactions();
             emit(obj("event", "ready"));
-            while (System.currentTimeMillis() < deadline) {
-                Object line = STDIN.poll(100, TimeUnit.MILLISECONDS);
-                if (line == null) continue;
-                if (line == EOF) break;
-                Map<String, Object> c = asMap(Json.parse((String) line));
+            for (Map<String, Object> c; (c = nextCommand(deadline)) != null; ) {
                 String step = str(c, "op", "");
-                if (step.equals("stop")) break;
                 try {
                     switch (step) {
                         case "begin": producer.beginTransaction(); break;

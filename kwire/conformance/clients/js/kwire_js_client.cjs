@@ -62,6 +62,14 @@ function nextBefore(next, deadline) {
   return Promise.race([next(), t]).finally(() => clearTimeout(timer))
 }
 
+// The next command before ``deadline``, parsed; null at EOF, at the deadline or on "stop".
+async function nextCommand(next, deadline) {
+  const line = await nextBefore(next, deadline)
+  if (line === null) return null
+  const c = JSON.parse(line)
+  return c.op === 'stop' ? null : c
+}
+
 function withDeadline(promise, ms, what) {
   let timer
   const t = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms) })
@@ -81,10 +89,8 @@ class Assignment {
 async function txnLoop(cmd, next, steps) {
   const deadline = Date.now() + cmd.timeout_ms
   for (;;) {
-    const line = await nextBefore(next, deadline)
-    if (line === null) break
-    const c = JSON.parse(line)
-    if (c.op === 'stop') break
+    const c = await nextCommand(next, deadline)
+    if (c === null) break
     try {
       if (c.op === 'send') {
         const placed = await steps.send(c.records || [])
@@ -221,10 +227,8 @@ const kafkajs = {
     let chain = Promise.resolve()
     const deadline = Date.now() + cmd.timeout_ms
     for (;;) {
-      const line = await nextBefore(next, deadline)
-      if (line === null) break
-      const c = JSON.parse(line)
-      if (c.op === 'stop') break
+      const c = await nextCommand(next, deadline)
+      if (c === null) break
       const records = c.records || []
       chain = chain.then(() => sendChunk(records))
     }
@@ -392,10 +396,8 @@ const kafkats = {
     let chain = Promise.resolve()
     const deadline = Date.now() + cmd.timeout_ms
     for (;;) {
-      const line = await nextBefore(next, deadline)
-      if (line === null) break
-      const c = JSON.parse(line)
-      if (c.op === 'stop') break
+      const c = await nextCommand(next, deadline)
+      if (c === null) break
       const records = c.records || []
       chain = chain.then(() => sendChunk(records))
     }

@@ -90,11 +90,16 @@ public class TxnScenarios {
             first.commitTransaction();
             System.out.println("not fenced");
         } catch (Exception e) {
-            Throwable root = e;
-            while (root.getCause() != null && root.getCause() != root) root = root.getCause();
-            System.out.println("fenced " + root.getClass().getSimpleName());
+            System.out.println("fenced " + rootCause(e));
         }
         first.close(Duration.ZERO);
+    }
+
+    // The simple class name of the innermost cause (what the test asserts on).
+    static String rootCause(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) root = root.getCause();
+        return root.getClass().getSimpleName();
     }
 
     static void timeout(String bootstrap) throws Exception {
@@ -111,9 +116,7 @@ public class TxnScenarios {
             producer.commitTransaction();
             System.out.println("committed");
         } catch (Exception e) {
-            Throwable root = e;
-            while (root.getCause() != null && root.getCause() != root) root = root.getCause();
-            System.out.println("commit failed " + root.getClass().getSimpleName());
+            System.out.println("commit failed " + rootCause(e));
         }
         producer.close(Duration.ZERO);
     }
