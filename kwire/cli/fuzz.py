@@ -6,7 +6,8 @@
     kwire fuzz --spark --shards 8 --budget 200000 [--master spark://host:7077]
                                                 # a campaign sharded across Spark executors
 
-Ends with ``fuzz: frames: N, crashes: C, hangs: H, lost: L`` and exits 1 when any of the last
+Starts with ``fuzz: seed: S`` (a fresh seed unless ``--seed``) on stderr and ends with
+``fuzz: frames: N, crashes: C, hangs: H, lost: L`` (after ``fuzz: seed: S`` again) and exits 1 when any of the last
 three is not 0. Findings are minimised and saved under ``--out`` as fixtures.
 """
 
@@ -23,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     limit = p.add_mutually_exclusive_group()
     limit.add_argument("--seconds", type=float, help="run this long (default 60 s unless --budget)")
     limit.add_argument("--budget", type=int, help="send this many frames")
-    p.add_argument("--seed", type=int, default=0, help="random seed (runs are repeatable per seed)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed (runs are repeatable per seed; default: a fresh one, printed)")
     p.add_argument("--out", type=Path, default=Path("fuzz-out"), help="where minimised findings go")
     p.add_argument("--fixtures", type=Path, default=None,
                    help="seed corpus root (default: the repo's fixtures/ when present)")
@@ -40,6 +42,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kwire.cli import CliError
 
+    if args.seed is None:
+        # A fresh campaign each run unless asked: two runs must not repeat one another, and the
+        # seed is printed first so a run that dies half-way can still be replayed.
+        import secrets
+
+        args.seed = secrets.randbelow(2**31)
+    print(f"fuzz: seed: {args.seed} (replay with --seed {args.seed})", file=sys.stderr)
     if args.decoders:
         import importlib.util
 
@@ -80,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     for f in report.findings:
         where = f" -> {f.saved}" if f.saved is not None else ""
         print(f"{f.kind}: {f.detail} [{f.origin}]{where}")
+    print(f"fuzz: seed: {args.seed}")
     print(report.summary())
     return 1 if report.crashes or report.hangs or report.lost else 0
 
@@ -114,5 +124,6 @@ def _run_spark(args: argparse.Namespace, seconds: float | None, fixtures: Path |
     for f in report.findings:
         where = f" -> {f.saved}" if f.saved is not None else ""
         print(f"{f.kind}: {f.detail} [{f.origin}]{where}")
+    print(f"fuzz: seed: {args.seed}")
     print(report.summary())
     return 1 if report.crashes or report.hangs or report.lost else 0

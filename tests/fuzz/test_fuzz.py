@@ -33,6 +33,23 @@ def test_bounded_run_against_kwire_is_clean(tmp_path: Path, capsys: pytest.Captu
     assert list(tmp_path.iterdir()) == []
 
 
+def test_without_seed_each_run_draws_its_own_and_prints_it(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs without --seed are two campaigns; the printed seed replays a run exactly."""
+    seeds = []
+    for _ in range(2):
+        assert main(["fuzz", "--budget", "60", "--out", str(tmp_path), "--quiet"]) == 0
+        captured = capsys.readouterr()
+        first = re.search(r"^fuzz: seed: (\d+) \(replay with --seed \1\)$", captured.err, re.M)
+        assert first is not None, captured.err
+        lines = captured.out.strip().splitlines()
+        assert lines[-2] == f"fuzz: seed: {first.group(1)}" and SUMMARY.match(lines[-1]), lines[-3:]
+        seeds.append(int(first.group(1)))
+    assert seeds[0] != seeds[1]
+    drawn = [run_fuzz(FuzzConfig(budget=40, seed=seeds[0], out=None, hypothesis_share=0.0)) for _ in range(2)]
+    assert drawn[0].summary() == drawn[1].summary()
+
+
 def test_seeds_cover_fixtures_and_every_request_and_mutations_change_bytes() -> None:
     seeds = default_seeds()
     assert {s.api_key for s in seeds} >= {0, 1, 3, 11, 18, 22, 68, 76, 78, 79}
