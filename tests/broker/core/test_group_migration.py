@@ -18,6 +18,7 @@ from kwire.broker.core.group_migration import decode_subscription, encode_assign
 from kwire.cluster_info import consumer_assignment
 from kwire.protocol.data.consumer_protocol_subscription import ConsumerProtocolSubscription
 from kwire.protocol.error_codes import ErrorCode as E
+from kwire.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kwire.protocol.messages.list_groups import ListGroupsRequest
 from kwire.protocol.messages.offset_commit import OffsetCommitRequest
 from kwire.protocol.messages.offset_fetch import OffsetFetchRequest
@@ -157,6 +158,9 @@ def test_a_consumer_member_joining_a_live_classic_group_converts_it(core: Any) -
     # The new member waits for partitions the classic members still hold: none is held twice.
     assert g.group_epoch == gen + 1 and c.partitions(core) == set()
     assert g.members[c.member_id].state is MemberState.UNRELEASED_PARTITIONS
+    described = CoreClient(core).send(ConsumerGroupDescribeRequest(group_ids=["g"]), 1).groups[0].members
+    assert sorted((m.member_id, m.member_type) for m in described) == sorted(
+        [(a.member_id, 0), (b.member_id, 0), (c.member_id, 1)])
     listed = CoreClient(core).send(ListGroupsRequest(types_filter=[]), 5).groups
     assert [(x.group_id, x.group_type, x.protocol_type) for x in listed] == [("g", "consumer", "consumer")]
     settle(core, [a, b], [c])
