@@ -1,5 +1,5 @@
 """Online migration between classic and KIP-848 consumer groups, and the classic protocol inside a
-consumer group, as upstream's GroupMetadataManager runs them (rules GM-1..GM-12, docs/group-migration.md).
+consumer group, as upstream's GroupMetadataManager runs them (rules GM-1..GM-13, docs/group-migration.md).
 
 Theory of operation
 -------------------
@@ -254,11 +254,11 @@ class GroupMigration:
             return False
         if not self.policy().downgrade or len(remaining) > broker_int(self.core.configs, "group.max.size"):
             return False
-        self._convert_to_classic(g, remaining)
+        self._convert_to_classic(g, remaining, rebalance=True)
         return True
 
-    def _convert_to_classic(self, g: ConsumerGroup, remaining: list[ConsumerMember]) -> None:
-        """ClassicGroup.fromConsumerGroup, then a rebalance of the classic group."""
+    def _convert_to_classic(self, g: ConsumerGroup, remaining: list[ConsumerMember], *, rebalance: bool) -> None:
+        """ClassicGroup.fromConsumerGroup, then (``rebalance``) a rebalance of the classic group."""
         classic_mgr = self.table.classic
         cg = ClassicGroup(g.group_id)
         cg.state = GroupState.STABLE
@@ -277,7 +277,8 @@ class GroupMigration:
         self.table.groups[g.group_id] = cg
         for cm in cg.members.values():
             classic_mgr._schedule_session(cg, cm)
-        classic_mgr._prepare_rebalance(cg)
+        if rebalance:
+            classic_mgr._prepare_rebalance(cg)
 
     # --- classic members in a consumer group ----------------------------------------------------
     def _member(self, g: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
@@ -348,6 +349,7 @@ class GroupMigration:
         except KwireError:
             raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                              "Malformed embedded consumer protocol in subscription deserialization.") from None
+        downgrade = self._downgrade_on_replacement(g, req.instance_id)
         m = self._join_member(g, member_id, req, unknown)
         regex_counts = g.subscribed_regexes()
         old_names, old_regex = m.subscribed_topic_names, m.subscribed_topic_regex
@@ -367,6 +369,15 @@ class GroupMigration:
         if bump:
             self.mgr._refresh_metadata(g)
             g.group_epoch += 1
+        name = req.protocols[0][0]
+        if downgrade:
+            # The instance replaced the group's last consumer-protocol member: back to classic now,
+            # rebalancing only when the target is stale.
+            rebalance = g.assignment_epoch < g.group_epoch
+            if not rebalance:
+                self.mgr._reconcile(g, m, sub.owned, bump)
+            self._convert_to_classic(g, list(g.members.values()), rebalance=rebalance)
+            return JoinResult(ErrorCode.NONE, m.member_id, m.member_epoch, CONSUMER_PROTOCOL_TYPE, name, "")
         if g.group_epoch > g.assignment_epoch:
             self.mgr._compute_target(g)
         self.mgr._reconcile(g, m, sub.owned, bump)
@@ -376,7 +387,19 @@ class GroupMigration:
         self.mgr._schedule_session(g, m)
         _cancel(m.sync_timer)
         m.sync_timer = self._fence_after(g, m, req.rebalance_timeout_ms)
-        return JoinResult(ErrorCode.NONE, m.member_id, m.member_epoch, CONSUMER_PROTOCOL_TYPE, req.protocols[0][0], "")
+        return JoinResult(ErrorCode.NONE, m.member_id, m.member_epoch, CONSUMER_PROTOCOL_TYPE, name, "")
+
+    def _downgrade_on_replacement(self, g: ConsumerGroup, instance_id: str | None) -> bool:
+        """validateOnlineDowngradeWithReplacedMember: the static member this join replaces is the
+        only one not using the classic protocol, the policy allows a downgrade, and the group fits
+        group.max.size."""
+        old_id = g.static_members.get(instance_id) if instance_id is not None else None
+        old = g.members.get(old_id) if old_id is not None else None
+        if old is None or old.classic is not None:
+            return False
+        if any(o.classic is None for o in g.members.values() if o is not old):
+            return False
+        return self.policy().downgrade and len(g.members) <= broker_int(self.core.configs, "group.max.size")
 
     def _join_member(self, g: ConsumerGroup, member_id: str, req: JoinRequest, unknown: bool) -> ConsumerMember:
         """getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember for a classic member."""
@@ -408,8 +431,7 @@ class GroupMigration:
                            rebalance_timeout_ms=old.rebalance_timeout_ms,
                            subscribed_topic_names=old.subscribed_topic_names,
                            subscribed_topic_regex=old.subscribed_topic_regex, server_assignor=old.server_assignor,
-                           state=old.state, member_epoch=old.member_epoch,
-                           previous_member_epoch=old.previous_member_epoch, assigned=dict(old.assigned))
+                           state=old.state, member_epoch=0, previous_member_epoch=0, assigned=dict(old.assigned))
         g.members[member_id] = m
         g.static_members[req.instance_id] = member_id
         if target is not None:

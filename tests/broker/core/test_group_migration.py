@@ -1,6 +1,6 @@
 """Online classic <-> consumer group migration (KIP-848) through BrokerCore.handle, on the manual
 clock: upgrade, classic members inside a consumer group, downgrade, the migration policy and
-committed offsets across conversions (docs/group-migration.md, GM-1..GM-12). Upstream:
+committed offsets across conversions (docs/group-migration.md, GM-1..GM-13). Upstream:
 GroupMetadataManager (consumerGroupHeartbeat / getOrMaybeCreateConsumerGroup, validateOnlineUpgrade,
 convertToConsumerGroup, classicGroup{Join,Sync,Heartbeat,Leave}ToConsumerGroup,
 consumerGroupFenceMembers, validateOnlineDowngradeWithFencedMembers, convertToClassicGroup),
@@ -445,6 +445,40 @@ def test_a_classic_member_commits_with_its_member_epoch(core: Any) -> None:
     assert commit(a, epoch, a.member_id, 7, version=8) == E.NONE  # below v9 is fine for classic members
     assert commit(a, epoch + 5, a.member_id, 8) == E.ILLEGAL_GENERATION
     assert committed(core) == 7
+
+
+@pytest.mark.rule("GM-13")
+def test_a_classic_instance_replacing_the_last_consumer_member_converts_back_at_once(core: Any) -> None:
+    (a,) = classic_group(core, 1)
+    c = ConsumerClient(core, topics=["t"], instance_id="i-1")
+    c.heartbeat()
+    settle(core, [a], [c])
+    g = the_group(core)
+    target = g.target[c.member_id]
+    k = Classic(core, ["t"], instance_id="i-1")  # the same instance, restarted with the classic protocol
+    resp = k.rejoin()
+    assert resp is not None and resp.error_code == E.NONE
+    cg = the_group(core)
+    assert isinstance(cg, ClassicGroup) and set(cg.members) == {a.member_id, k.member_id}
+    assert cg.state is GroupState.STABLE and cg.static_members == {"i-1": k.member_id}
+    assert resp.generation_id == cg.generation_id  # the target was current: no rebalance
+    by_id = core.cluster.topics_by_id
+    assert k.sync_assignment().error_code == E.NONE
+    assert k.owned == {by_id[t].name: sorted(ps) for t, ps in target.items()}
+    assert a.heartbeat() == E.NONE
+
+
+@pytest.mark.rule("GM-13")
+def test_a_classic_instance_replacing_a_classic_member_keeps_the_consumer_group(core: Any) -> None:
+    c = ConsumerClient(core, topics=["t"])
+    c.heartbeat()
+    k = Classic(core, ["t"], instance_id="i-1")
+    k.rejoin()
+    again = Classic(core, ["t"], instance_id="i-1")
+    assert again.rejoin().error_code == E.NONE
+    g = the_group(core)
+    assert isinstance(g, ConsumerGroup) and g.static_members == {"i-1": again.member_id}
+    assert k.member_id not in g.members and k.heartbeat() == E.FENCED_INSTANCE_ID
 
 
 def test_subscription_round_trip() -> None:
