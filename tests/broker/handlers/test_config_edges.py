@@ -3,6 +3,7 @@ cluster-level dynamic defaults a new Kafka cluster is formatted with (docs/confi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,6 +165,20 @@ def test_the_formatted_value_comes_from_the_static_setting_and_shadows_it() -> N
                          ("min.insync.replicas", "2", S.STATIC_BROKER_CONFIG),
                          ("min.insync.replicas", "1", S.DEFAULT_CONFIG)]
     assert core.configs.get_int(ResourceType.TOPIC, "t", "min.insync.replicas") == 2
+
+
+@pytest.mark.rule("CE-3")
+def test_the_formatted_value_is_kept_with_the_data_dir(tmp_path: Path) -> None:
+    """Written once, when the cluster is formatted (recordsForEmptyLog); a restart with another
+    static value finds the metadata log non-empty and keeps what was written."""
+    from tests.broker.core.test_storage import start
+
+    core, _, _ = start(tmp_path, settings={"min.insync.replicas": "2"})
+    core.close()
+    core2, _, _ = start(tmp_path, settings={"min.insync.replicas": "3"})
+    assert core2.configs.get(ResourceType.BROKER, "", "min.insync.replicas") == "2"
+    assert core2.configs.broker_source("min.insync.replicas", "2") is S.DYNAMIC_DEFAULT_BROKER_CONFIG
+    core2.close()
 
 
 @pytest.mark.rule("CE-4")
