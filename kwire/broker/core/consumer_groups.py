@@ -616,7 +616,9 @@ class ConsumerGroupManager:
                 g.members[member_id] = m
                 g.static_members[req.instance_id] = member_id
                 return m, True
-            if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # An instance held by a classic-protocol member is taken over at once (a classic static
+            # member never sends a leave; upstream checks release only between consumer members).
+            if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and old.classic is None:
                 raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                  f"Static member {member_id} with instance id {req.instance_id} cannot join the "
                                  f"group because the instance id is owned by {old.member_id} member.")

@@ -481,6 +481,28 @@ def test_a_classic_instance_replacing_a_classic_member_keeps_the_consumer_group(
     assert k.member_id not in g.members and k.heartbeat() == E.FENCED_INSTANCE_ID
 
 
+@pytest.mark.rule("GM-1")
+def test_a_static_classic_member_restarted_with_the_consumer_protocol_takes_its_instance_over(core: Any) -> None:
+    """getOrMaybeSubscribeStaticConsumerGroupMember: UNRELEASED_INSTANCE_ID only between two
+    consumer-protocol members; a classic member's instance is replaced at once."""
+    k = Classic(core, ["t"], instance_id="i-1")
+    assert k.rejoin() is None
+    core.fire_due()
+    k.answer()
+    assert k.sync_assignment(assignments={k.member_id: encode_assignment({"t": [0, 1, 2, 3]}, 3)}).error_code == 0
+    other = Classic(core, ["t"])
+    assert other.rejoin() is None
+    assert k.heartbeat() == E.REBALANCE_IN_PROGRESS
+    assert k.rejoin(owned={}).error_code == E.NONE
+    other.answer()
+    c = ConsumerClient(core, topics=["t"], instance_id="i-1")
+    resp = c.heartbeat()
+    assert resp.error_code == E.NONE
+    g = the_group(core)
+    assert isinstance(g, ConsumerGroup) and g.static_members == {"i-1": c.member_id}
+    assert k.member_id not in g.members and g.members[c.member_id].classic is None
+
+
 def test_subscription_round_trip() -> None:
     sub = decode_subscription(subscription(["t", "u"], {"t": [1]}))
     assert (sub.topics, [(x.topic, x.partitions) for x in sub.owned_partitions]) == (["t", "u"], [("t", [1])])
