@@ -210,8 +210,6 @@ TOPIC_CONFIGS = _defs(
               doc="Roll a new segment after this long."),
     ConfigDef("unclean.leader.election.enable", "false", "boolean",
               doc="Let an out-of-sync replica become leader."),
-    ConfigDef("message.downconversion.enable", "true", "boolean",
-              doc="Down-convert batches for old fetch versions."),
     ConfigDef("errors.deadletterqueue.group.enable", "false", "boolean",
               doc="Whether share groups may write dead-letter records to this topic (KIP-1191)."),
 )

@@ -153,6 +153,41 @@ def test_a_fresh_topic_and_broker_describe_as_a_fresh_kafka_4_1_cluster() -> Non
         ("min.insync.replicas", "1", S.DYNAMIC_DEFAULT_BROKER_CONFIG)]
 
 
+# LogConfig's topic CONFIG at d79bd502 (defineInternal internal.segment.bytes is never described),
+# and the ones kwire does not describe: remote storage, per-codec compression levels and
+# replication throttles have no meaning in a single-replica, local-only broker.
+KAFKA_TOPIC_CONFIGS = frozenset({
+    "segment.bytes", "segment.ms", "segment.jitter.ms", "segment.index.bytes", "flush.messages", "flush.ms",
+    "retention.bytes", "retention.ms", "max.message.bytes", "index.interval.bytes", "delete.retention.ms",
+    "min.compaction.lag.ms", "max.compaction.lag.ms", "file.delete.delay.ms", "min.cleanable.dirty.ratio",
+    "cleanup.policy", "unclean.leader.election.enable", "min.insync.replicas", "compression.type",
+    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "preallocate",
+    "message.timestamp.type", "message.timestamp.before.max.ms", "message.timestamp.after.max.ms",
+    "leader.replication.throttled.replicas", "follower.replication.throttled.replicas", "remote.storage.enable",
+    "local.retention.ms", "local.retention.bytes", "remote.log.copy.disable", "remote.copy.lag.ms",
+    "remote.copy.lag.bytes", "remote.log.delete.on.disable", "errors.deadletterqueue.group.enable",
+})
+NOT_DESCRIBED = frozenset({
+    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+    "leader.replication.throttled.replicas", "follower.replication.throttled.replicas", "remote.storage.enable",
+    "local.retention.ms", "local.retention.bytes", "remote.log.copy.disable", "remote.copy.lag.ms",
+    "remote.copy.lag.bytes", "remote.log.delete.on.disable",
+})
+
+
+@pytest.mark.rule("CE-3")
+def test_a_fresh_topic_describes_kafkas_topic_keys_and_no_other() -> None:
+    """Every key a fresh topic describes is one LogConfig defines (message.downconversion.enable
+    went with Kafka 4.0); the rest is the recorded NOT_DESCRIBED set."""
+    core, _ = make_core()
+    core.create_topic("t", 1)
+    described = set(entries(describe(CoreClient(core), ResourceType.TOPIC, "t")))
+    assert described <= KAFKA_TOPIC_CONFIGS
+    assert KAFKA_TOPIC_CONFIGS - described == NOT_DESCRIBED
+    r = inc_alter(CoreClient(core), ResourceType.TOPIC, "t", [("message.downconversion.enable", SET, "true")])
+    assert r.error_code == ErrorCode.INVALID_CONFIG
+
+
 @pytest.mark.rule("CE-3")
 def test_the_formatted_value_comes_from_the_static_setting_and_shadows_it() -> None:
     """The controller writes its own min.insync.replicas; the static value stays below it in the chain."""
