@@ -1,6 +1,6 @@
 """Every installed real client against kwire's own broker: a 3-broker cluster in this process.
 
-The matrix is client x {roundtrip, consumer_group, kip848_group, failover, transactions, the share
+The matrix is client x {roundtrip, consumer_group, kip848_group, group_migration, failover, transactions, the share
 scenarios}, one test per
 cell. A client without the feature (no KIP-848 consumer) or not installed skips with the
 reason; every other cell must pass. One cluster serves a module (each scenario uses its
@@ -65,6 +65,17 @@ def test_kip848_group_splits_and_resumes_from_committed_offsets(
 ) -> None:
     """The same two-member scenario over ConsumerGroupHeartbeat; clients without KIP-848 skip."""
     _run("kip848_group", client, kwire_target)
+
+
+@pytest.mark.rule("GM-1, GM-3, GM-4, GM-5, GM-6, GM-9, GM-10")
+@pytest.mark.parametrize("client", CLIENTS)
+def test_group_migrates_online_from_classic_to_consumer_and_back(
+    client: str, kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """Rolling restarts classic -> consumer -> classic of a two-member group (GroupMetadataManager's
+    online upgrade and downgrade): no fatal error, nothing consumed twice or lost; clients with
+    both protocols only."""
+    _run("group_migration", client, kwire_target)
 
 
 @pytest.mark.rule("TX-1, TX-6, TX-8")

@@ -230,6 +230,7 @@ class BrokerCore:
         self.configs = ConfigStore(static_broker=dict(config.settings))
         for k, v in config.settings.items():
             self.configs.set(ResourceType.BROKER, "", k, v, static=True)
+        self.configs.format_cluster()  # the cluster-level defaults a new Kafka cluster has
         if "socket.request.max.bytes" in config.settings:
             config.max_request_bytes = self.configs.get_int(ResourceType.BROKER, "", "socket.request.max.bytes")
         self.deadlines = Deadlines()

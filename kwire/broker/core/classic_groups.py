@@ -38,6 +38,7 @@ from kwire.errors import KwireError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from kwire.broker.core.consumer_groups import ConsumerGroup
     from kwire.broker.core.deadlines import Deadline
     from kwire.broker.core.group_table import GroupTable
 
@@ -332,6 +333,10 @@ class ClassicGroupManager:
     def classic(self, group_id: str) -> ClassicGroup | None:
         return cast("ClassicGroup | None", self.table.of_type(group_id, self.group_type))
 
+    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The KIP-848 group holding the id, whose classic-protocol members come through here."""
+        return cast("ConsumerGroup | None", self.table.of_type(group_id, "consumer"))
+
     def session_timeout_error(self, session_timeout_ms: int) -> int:
         lo = broker_int(self.core.configs, "group.min.session.timeout.ms")
         hi = broker_int(self.core.configs, "group.max.session.timeout.ms")
@@ -349,7 +354,10 @@ class ClassicGroupManager:
 
         found = self.table.get(req.group_id)
         if found is not None and found.group_type != self.group_type:
-            # Another type holds the id: an empty group gives way, a live one is a conflict.
+            # Another type holds the id: an empty group gives way; a live consumer group takes
+            # the member in through the classic protocol (GM-3); any other live one is a conflict.
+            if found.group_type == "consumer" and not found.is_empty():
+                return self.table.consumer.migration.join(cast("ConsumerGroup", found), req, cb)
             if not self.table.take_over(req.group_id):
                 return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             found = None
@@ -587,6 +595,10 @@ class ClassicGroupManager:
              cb: SyncCallback) -> None:
         g = self.classic(group_id)
         if g is None:
+            cg = self._consumer_group(group_id)
+            if cg is not None:  # GM-4
+                return self.table.consumer.migration.sync(cg, generation_id, member_id, instance_id, protocol_type,
+                                                          protocol_name, cb)
             return cb(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         if g.state is GroupState.DEAD:
             return cb(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -642,6 +654,9 @@ class ClassicGroupManager:
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> int:
         g = self.classic(group_id)
         if g is None:
+            cg = self._consumer_group(group_id)
+            if cg is not None:  # GM-5
+                return self.table.consumer.migration.heartbeat(cg, generation_id, member_id, instance_id)
             return ErrorCode.UNKNOWN_MEMBER_ID
         if g.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -703,6 +718,9 @@ class ClassicGroupManager:
         """(top-level error, one error per member)."""
         g = self.classic(group_id)
         if g is None:
+            cg = self._consumer_group(group_id)
+            if cg is not None:  # GM-6
+                return self.table.consumer.migration.leave(cg, members)
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
         if g.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []

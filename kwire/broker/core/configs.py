@@ -13,6 +13,7 @@ CreateTopics report, so the two cannot disagree.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
@@ -22,7 +23,8 @@ from typing import NamedTuple
 from kwire.errors import ConfigError
 
 __all__ = ["ResourceType", "ConfigSource", "ConfigDef", "ConfigStore", "ConfigEntry", "Synonym", "TOPIC_CONFIGS",
-           "BROKER_CONFIGS", "GROUP_CONFIGS", "KAFKA_BROKER_CONFIGS", "ALL_BROKER_CONFIGS", "DYNAMIC_ONLY_BROKER_CONFIGS"]
+           "BROKER_CONFIGS", "GROUP_CONFIGS", "KAFKA_BROKER_CONFIGS", "ALL_BROKER_CONFIGS", "DYNAMIC_ONLY_BROKER_CONFIGS",
+           "list_items", "FORMAT_CLUSTER_DEFAULTS"]
 
 
 class ResourceType(IntEnum):
@@ -80,6 +82,9 @@ class ConfigDef:
     # not a Kafka config) and whether Kafka takes it only with a listener prefix
     kafka_mode: str = ""
     listener_prefix_only: bool = False
+    # list configs: whether the empty list is a value (ConfigDef.ValidList's isEmptyAllowed;
+    # ValidList.in(...) and anyNonDuplicateValues(true, _) allow it, cleanup.policy="" included)
+    list_empty: bool = True
 
     @property
     def type_id(self) -> int:
@@ -111,14 +116,37 @@ class ConfigDef:
                 float(value)
             except ValueError:
                 raise ConfigError(f"{self.name}: {value!r} is not a number") from None
-        if self.choices:
-            items = value.split(",") if self.type == "list" else [value]
-            for item in items:
-                if item.strip() not in self.choices:
-                    raise ConfigError(f"{self.name}: {item!r} is not one of {', '.join(self.choices)}")
+        if self.type == "list":
+            self._check_list(value)
+        elif self.choices and value.strip() not in self.choices:
+            raise ConfigError(f"{self.name}: {value!r} is not one of {', '.join(self.choices)}")
         if self.check is not None:
             self.check(value)
         return value
+
+    def _check_list(self, value: str) -> None:
+        """ConfigDef.parseType(LIST) then ValidList.ensureValid: a blank value is the empty list
+        (allowed unless ``list_empty`` is off); an empty element is refused; repeated elements
+        pass (ConfigDef.parseValue drops them before the validator sees the list)."""
+        items = list_items(value)
+        if not items and not self.list_empty:
+            valid = ", ".join(self.choices) if self.choices else "any non-empty value"
+            raise ConfigError(f"Configuration '{self.name}' must not be empty. Valid values include: {valid}")
+        for item in items:
+            if not item:
+                raise ConfigError(f"Configuration '{self.name}' values must not be empty.")
+            if self.choices and item not in self.choices:
+                raise ConfigError(f"{self.name}: {item!r} is not one of {', '.join(self.choices)}")
+
+
+_LIST_SEPARATOR = re.compile(r"\s*,\s*")
+
+
+def list_items(value: str | None) -> list[str]:
+    """A list config's elements as ConfigDef parses them: a blank value is the empty list, else
+    the trimmed value split at commas (with the spaces around them); empty elements are kept."""
+    trimmed = (value or "").strip()
+    return _LIST_SEPARATOR.split(trimmed) if trimmed else []
 
 
 def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
@@ -182,8 +210,6 @@ TOPIC_CONFIGS = _defs(
               doc="Roll a new segment after this long."),
     ConfigDef("unclean.leader.election.enable", "false", "boolean",
               doc="Let an out-of-sync replica become leader."),
-    ConfigDef("message.downconversion.enable", "true", "boolean",
-              doc="Down-convert batches for old fetch versions."),
     ConfigDef("errors.deadletterqueue.group.enable", "false", "boolean",
               doc="Whether share groups may write dead-letter records to this topic (KIP-1191)."),
 )
@@ -208,7 +234,8 @@ BROKER_CONFIGS = _defs(
     ConfigDef("group.consumer.heartbeat.interval.ms", "5000", "int", min_value=1),
     ConfigDef("group.consumer.session.timeout.ms", "45000", "int", min_value=1),
     ConfigDef("group.consumer.max.size", "2147483647", "int", min_value=1),
-    ConfigDef("group.coordinator.rebalance.protocols", "classic,consumer,share,streams", "list"),
+    ConfigDef("group.coordinator.rebalance.protocols", "classic,consumer,share,streams", "list",
+              ("classic", "consumer", "share", "streams"), list_empty=False),
     ConfigDef("offsets.retention.minutes", "10080", "int", min_value=1),
     ConfigDef("transaction.max.timeout.ms", "900000", "int", min_value=1),
     ConfigDef("transactional.id.expiration.ms", "604800000", "int", min_value=1),
@@ -250,6 +277,16 @@ BROKER_CONFIGS = _defs(
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
 
+# Kafka's list broker configs whose ValidList refuses the empty list (anyNonDuplicateValues(false, _)
+# or in(false, ...)): SocketServerConfigs, LogConfig, KRaftConfigs, GroupCoordinatorConfig at d79bd502.
+# Every other list broker config allows it.
+_NON_EMPTY_LISTS = frozenset({
+    "listeners", "advertised.listeners", "log.dir", "log.dirs", "controller.listener.names", "process.roles",
+    "group.consumer.assignors", "group.share.assignors", "group.streams.assignors",
+    "group.coordinator.rebalance.protocols",
+})
+
+
 def _kafka_broker_configs() -> tuple[dict[str, ConfigDef], frozenset[str]]:
     """Kafka's broker configs from the imported data (tools/import_broker_configs.py), and the
     dynamic-only ones (broker quotas: outside Kafka's CONFIG_DEF, so set but never listed)."""
@@ -257,6 +294,7 @@ def _kafka_broker_configs() -> tuple[dict[str, ConfigDef], frozenset[str]]:
     out = {}
     for name, k in data["configs"].items():
         out[name] = ConfigDef(name, k["default"], k["type"], read_only=k["mode"] == "read-only",
+                              list_empty=name not in _NON_EMPTY_LISTS,
                               sensitive=k["sensitive"], acted_on=False, kafka_mode=k["mode"],
                               listener_prefix_only=bool(k.get("listener_prefix_only")),
                               doc=f"Kafka broker config ({k['mode']}); kwire stores and reports it, it changes "
@@ -356,6 +394,13 @@ class ConfigEntry:
     documentation: str
 
 
+# Broker keys the controller writes as cluster-level dynamic defaults (broker resource "") when
+# it formats a new cluster: with ELR on (the default since Kafka 4.1, KIP-966),
+# ActivationRecordsGenerator.recordsForEmptyLog writes min.insync.replicas from the controller's
+# static value, and ConfigurationControlManager keeps it (no removal, no broker-level value).
+FORMAT_CLUSTER_DEFAULTS = ("min.insync.replicas",)
+
+
 @dataclass(slots=True)
 class ConfigStore:
     """Overrides per (resource type, resource name); a broker-level override feeds topic defaults.
@@ -371,6 +416,13 @@ class ConfigStore:
     @staticmethod
     def definitions(rtype: ResourceType) -> dict[str, ConfigDef]:
         return _DEFS.get(rtype, {})
+
+    def format_cluster(self) -> None:
+        """Write the cluster-level dynamic defaults a new cluster starts with (FORMAT_CLUSTER_DEFAULTS),
+        from the static setting when there is one, else the default; a value already there stays."""
+        bover = self.overrides.setdefault((ResourceType.BROKER, ""), {})
+        for key in FORMAT_CLUSTER_DEFAULTS:
+            bover.setdefault(key, self.static_broker.get(key, BROKER_CONFIGS[key].default or ""))
 
     def set(self, rtype: ResourceType, name: str, key: str, value: str | None, *, static: bool = False,
             custom: bool = False) -> None:
@@ -457,20 +509,31 @@ class ConfigStore:
             out.append(Synonym(key, over[key], ConfigSource.DYNAMIC_BROKER_CONFIG))  # this broker's own
         if rtype is ResourceType.BROKER and name:
             over = bover  # then the cluster-wide value
-        if key in over:
-            source = self.broker_source(key, over[key]) if rtype is ResourceType.BROKER else _SOURCES[rtype]
-            out.append(Synonym(key, over[key], source))
+        if rtype is ResourceType.BROKER:
+            out.extend(self._broker_links(key, over))
+        elif key in over:
+            out.append(Synonym(key, over[key], _SOURCES[rtype]))
         for s in d.synonyms:
-            if s in bover:
-                out.append(Synonym(s, bover[s], self.broker_source(s, bover[s])))
+            out.extend(self._broker_links(s, bover))
         out.append(Synonym(d.synonyms[0] if d.synonyms else key, d.default, ConfigSource.DEFAULT_CONFIG))
         return out
 
     def broker_source(self, key: str, value: str) -> ConfigSource:
-        """STATIC_BROKER_CONFIG while a broker value is the start-up one, else dynamic."""
-        if self.static_broker.get(key) == value:
+        """STATIC_BROKER_CONFIG while a broker value is the start-up one, else dynamic (always
+        dynamic for a key the cluster was formatted with)."""
+        if self.static_broker.get(key) == value and key not in FORMAT_CLUSTER_DEFAULTS:
             return ConfigSource.STATIC_BROKER_CONFIG
         return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+
+    def _broker_links(self, key: str, bover: dict[str, str]) -> list[Synonym]:
+        """A cluster-wide broker key's links: its value, and under a dynamic one the static
+        setting it shadows (ConfigHelper lists both, dynamic first)."""
+        if key not in bover:
+            return []
+        head = Synonym(key, bover[key], self.broker_source(key, bover[key]))
+        if head.source is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG and key in self.static_broker:
+            return [head, Synonym(key, self.static_broker[key], ConfigSource.STATIC_BROKER_CONFIG)]
+        return [head]
 
     def get_int(self, rtype: ResourceType, name: str, key: str) -> int:
         v = self.get(rtype, name, key)

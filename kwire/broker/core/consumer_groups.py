@@ -56,7 +56,7 @@ __all__ = [
     "ConsumerGroup", "ConsumerMember", "ConsumerGroupManager", "ConsumerGroupState", "MemberState",
     "HeartbeatResult", "GroupStats", "uniform_assign", "range_assign", "reconcile", "Reconciled",
     "ResolvedRegex", "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "UNIFORM", "RANGE",
-    "ASSIGNORS", "REGEX_BATCH_REFRESH_MIN_INTERVAL_MS", "REGEX_REFRESH_INTERVAL_MS", "REGEX_RESOLUTION_DELAY_MS",
+    "ASSIGNORS", "ClassicMetadata", "REGEX_BATCH_REFRESH_MIN_INTERVAL_MS", "REGEX_REFRESH_INTERVAL_MS", "REGEX_RESOLUTION_DELAY_MS",
 ]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -177,6 +177,14 @@ ASSIGNORS: dict[str, Callable[..., dict[str, NamedAssignment]]] = {UNIFORM: unif
 
 
 # --- members and groups -----------------------------------------------------------------------
+@dataclass(slots=True, frozen=True)
+class ClassicMetadata:
+    """What a member using the classic protocol joined with (upstream ClassicMemberMetadata)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass(slots=True, eq=False)
 class ConsumerMember:
     member_id: str
@@ -195,15 +203,19 @@ class ConsumerMember:
     pending_revocation: Assignment = field(default_factory=dict)
     session: Deadline | None = None
     rebalance: Deadline | None = None
+    # a member using the classic protocol (JoinGroup/SyncGroup), and its join and sync timeouts
+    classic: ClassicMetadata | None = None
+    join_timer: Deadline | None = None
+    sync_timer: Deadline | None = None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
 
     def cancel_timers(self) -> None:
-        for d in (self.session, self.rebalance):
+        for d in (self.session, self.rebalance, self.join_timer, self.sync_timer):
             if d is not None:
                 d.cancel()
-        self.session = self.rebalance = None
+        self.session = self.rebalance = self.join_timer = self.sync_timer = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -439,6 +451,9 @@ class ConsumerGroupManager:
         self._topic_ids: frozenset[uuid.UUID] | None = None
         self._topics_version = 0
         self._new_topics_version = 0
+        from kwire.broker.core.group_migration import GroupMigration
+
+        self.migration = GroupMigration(self)  # classic <-> consumer conversions, classic members
 
     def new_group(self, group_id: str) -> ConsumerGroup:
         return ConsumerGroup(group_id)
@@ -470,8 +485,13 @@ class ConsumerGroupManager:
             return cast(ConsumerGroup, g)
         if not create:
             return self.group(group_id)  # raises GROUP_ID_NOT_FOUND
-        # Another type holds the id: an empty group gives way (its offsets stay).
+        # Another type holds the id: an empty group gives way (its offsets stay); a live classic
+        # group is converted online (GM-1).
         if not self.table.take_over(group_id):
+            from kwire.broker.core.classic_groups import ClassicGroup
+
+            if isinstance(g, ClassicGroup):
+                return self.migration.upgrade(g)
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         new = ConsumerGroup(group_id)
         self.table.add(new)
@@ -596,7 +616,9 @@ class ConsumerGroupManager:
                 g.members[member_id] = m
                 g.static_members[req.instance_id] = member_id
                 return m, True
-            if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # An instance held by a classic-protocol member is taken over at once (a classic static
+            # member never sends a leave; upstream checks release only between consumer members).
+            if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and old.classic is None:
                 raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                  f"Static member {member_id} with instance id {req.instance_id} cannot join the "
                                  f"group because the instance id is owned by {old.member_id} member.")
@@ -773,8 +795,9 @@ class ConsumerGroupManager:
         if m.session is not None:
             m.session.cancel()
         group_id, member_id = g.group_id, m.member_id
-        m.session = self.core.deadlines.at(self.now_ms() + self.session_timeout_ms(group_id),
-                                           lambda: self._expire(group_id, member_id, None))
+        # a member using the classic protocol keeps the session timeout it joined with (GM-7)
+        timeout = m.classic.session_timeout_ms if m.classic is not None else self.session_timeout_ms(group_id)
+        m.session = self.core.deadlines.at(self.now_ms() + timeout, lambda: self._expire(group_id, member_id, None))
 
     def _schedule_rebalance(self, g: ConsumerGroup, m: ConsumerMember) -> None:
         group_id, member_id, epoch = g.group_id, m.member_id, m.member_epoch
@@ -794,12 +817,20 @@ class ConsumerGroupManager:
 
     def fence(self, g: ConsumerGroup, m: ConsumerMember) -> None:
         """Remove a member (leave, session or rebalance timeout): its partitions are free at once."""
-        m.cancel_timers()
-        g.release(m)
-        g.members.pop(m.member_id, None)
-        g.target.pop(m.member_id, None)
-        if m.instance_id is not None and g.static_members.get(m.instance_id) == m.member_id:
-            del g.static_members[m.instance_id]
+        self.fence_members(g, [m])
+
+    def fence_members(self, g: ConsumerGroup, members: list[ConsumerMember]) -> None:
+        """consumerGroupFenceMembers: the group goes back to classic when only classic-protocol
+        members would be left (GM-9); else the members go and the group epoch is bumped once."""
+        if self.migration.maybe_downgrade(g, members):
+            return
+        for m in members:
+            m.cancel_timers()
+            g.release(m)
+            g.members.pop(m.member_id, None)
+            g.target.pop(m.member_id, None)
+            if m.instance_id is not None and g.static_members.get(m.instance_id) == m.member_id:
+                del g.static_members[m.instance_id]
         g.drop_unsubscribed_regexes()
         self._refresh_metadata(g)
         g.group_epoch += 1
@@ -843,6 +874,12 @@ class ConsumerGroupManager:
         m = g.members.get(member_id)
         if m is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {g.group_id}.")
+        if m.classic is not None:
+            # a classic-protocol member commits with its generation, the member epoch (GM-11)
+            if epoch != m.member_epoch:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION,
+                                 f"Received generation id {epoch} is not the current member epoch {m.member_epoch}.")
+            return
         if not transactional and api_version < 9:
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION,
                              "OffsetCommit version 9 or above must be used by members using the consumer group "
@@ -857,6 +894,9 @@ class ConsumerGroupManager:
         m = g.members.get(member_id or "")
         if m is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {g.group_id}.")
+        if m.classic is not None and epoch != m.member_epoch:
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION,
+                             f"The member epoch {epoch} does not match the current member epoch {m.member_epoch}.")
         if epoch != m.member_epoch:
             raise GroupError(ErrorCode.STALE_MEMBER_EPOCH,
                              f"The member epoch {epoch} does not match the current member epoch {m.member_epoch}.")

@@ -56,7 +56,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.configs import FORMAT_CLUSTER_DEFAULTS, ResourceType
 from kwire.broker.core.log import AppendOrigin
 from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import ConfigError, KafkaError, RecordError, SegmentError
@@ -356,7 +356,9 @@ class Storage(Subsystem):
                     "cleaner_checkpoint": p.log.cleaner_checkpoint,
                 } for p in t.partitions],
             }
-        broker = {k: v for k, v in overrides.get((ResourceType.BROKER, ""), {}).items() if static.get(k) != v}
+        # the cluster defaults the cluster was formatted with are dynamic values, kept as written
+        broker = {k: v for k, v in overrides.get((ResourceType.BROKER, ""), {}).items()
+                  if static.get(k) != v or k in FORMAT_CLUSTER_DEFAULTS}
         groups = {name: dict(v) for (rtype, name), v in overrides.items() if rtype is ResourceType.GROUP and v}
         per_broker = {name: dict(v) for (rtype, name), v in overrides.items()
                       if rtype is ResourceType.BROKER and name and v}

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import validate_topic_name
-from kwire.broker.core.configs import ConfigDef, ConfigEntry, ConfigSource, ResourceType
+from kwire.broker.core.configs import (
+    FORMAT_CLUSTER_DEFAULTS,
+    ConfigDef,
+    ConfigEntry,
+    ConfigSource,
+    ResourceType,
+)
 from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
@@ -22,7 +28,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore, RequestContext
 
 __all__ = ["Resource", "resolve", "describe", "validate_value", "check_bounds", "SUPPORTED_TYPES",
-           "overrides_of", "static_settings", "duplicates", "commit", "check_broker_change"]
+           "overrides_of", "static_settings", "duplicates", "commit", "check_broker_change", "check_cluster_defaults"]
 
 SUPPORTED_TYPES = (ResourceType.TOPIC, ResourceType.BROKER, ResourceType.GROUP)
 
@@ -114,6 +120,30 @@ def check_broker_change(core: BrokerCore, res: Resource, changes: list[tuple[str
     if res.is_broker_default:
         refuse({n for n, _ in changes if defs[n].kafka_mode == "per-broker" and not defs[n].acted_on},
                "Cannot update these configs at default cluster level, broker id must be specified")
+
+
+def check_cluster_defaults(res: Resource, before: dict[str, str], after: dict[str, str]) -> None:
+    """The cluster-level defaults a formatted cluster keeps (ConfigurationControlManager with ELR on).
+
+    On the default resource "" min.insync.replicas may change but not go:
+    INVALID_CONFIG "Cluster-level ... cannot be removed". On a broker id it may not be given a
+    value (INVALID_CONFIG "Broker-level ... cannot be altered"); a broker id's view holds the
+    cluster value here (kwire keeps acted-on configs cluster-wide), so leaving it out of the new
+    set keeps it, as Kafka has nothing at broker level to remove. ``after`` may be completed.
+    """
+    if res.rtype is not ResourceType.BROKER:
+        return
+    for key in FORMAT_CLUSTER_DEFAULTS:
+        if key not in before:
+            continue
+        if res.is_broker_default:
+            if key not in after:
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Cluster-level {key} cannot be removed while ELR is enabled.")
+        elif key not in after:
+            after[key] = before[key]
+        elif after[key] != before[key]:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Broker-level {key} cannot be altered while ELR is enabled.")
 
 
 def check_bounds(core: BrokerCore, res: Resource, new: dict[str, str]) -> None:

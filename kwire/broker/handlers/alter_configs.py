@@ -24,8 +24,10 @@ from kwire.broker.core.configs import ResourceType
 from kwire.broker.handlers._configs import (
     check_bounds,
     check_broker_change,
+    check_cluster_defaults,
     commit,
     duplicates,
+    overrides_of,
     resolve,
     static_settings,
     validate_value,
@@ -68,6 +70,7 @@ def _alter(ctx: RequestContext, r: AlterConfigsRequest_AlterConfigsResource, val
                 new[c.name] = value
     except ConfigError as exc:
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    check_cluster_defaults(res, overrides_of(ctx.core, res), new)
     check_bounds(ctx.core, res, new)
     if not validate_only:
         commit(ctx, res, new)

@@ -34,6 +34,7 @@ API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 VERSIONS = (0, 1)
 
 CONSUMER_MEMBER_TYPE = 1  # MemberType: 0 classic protocol, 1 consumer protocol
+CLASSIC_MEMBER_TYPE = 0  # a classic-protocol member inside the group (GM-3; ConsumerGroupMember.asConsumerGroupDescribeMember)
 
 
 def _assignment(ctx: RequestContext, a: dict[uuid.UUID, frozenset[int]]) -> ConsumerGroupDescribeResponse_Assignment:
@@ -62,7 +63,7 @@ def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGr
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
             client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
             subscribed_topic_regex=m.subscribed_topic_regex, assignment=_assignment(ctx, m.assigned),
-            target_assignment=_assignment(ctx, g.target.get(m.member_id, {})), member_type=CONSUMER_MEMBER_TYPE)
+            target_assignment=_assignment(ctx, g.target.get(m.member_id, {})), member_type=CLASSIC_MEMBER_TYPE if m.classic is not None else CONSUMER_MEMBER_TYPE)
             for m in g.members.values()]
         out.append(ConsumerGroupDescribeResponse_DescribedGroup(
             error_code=ErrorCode.NONE, group_id=gid, group_state=g.state_name, group_epoch=g.group_epoch,

@@ -9,7 +9,8 @@ UNSUPPORTED_ASSIGNOR; the consumer protocol missing from
 ``group.coordinator.rebalance.protocols`` → UNSUPPORTED_VERSION; not the coordinator →
 NOT_COORDINATOR. Then ``core.consumer_groups``: epoch 0 joins (and creates the group), -1
 leaves, -2 is a static member's temporary leave; unknown member → UNKNOWN_MEMBER_ID; unknown
-group with epoch ≠ 0 → GROUP_ID_NOT_FOUND; epoch ahead, or behind and not the previous epoch
+group with epoch ≠ 0 → GROUP_ID_NOT_FOUND; epoch 0 for a live classic group converts it online
+(GM-1; GROUP_ID_NOT_FOUND when ``group.consumer.migration.policy`` or the group forbids it); epoch ahead, or behind and not the previous epoch
 with a subset of the assignment → FENCED_MEMBER_EPOCH; a static instance held by a live member
 → UNRELEASED_INSTANCE_ID; a bad regex → INVALID_REGULAR_EXPRESSION. The answer carries the
 member epoch, HeartbeatIntervalMs (group ``consumer.heartbeat.interval.ms``, else broker

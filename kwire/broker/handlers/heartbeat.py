@@ -5,6 +5,9 @@ group or member → UNKNOWN_MEMBER_ID; fenced static instance → FENCED_INSTANC
 mismatch → ILLEGAL_GENERATION; an Empty group → UNKNOWN_MEMBER_ID. Otherwise the member's
 session timer restarts and the answer is REBALANCE_IN_PROGRESS while the group prepares a
 rebalance (the member must rejoin), NONE in CompletingRebalance and Stable.
+A classic-protocol member of a KIP-848 group (GM-5): generation = its member epoch, else
+ILLEGAL_GENERATION; REBALANCE_IN_PROGRESS when it must rejoin (a newer target assignment,
+partitions to revoke, or awaited partitions now free), which arms its join timeout.
 Version notes: v3+ GroupInstanceId; v4 is flexible. Deviations: none.
 """
 

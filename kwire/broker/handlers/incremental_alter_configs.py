@@ -27,6 +27,7 @@ from kwire.broker.handlers._configs import (
     Resource,
     check_bounds,
     check_broker_change,
+    check_cluster_defaults,
     commit,
     duplicates,
     overrides_of,
@@ -139,6 +140,7 @@ def handle(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Incremen
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
             res = resolve(ctx, r.resource_type, r.resource_name)
             new = _apply(ctx, res, r)
+            check_cluster_defaults(res, overrides_of(ctx.core, res), new)
             check_bounds(ctx.core, res, new)
             if not req.validate_only:
                 commit(ctx, res, new)

@@ -15,8 +15,12 @@ first get MEMBER_ID_REQUIRED with their generated id (``<client.id>-<uuid>``); v
 ``group.instance.id`` (static members skip MEMBER_ID_REQUIRED; a static rejoin of a Stable
 group answers at once); v7+ answers ProtocolType and a nullable ProtocolName; v9 sets
 SkipAssignment for a static leader rejoining without a rebalance.
-Deviations: a JoinGroup for a non-empty KIP-848 group is INCONSISTENT_GROUP_PROTOCOL (upstream
-lets classic members join consumer groups).
+A JoinGroup for a non-empty KIP-848 group joins it as a classic-protocol member
+(``core.group_migration``, docs/group-migration.md GM-3): answered at once with the member epoch
+as generation and no leader work; refused with INCONSISTENT_GROUP_PROTOCOL when
+``group.consumer.migration.policy`` is DISABLED, the protocol type is not "consumer", no protocol
+is shared with the group's classic members, or the subscription is malformed.
+Deviations: none.
 """
 
 from __future__ import annotations

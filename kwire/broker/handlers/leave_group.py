@@ -7,6 +7,8 @@ forgotten; an unknown member → UNKNOWN_MEMBER_ID; by instance id (v3+), an unk
 member id removes whichever member holds the instance, as the admin client does). A removed
 member's waiting JoinGroup gets UNKNOWN_MEMBER_ID, and a Stable or CompletingRebalance group
 rebalances. An unknown group answers UNKNOWN_MEMBER_ID for every member.
+In a KIP-848 group (GM-6) the valid members are fenced together; when only classic-protocol
+members would remain, the group converts back to a classic group (GM-9).
 Version notes: v0–2 name one member and carry one ErrorCode (the member's error when the top
 level is NONE); v3+ batch Members and always answer the Members array (one peer mock leaves
 it out and kafkajs fails to decode); v5 per-member Reason (logged nowhere).

@@ -8,6 +8,8 @@ CompletingRebalance every member's SyncGroup waits (deferred) for the leader's, 
 assignments (missing members get an empty one) answer them all and make the group Stable;
 in Stable a SyncGroup gets the member's assignment at once. Members that never sync within
 the rebalance timeout are removed and the group rebalances.
+A classic-protocol member of a KIP-848 group (GM-4) gets its current assignment from the
+group's server-side assignor at once (REBALANCE_IN_PROGRESS when a newer target is waiting).
 Version notes: v3+ GroupInstanceId; v5 ProtocolType/ProtocolName in request and response.
 Deviations: none.
 """

@@ -20,7 +20,7 @@ from kwire.conformance.scenarios.base import (
     unique_name,
 )
 from kwire.conformance.scenarios.failover import failover
-from kwire.conformance.scenarios.group import consumer_group, kip848_group
+from kwire.conformance.scenarios.group import consumer_group, group_migration, kip848_group
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
 from kwire.conformance.scenarios.transactions import transactions
@@ -42,6 +42,7 @@ SCENARIOS: dict[str, Scenario] = {
     "roundtrip": produce_consume_roundtrip,
     "consumer_group": consumer_group,
     "kip848_group": kip848_group,
+    "group_migration": group_migration,
     "failover": failover,
     "transactions": transactions,
     **SHARE_SCENARIOS,
@@ -53,6 +54,7 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "roundtrip": frozenset({"produce", "consume"}),
     "consumer_group": frozenset({"produce", "member"}),
     "kip848_group": frozenset({"produce", "member"}),
+    "group_migration": frozenset({"produce", "member"}),
     "failover": frozenset({"producer", "consume"}),
     "transactions": frozenset({"txn_producer", "consume"}),
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.

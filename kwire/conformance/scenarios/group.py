@@ -11,6 +11,14 @@
    partitions from B's committed offsets sees no duplicate and no gap.
 
 ``kip848_group`` runs the same with ``group.protocol=consumer`` (ConsumerGroupHeartbeat).
+
+``group_migration`` is a rolling upgrade and downgrade of one group (KIP-848 online migration,
+docs/group-migration.md GM-1, GM-3..GM-6, GM-9, GM-10): members A and B start classic and split
+the partitions; A is restarted with ``group.protocol=consumer`` (the group converts to a consumer
+group with B still classic inside it), then B; then A is restarted classic again (a classic
+member inside the consumer group), then B (the group converts back). After each restart the two
+live members split the partitions and consume a fresh batch; over the whole run every record is
+reported exactly once and no member fails. Clients with both protocols only.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from kwire.conformance.clients.base import ClientAdapter, GroupMember, GroupProt
 from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, unique_name
 from kwire.errors import ConformanceError
 
-__all__ = ["consumer_group", "kip848_group", "group_scenario"]
+__all__ = ["consumer_group", "kip848_group", "group_scenario", "group_migration"]
 
 PARTITIONS = 4
 BATCH = 12
@@ -160,3 +168,81 @@ def kip848_group(adapter: ClientAdapter, bootstrap: str, control: BrokerControl)
     if not adapter.supports_kip848:
         return ScenarioResult.skipped(adapter.name, "kip848_group", f"{adapter.name} has no KIP-848 consumer")
     return group_scenario(adapter, bootstrap, control, protocol="consumer", scenario="kip848_group")
+
+
+def group_migration(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Rolling classic -> consumer -> classic restarts of a two-member group; see the module docstring."""
+    name = "group_migration"
+    if not adapter.supports_kip848:
+        return ScenarioResult.skipped(adapter.name, name, f"{adapter.name} has no KIP-848 consumer")
+    topic = unique_name(f"kw-mig-{adapter.name}")
+    group = unique_name(f"kw-gm-{adapter.name}")
+    all_parts = frozenset(range(PARTITIONS))
+    control.create_topic(topic, PARTITIONS)
+    members: list[GroupMember] = []  # every member ever started, for the final count
+    describe = getattr(control, "describe_group", None)
+    view = (lambda: str(describe(group))) if describe is not None else None
+    wait_commits = getattr(control, "wait_for_commits", None)
+    batches: list[Record] = []
+    steps: list[str] = []
+
+    def start(protocol: GroupProtocol) -> GroupMember:
+        m = adapter.start_member(bootstrap, topic, group, group_protocol=protocol)
+        members.append(m)
+        return m
+
+    def split_and_consume(live: list[GroupMember], what: str) -> None:
+        x, y = live
+
+        def split() -> bool:
+            return bool(x.assignment and y.assignment) and not (x.assignment & y.assignment) and (
+                x.assignment | y.assignment) == all_parts
+
+        _wait(live, split, STEP_TIMEOUT_S, f"the partitions to split {what}", view)
+        batch = _batch(f"b{len(steps)}", len(batches))
+        batches.extend(batch)
+        adapter.produce(bootstrap, topic, batch)
+        _wait(live, lambda: len(set(_seen(members))) >= len(batches), STEP_TIMEOUT_S,
+              f"the batch produced {what} to be consumed")
+        steps.append(f"{what}: {sorted(x.assignment)} / {sorted(y.assignment)}")
+
+    def restart(old: GroupMember, protocol: GroupProtocol) -> GroupMember:
+        if wait_commits is not None:
+            positions: dict[int, int] = {}
+            for r in old.records:
+                if r.partition is not None and r.offset is not None:
+                    positions[r.partition] = max(positions.get(r.partition, 0), r.offset + 1)
+            if not wait_commits(group, topic, positions, STEP_TIMEOUT_S):
+                raise ConformanceError(f"the stopping member's commits {positions} never reached the broker")
+        old.stop(timeout_s=STEP_TIMEOUT_S)
+        return start(protocol)
+
+    try:
+        a = start("classic")
+        _wait([a], lambda: a.assignment == all_parts, STEP_TIMEOUT_S, "member A to own every partition", view)
+        b = start("classic")
+        split_and_consume([a, b], "between classic A and B")
+        a = restart(a, "consumer")
+        split_and_consume([a, b], "after A came back with group.protocol=consumer")
+        b = restart(b, "consumer")
+        split_and_consume([a, b], "after B came back with group.protocol=consumer")
+        a = restart(a, "classic")
+        split_and_consume([a, b], "after A went back to classic")
+        b = restart(b, "classic")
+        split_and_consume([a, b], "after B went back to classic")
+        a.stop(timeout_s=STEP_TIMEOUT_S)
+        b.stop(timeout_s=STEP_TIMEOUT_S)
+    except ConformanceError as exc:
+        return ScenarioResult.failed(adapter.name, name, f"{exc} (steps done: {steps})")
+    finally:
+        for m in members:
+            m.kill()
+    seen = _seen(members)
+    dups = sorted({x for x in seen if seen.count(x) > 1}, key=str)
+    if dups:
+        return ScenarioResult.failed(adapter.name, name, f"records delivered twice: {dups[:6]}")
+    want = sorted((r.partition, r.value) for r in batches)
+    got = sorted((r.partition, r.value) for m in members for r in m.records)
+    if want != got:
+        return ScenarioResult.failed(adapter.name, name, f"content differs: {len(got)} records vs {len(want)}")
+    return ScenarioResult.passed(adapter.name, name, steps=steps, members=len(members))

@@ -117,8 +117,10 @@ def test_broker_default_resource_lists_only_dynamic_defaults() -> None:
     core, _ = make_core(settings={"num.partitions": "3"})
     core.configs.set(ResourceType.BROKER, "", "auto.create.topics.enable", "false")
     r = describe(CoreClient(core), ResourceType.BROKER, "")
-    assert [(e.name, e.value, e.config_source) for e in r.configs] == [
-        ("auto.create.topics.enable", "false", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    # min.insync.replicas: the cluster-level default a new cluster is formatted with (ELR, Kafka 4.1+)
+    assert sorted((e.name, e.value, e.config_source) for e in r.configs) == [
+        ("auto.create.topics.enable", "false", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("min.insync.replicas", "1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
 
 
 @pytest.mark.parametrize("name", ["2", "x"])

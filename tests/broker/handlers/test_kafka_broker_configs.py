@@ -148,7 +148,9 @@ def test_a_custom_broker_config_is_stored_and_described_as_kafka_does(tmp_path: 
         r = inc_alter(c, ResourceType.BROKER, "1", [("no.such.config", op, "1")])
         assert (r.error_code, r.error_message) == (ErrorCode.INVALID_CONFIG, "Unknown config name: no.such.config")
     assert inc_alter(c, ResourceType.BROKER, "1", [("custom.per.broker", SET, "a")]).error_code == 0
-    assert legacy_alter(c, ResourceType.BROKER, "", {"custom.cluster": "b", "num.io.threads": "5"}).error_code == 0
+    # the legacy set names min.insync.replicas: leaving out the formatted cluster default removes it
+    assert legacy_alter(c, ResourceType.BROKER, "", {"custom.cluster": "b", "num.io.threads": "5",
+                                                     "min.insync.replicas": "1"}).error_code == 0
     assert core.configs.overrides[(ResourceType.BROKER, "1")] == {"custom.per.broker": "a"}
     assert core.configs.overrides[(ResourceType.BROKER, "")]["custom.cluster"] == "b"
     got = entries(describe(c, ResourceType.BROKER, "1", synonyms=True))
@@ -180,7 +182,7 @@ def test_bad_value_of_a_stored_only_config_is_invalid_request() -> None:
 def test_legacy_alter_on_a_broker_id_keeps_the_acted_on_and_the_stored_parts_apart() -> None:
     core, _ = make_core()
     c = CoreClient(core)
-    assert legacy_alter(c, ResourceType.BROKER, "", {"num.io.threads": "5"}).error_code == 0
+    assert legacy_alter(c, ResourceType.BROKER, "", {"num.io.threads": "5", "min.insync.replicas": "1"}).error_code == 0
     r = legacy_alter(c, ResourceType.BROKER, "1", {RELOGIN: "90000", "auto.create.topics.enable": "false"})
     assert r.error_code == 0
     assert not core.auto_create_enabled()
