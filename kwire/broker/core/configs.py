@@ -246,6 +246,15 @@ BROKER_CONFIGS = _defs(
     ConfigDef("group.share.heartbeat.interval.ms", "5000", "int", min_value=1),
     ConfigDef("group.share.min.heartbeat.interval.ms", "5000", "int", min_value=1),
     ConfigDef("group.share.max.heartbeat.interval.ms", "15000", "int", min_value=1),
+    # HB-4: target recomputation is paced by this interval (a group may override it in the bounds)
+    ConfigDef("group.share.assignment.interval.ms", "1000", "int", min_value=0),
+    ConfigDef("group.share.min.assignment.interval.ms", "0", "int", min_value=0),
+    ConfigDef("group.share.max.assignment.interval.ms", "15000", "int", min_value=0),
+    # HB-6: how long share-state initialisation takes on the broker clock after the heartbeat that
+    # asked for it (Kafka: a share-coordinator write, a few ms); tests widen it
+    ConfigDef("kwire.share.initialize.delay.ms", "0", "int", min_value=0,
+              doc="kwire: how long share-state initialisation of newly subscribed partitions takes on the "
+                  "broker clock; until then a share group assigns them to nobody (HB-6)."),
     ConfigDef("transaction.version", "2", "int", min_value=0, max_value=2),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
@@ -312,6 +321,10 @@ GROUP_CONFIGS = _defs(
               doc="Where a share group starts without a start offset: latest, earliest or by_duration."),
     ConfigDef("share.isolation.level", "read_uncommitted", "string", ("read_uncommitted", "read_committed"),
               doc="Whether a share group reads uncommitted or only committed transactional records."),
+    ConfigDef("share.assignment.interval.ms", "1000", "int", min_value=0,
+              synonyms=("group.share.assignment.interval.ms",),
+              bounds=("group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms"),
+              doc="The interval between assignment updates for a share group."),
     ConfigDef("share.renew.acknowledge.enable", "true", "boolean",  # RN-6
               doc="Whether the group's members may renew acquisition locks (KIP-1222)."),
     ConfigDef("errors.deadletterqueue.topic.name", "", "string", check=_check_dlq_topic_name,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.share_config import ShareConfig, share_config
 from kwire.broker.core.share_dlq import DlqWriter
-from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator
+from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator, TopicMeta
 from kwire.broker.core.share_partition import SharePartition, SharePartitions
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class ShareCoordinator(Subsystem):
             max_sessions=lambda: core.configs.get_int(ResourceType.BROKER, "", "group.share.max.share.sessions"),
             now_ms=core.clock.now_ms, release=self._release_session)
         self.groups = ShareGroupCoordinator(
-            now_ms=core.clock.now_ms, schedule=core.deadlines.at, config=self.config, topics=self._topic_counts,
+            now_ms=core.clock.now_ms, schedule=core.deadlines.at, config=self.config, topics=self._topics,
             other_group_type=self._other_group_type, on_member_removed=self._member_removed)
         self.manager = ShareGroupManager(self)
         table.register(self.manager)
@@ -123,8 +123,8 @@ class ShareCoordinator(Subsystem):
     def config(self, group_id: str) -> ShareConfig:
         return share_config(self.core.configs, group_id)
 
-    def _topic_counts(self) -> Mapping[str, int]:
-        return {t.name: len(t.partitions) for t in self.core.cluster.topics.values() if not t.internal}
+    def _topics(self) -> Mapping[str, TopicMeta]:
+        return {t.name: (t.topic_id, len(t.partitions)) for t in self.core.cluster.topics.values() if not t.internal}
 
     def _other_group_type(self, group_id: str) -> str | None:
         g = self.table.groups.get(group_id)
@@ -195,6 +195,9 @@ class ShareCoordinator(Subsystem):
         if sp is None:
             sp = self.partitions.create(group_id, topic, partition)
         sp.reset(start_offset)
+        g = self.groups.get(group_id)
+        if g is not None:  # the share state now exists: the partition is assignable (HB-6)
+            g.mark_initialized(self.core.cluster.topics[topic].topic_id, (partition,))
 
     def delete_offsets(self, group_id: str, topic: str) -> None:
         """DeleteShareGroupOffsets for a topic: its share state goes; the next fetch starts from
@@ -203,6 +206,9 @@ class ShareCoordinator(Subsystem):
             if sp.group_id == group_id:
                 sp.close()
                 self.partitions.remove(group_id, topic, sp.partition)
+        g = self.groups.get(group_id)
+        if g is not None and topic in self.core.cluster.topics:  # to be initialised again (HB-6)
+            g.forget_topic(self.core.cluster.topics[topic].topic_id)
 
     # --- persistence ----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
