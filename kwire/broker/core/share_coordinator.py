@@ -217,7 +217,10 @@ class ShareCoordinator(Subsystem):
         for sp in self.partitions.all():
             if sp.initialized:
                 parts.setdefault(sp.group_id, []).append([sp.topic, sp.partition, sp.persisted()])
-        return {"groups": sorted(self.groups.groups), "partitions": parts}
+        # which partitions have share state (HB-6): a rejoining group is assigned them at once
+        initialized = {gid: {str(tid): sorted(ps) for tid, ps in g.initialized.items()}
+                       for gid, g in self.groups.groups.items() if g.initialized}
+        return {"groups": sorted(self.groups.groups), "partitions": parts, "initialized": initialized}
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Bring back ``snapshot()``: empty share groups (members rejoin) and their share partitions."""
@@ -225,6 +228,12 @@ class ShareCoordinator(Subsystem):
             if self._other_group_type(gid) is None and gid not in self.groups.groups:
                 self.groups.groups[gid] = ShareGroup(gid)
                 self.heartbeat_accepted(gid)
+        by_id = self.core.cluster.topics_by_id
+        for gid, topics_ in saved.get("initialized", {}).items():
+            g = self.groups.get(gid)
+            for tid, ps in topics_.items():
+                if g is not None and uuid.UUID(tid) in by_id:
+                    g.mark_initialized(uuid.UUID(tid), ps)
         topics = self.core.cluster.topics
         for gid, rows in saved.get("partitions", {}).items():
             for topic, partition, state in rows:

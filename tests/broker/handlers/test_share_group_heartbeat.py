@@ -259,3 +259,22 @@ def test_share_groups_are_listed_and_deleted_through_the_group_table(core) -> No
     a.heartbeat(epoch=-1)
     assert c.send(DeleteGroupsRequest(groups_names=["sg"]), 2).results[0].error_code == E.NONE
     assert core.subsystems.share_groups.partitions.get("sg", "t", 0) is None
+
+
+@pytest.mark.rule("HB-6")
+def test_initialised_share_state_survives_a_restart(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """HB-6: which partitions have share state is durable (upstream's ShareGroupStatePartitionMetadata
+    record), so after a restart a rejoining member of the group is assigned them on its first
+    heartbeat, while a new group still starts empty."""
+    c1, _ = make_core(data_dir=str(tmp_path))
+    c1.create_topic("t", 2)
+    a = ShareClient(c1)
+    a.join(["t"])
+    assert a.assignment == {a.topic_id("t"): [0, 1]}
+    c1.close()
+    c2, _ = make_core(data_dir=str(tmp_path))
+    b = ShareClient(c2)
+    b.heartbeat(["t"])
+    assert b.assignment == {b.topic_id("t"): [0, 1]}
+    fresh = ShareClient(c2, group="other")
+    assert fresh.heartbeat(["t"]).assignment.topic_partitions == []
