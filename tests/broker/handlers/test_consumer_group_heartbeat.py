@@ -66,7 +66,10 @@ def test_a_recreated_topic_is_a_changed_assignment_by_topic_id():
     recreated under its name is a new topic, so the member's next heartbeats revoke the old id and
     then bring the new one instead of answering a null assignment."""
     from kwire.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequest_CreatableTopic
-    from kwire.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequest_DeleteTopicState
+    from kwire.protocol.messages.delete_topics import (
+        DeleteTopicsRequest,
+        DeleteTopicsRequest_DeleteTopicState,
+    )
 
     core, _ = make_core()
     core.create_topic("t", 2)

@@ -117,7 +117,10 @@ def test_a_recreated_topic_is_a_changed_assignment_by_topic_id(core) -> None:  #
     it (empty: the new topic's share state is not initialised, maybeCleanupShareGroupState dropped
     the old one) and the one after sends the new topic id."""
     from kwire.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequest_CreatableTopic
-    from kwire.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequest_DeleteTopicState
+    from kwire.protocol.messages.delete_topics import (
+        DeleteTopicsRequest,
+        DeleteTopicsRequest_DeleteTopicState,
+    )
 
     a = ShareClient(core)
     a.join(["u"])
