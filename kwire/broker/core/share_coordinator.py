@@ -132,12 +132,17 @@ class ShareCoordinator(Subsystem):
 
     # --- share partitions -----------------------------------------------------------------------
     def _make_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
-        log = self.core.cluster.topics[topic].partitions[partition].log
+        t = self.core.cluster.topics[topic]
+        log = t.partitions[partition].log
         key = share_wake_key(group_id, topic, partition)
-        return SharePartition(group_id, topic, partition, cast("ShareLog", log), clock=self.core.clock,
-                              schedule=self.core.deadlines.at, config=lambda: self.config(group_id),
-                              failure_archiver=self._archive,
-                              on_available=lambda _sp: self.core.wake(key))
+        sp = SharePartition(group_id, topic, partition, cast("ShareLog", log), clock=self.core.clock,
+                            schedule=self.core.deadlines.at, config=lambda: self.config(group_id),
+                            failure_archiver=self._archive,
+                            on_available=lambda _sp: self.core.wake(key))
+        g = self.groups.get(group_id)
+        if g is not None and (t.topic_id, partition) in g.start_at_zero:
+            sp.initialize(0)  # a partition added to a topic the group knew starts at 0 (HB-6)
+        return sp
 
     def _archive(self, request: Any) -> None:
         self.dlq.archive(request)

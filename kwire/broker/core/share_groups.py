@@ -219,6 +219,10 @@ class ShareGroup:
         # ones complete on the broker clock (ShareGroupStatePartitionMetadata's two maps)
         self.initialized: dict[uuid.UUID, frozenset[int]] = {}
         self.initializing: dict[uuid.UUID, frozenset[int]] = {}
+        # partitions added to a topic the group already knew: their share state starts at offset
+        # 0, not at share.auto.offset.reset, so records written before the first fetch are kept
+        # (GroupMetadataManager.buildInitializeShareGroupStateRequest's alreadyKnownTopics)
+        self.start_at_zero: set[tuple[uuid.UUID, int]] = set()
         self.dead = False
 
     # --- Group protocol -----------------------------------------------------------------------
@@ -283,6 +287,7 @@ class ShareGroup:
         share state is gone and must be initialised again before it is assigned."""
         self.initialized.pop(topic_id, None)
         self.initializing.pop(topic_id, None)
+        self.start_at_zero = {(t, p) for t, p in self.start_at_zero if t != topic_id}
 
     def uninitialized(self, topics: Mapping[str, TopicMeta]) -> dict[uuid.UUID, frozenset[int]]:
         """GroupMetadataManager.subscribedTopicsChangeMap: the subscribed topics' partitions whose
@@ -448,6 +453,8 @@ class ShareGroupCoordinator:
         if not todo:
             return
         for tid, parts in todo.items():
+            if tid in group.initialized or tid in group.initializing:  # new partitions of a known topic
+                group.start_at_zero.update((tid, p) for p in parts)
             group.initializing[tid] = group.initializing.get(tid, frozenset()) | parts
         gid = group.group_id
         self._schedule(self._now_ms() + cfg.initialize_delay_ms, lambda: self._initialized(gid, group, todo))

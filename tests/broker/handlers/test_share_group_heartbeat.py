@@ -11,7 +11,7 @@ from kwire.protocol.messages.share_group_describe import ShareGroupDescribeReque
 from kwire.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from tests.broker.groups_helpers import ClassicClient
 from tests.broker.helpers import CoreClient, make_core
-from tests.broker.share_helpers import ShareClient
+from tests.broker.share_helpers import ShareClient, acquired
 
 
 @pytest.fixture
@@ -281,3 +281,30 @@ def test_initialised_share_state_survives_a_restart(tmp_path) -> None:  # type: 
     assert b.assignment == {b.topic_id("t"): [0, 1]}
     fresh = ShareClient(c2, group="other")
     assert fresh.heartbeat(["t"]).assignment.topic_partitions == []
+
+
+@pytest.mark.rule("HB-6, ST-6")
+def test_a_partition_added_to_a_known_topic_starts_at_offset_zero(core) -> None:  # type: ignore[no-untyped-def]
+    """GroupMetadataManager.buildInitializeShareGroupStateRequest: new partitions of a topic the group
+    already knew are initialised at offset 0, so with share.auto.offset.reset latest the records
+    written to them before the first fetch are still delivered; a brand-new subscription starts at
+    latest (its records before the first fetch are skipped)."""
+    from tests.broker.handlers.test_produce_fetch import produce
+    from tests.broker.helpers import batch
+
+    c = CoreClient(core)
+    a = ShareClient(core)
+    a.join(["u"])
+    core.create_partitions("u", 2)
+    produce(c, "u", 1, batch([b"early"]))
+    core.advance(1000)
+    a.heartbeat()
+    core.advance(1000)
+    a.heartbeat()
+    assert a.assignment == {a.topic_id("u"): [0, 1]}
+    f = a.fetch({"u": [1]})
+    assert acquired(f, 1) == [(0, 0, 1)]
+    produce(c, "t", 0, batch([b"before"]))
+    b = ShareClient(core, group="fresh")
+    b.join(["t"])
+    assert acquired(b.fetch({"t": [0]}), 0) == []
