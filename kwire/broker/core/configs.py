@@ -425,12 +425,6 @@ class ConfigStore:
         value = d.validate(value)
         self.check_bounds(d, value)
         over = self.overrides.setdefault((rtype, name), {})
-        if rtype is ResourceType.GROUP:
-            after = {k: v for k, v in over.items() if k != key}
-            if value is not None:
-                after[key] = value
-            self.check_session_exceeds_heartbeat(name, after if key in {k for p in GROUP_SESSION_EXCEEDS_HEARTBEAT
-                                                                       for k in p} else {})
         if value is None:
             over.pop(key, None)
         else:
@@ -469,7 +463,9 @@ class ConfigStore:
 
     def check_session_exceeds_heartbeat(self, name: str, values: dict[str, str]) -> None:
         """GroupConfig.validateSessionExceedsHeartbeat: with either set, a group's session timeout
-        must exceed its heartbeat interval (an unset one is the broker's value).
+        must exceed its heartbeat interval (an unset one is the broker's value). ``values`` is the
+        group's whole new override set (AlterConfigs and IncrementalAlterConfigs check it; a single
+        ``set``, as a restore or the control API makes, does not, as its order is arbitrary).
 
         Raises:
             ConfigError: the session timeout is not above the heartbeat interval.

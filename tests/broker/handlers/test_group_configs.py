@@ -12,6 +12,7 @@ import pytest
 
 from kwire.broker.core.configs import GROUP_CONFIGS, ResourceType
 from kwire.protocol.error_codes import ErrorCode
+from tests.broker.handlers.test_alter_configs import alter as legacy_alter
 from tests.broker.handlers.test_describe_configs import describe, entries
 from tests.broker.handlers.test_incremental_alter_configs import SET
 from tests.broker.handlers.test_incremental_alter_configs import alter as inc_alter
@@ -87,3 +88,7 @@ def test_the_session_timeout_must_exceed_the_heartbeat_interval(prefix: str) -> 
     assert r.error_code == ErrorCode.INVALID_CONFIG
     assert inc_alter(c, ResourceType.GROUP, "g", [(f"{prefix}.heartbeat.interval.ms", SET, "3000")]).error_code == 0
     assert inc_alter(c, ResourceType.GROUP, "g", [(f"{prefix}.session.timeout.ms", SET, "5000")]).error_code == 0
+    # AlterConfigs replaces the whole set: the heartbeat interval falls back to the broker's 5000
+    r = legacy_alter(c, ResourceType.GROUP, "g", {f"{prefix}.session.timeout.ms": "5000"})
+    assert r.error_code == ErrorCode.INVALID_CONFIG
+    assert core.configs.get(ResourceType.GROUP, "g", f"{prefix}.heartbeat.interval.ms") == "3000"
