@@ -386,10 +386,12 @@ class Broker:
             if g is None:
                 return None
             d = g.describe()
+            by_id = self.core.cluster.topics_by_id
             return {"state": d.group_state, "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
                     "members": {m.member_id: {"member_epoch": m.member_epoch, "client_id": m.client_id,
                                               "subscribed": list(m.subscribed_topic_names),
-                                              "assignment": {t: sorted(ps) for t, ps in m.assignment.items()}}
+                                              "assignment": {by_id[t].name: sorted(ps) for t, ps in m.assignment.items()
+                                                             if t in by_id}}
                                 for m in d.members}}
 
         return self._peek(run)

@@ -1,4 +1,6 @@
-"""Import Kafka's broker config names as data: kwire/broker/core/kafka_broker_configs.json.
+"""Import Kafka's broker and group configs as data: kwire/broker/core/kafka_broker_configs.json
+and kafka_group_configs.json (GroupConfig: types, defaults, validators, broker synonyms and the
+broker-side bounds GroupConfig.validate checks; the shape is documented in configs.py).
 
 Reads the pinned Kafka commit (../shared/kafka-specs/SOURCE.md) from a checkout (``--kafka DIR``)
 or a bare git dir (``--git DIR --commit SHA``, read with ``git show``), and records per broker
@@ -572,6 +574,10 @@ HAND_READ: dict[tuple[str, str], Any] = {
     ("GroupCoordinatorConfig.java", "SHARE_GROUP_ASSIGNORS_DEFAULT"): ["simple"],
     ("GroupCoordinatorConfig.java", "STREAMS_GROUP_ASSIGNORS_DEFAULT"): ["sticky"],
     ("GroupCoordinatorConfig.java", "STREAMS_GROUP_TOPOLOGY_DESCRIPTION_PLUGIN_CLASS_DEFAULT"): None,
+    # GroupConfig: ShareGroupAutoOffsetResetStrategy.LATEST.name() and IsolationLevel's toString()
+    # both lower-case the constant's name
+    ("GroupConfig.java", "SHARE_AUTO_OFFSET_RESET_DEFAULT"): "latest",
+    ("GroupConfig.java", "SHARE_ISOLATION_LEVEL_DEFAULT"): "read_uncommitted",
     # the JDK's KeyManagerFactory/TrustManagerFactory default algorithms (OpenJDK)
     ("BrokerSecurityConfigs.java", "SslConfigs.DEFAULT_SSL_KEYMANGER_ALGORITHM"): "SunX509",
     ("BrokerSecurityConfigs.java", "SslConfigs.DEFAULT_SSL_TRUSTMANAGER_ALGORITHM"): "PKIX",
@@ -787,6 +793,118 @@ def build(src: Source) -> dict[str, Any]:
     return {"kafka": {"repository": "apache/kafka", "commit": src.commit}, "configs": configs}
 
 
+# ---------------------------------------------------------------- group configs
+
+GROUP_CONFIG = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupConfig.java"
+GROUP_OUT = ROOT / "kwire" / "broker" / "core" / "kafka_group_configs.json"
+# the broker-side config classes GroupConfig.validate reads bounds from (accessor -> config key)
+BOUND_SOURCES = ("group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorConfig.java",
+                 "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/modern/share/ShareGroupConfig.java")
+
+
+def _validator(ev: Evaluator, path: str, name: str, expr: str) -> dict[str, Any]:
+    """A ConfigDef validator as data: a range (atLeast/between), a choice (ValidString.in), or the
+    name of a custom validator class (kwire maps it to a check, configs.py's _GROUP_CHECKS)."""
+    expr = re.sub(r"\s+", " ", expr.strip())
+    m = re.fullmatch(r"(?:ConfigDef\.)?(?:Range\.)?atLeast\((.*)\)", expr)
+    if m:
+        return {"min": ev.eval(m.group(1))}
+    m = re.fullmatch(r"(?:ConfigDef\.)?(?:Range\.)?between\((.*)\)", expr)
+    if m:
+        lo, hi = _split_args(m.group(1))
+        return {"min": ev.eval(lo), "max": ev.eval(hi)}
+    m = re.fullmatch(r"(?:ConfigDef\.)?(?:ValidString\.)?in\((.*)\)", expr)
+    if m:
+        out = []
+        for a in _split_args(m.group(1)):
+            am = re.fullmatch(r"IsolationLevel\.(\w+)\.toString\(\)", a)  # enum constant's toString(): lower case
+            out.append(am.group(1).lower() if am else ev.eval(a))
+        return {"choices": out}
+    m = re.fullmatch(r"new ([\w.]+)\(\)", expr)
+    if m:
+        return {"validator": m.group(1)}
+    m = re.fullmatch(r"ConfigDef\.ValidList\.anyNonDuplicateValues\((true|false), (true|false)\)", expr)
+    if m:
+        return {"validator": "ValidList.anyNonDuplicateValues", "empty_allowed": m.group(1) == "true",
+                "null_allowed": m.group(2) == "true"}
+    raise ImportError_(f"{path}: {name}: cannot read validator {expr!r}")
+
+
+def _accessor_key(project: Project, method: str) -> str:
+    """The config key a GroupCoordinatorConfig/ShareGroupConfig accessor returns (``method()``
+    returns a field set from ``config.getInt(KEY)``, or reads ``config.getInt(KEY)`` itself)."""
+    for path in BOUND_SOURCES:
+        jf = project.file(path)
+        m = re.search(rf"public\s+\w+\s+{method}\s*\(\s*\)\s*\{{\s*return\s+([^;]+);", jf.text)
+        if m is None:
+            continue
+        body = m.group(1).strip()
+        gm = re.fullmatch(r"config\.get\w+\((.+)\)", body)
+        if gm is None:
+            fm = re.search(rf"(?:this\.)?{re.escape(body)}\s*=\s*config\.get\w+\(([^;]+)\);", jf.text)
+            if fm is None:
+                raise ImportError_(f"{path}: cannot follow {method}() to a config key")
+            key_expr = fm.group(1)
+        else:
+            key_expr = gm.group(1)
+        return str(Evaluator(project, jf).eval(key_expr))
+    raise ImportError_(f"no accessor {method}() in {BOUND_SOURCES}")
+
+
+def group_build(src: Source) -> dict[str, Any]:
+    """GroupConfig.CONFIG_DEF, its broker synonyms (ALL_GROUP_CONFIG_SYNONYMS) and the broker-side
+    bounds GroupConfig.validateValues checks, as data."""
+    project = Project(src)
+    jf = project.file(GROUP_CONFIG)
+    ev = Evaluator(project, jf)
+    m = re.search(r"CONFIG_DEF\s*=\s*new ConfigDef\(\)", jf.text)
+    if m is None:
+        raise ImportError_(f"{GROUP_CONFIG}: no CONFIG_DEF")
+    configs: dict[str, dict[str, Any]] = {}
+    for d, (_, args) in zip(definitions(project, GROUP_CONFIG, r"CONFIG_DEF\s*=\s*new ConfigDef\(\)"),
+                            _chain(jf.text, m.end()), strict=True):
+        imp = [i for i, a in enumerate(args) if re.fullmatch(r"(?:ConfigDef\.)?(?:Importance\.)?(HIGH|MEDIUM|LOW)", a)]
+        entry: dict[str, Any] = {"type": d.type, "default": render_default(d), "synonym": None, "bounds": None,
+                                 "source": d.source}
+        if imp[0] == 4:
+            entry.update(_validator(ev, GROUP_CONFIG, d.name, args[3]))
+        try:
+            entry["doc"] = ev.eval(args[imp[0] + 1]) if len(args) > imp[0] + 1 else ""
+        except ImportError_:
+            entry["doc"] = ""
+        configs[d.name] = entry
+    if UNRESOLVED:
+        raise ImportError_("defaults not evaluated:\n" + "\n".join(UNRESOLVED))
+    sm = re.search(r"ALL_GROUP_CONFIG_SYNONYMS\s*=\s*Map\.ofEntries\(", jf.text)
+    if sm is None:
+        raise ImportError_(f"{GROUP_CONFIG}: no ALL_GROUP_CONFIG_SYNONYMS")
+    end = _balanced(jf.text, sm.end() - 1)
+    for entry_expr in _split_args(jf.text[sm.end():end - 1]):
+        em = re.fullmatch(r"Map\.entry\((\w+),\s*Optional\.(?:of\((.+)\)|empty\(\))\)", entry_expr.strip(), re.S)
+        if em is None:
+            raise ImportError_(f"{GROUP_CONFIG}: cannot read synonym {entry_expr!r}")
+        configs[ev.eval(em.group(1))]["synonym"] = ev.eval(em.group(2)) if em.group(2) else None
+    vm = re.search(r"private static void validateValues\(", jf.text)
+    if vm is None:
+        raise ImportError_(f"{GROUP_CONFIG}: no validateValues")
+    body = jf.text[vm.start():_balanced(jf.text, jf.text.index("{", vm.end()))]
+    cross: list[list[str]] = []
+    for cm in re.finditer(r"\b(validateIntRange|validateIntMax|validateIntMin|validateSessionExceedsHeartbeat)\s*\(",
+                          body):
+        args = _split_args(body[cm.end():_balanced(body, cm.end() - 1) - 1])
+        keys = [_accessor_key(project, am.group(1)) if (am := re.fullmatch(r"\w+\.(\w+)\(\)", a)) else None
+                for a in args]
+        kind = cm.group(1)
+        if kind == "validateSessionExceedsHeartbeat":
+            cross.append([ev.eval(args[1]), ev.eval(args[3])])
+            continue
+        name = ev.eval(args[1])
+        configs[name]["bounds"] = {"validateIntRange": [keys[2], keys[3] if len(keys) > 3 else None],
+                                   "validateIntMax": [None, keys[2]], "validateIntMin": [keys[2], None]}[kind]
+    return {"kafka": {"repository": "apache/kafka", "commit": src.commit}, "configs": configs,
+            "session_exceeds_heartbeat": cross}
+
+
 def render_docs(data: dict[str, Any]) -> str:
     """docs/broker-configs.md: which broker configs kwire acts on and which it only stores."""
     sys.path.insert(0, str(ROOT))
@@ -853,13 +971,17 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     args = p.parse_args(argv)
     src = Source(args.kafka, None if args.kafka else args.git, args.commit)
     text = dump(build(src))
+    group_text = dump(group_build(src))
     if args.check:
-        if OUT.read_text(encoding="utf-8") != text:
-            out(f"{OUT} differs from what {args.kafka or args.git} at {args.commit} gives")
-            return 1
-        return 0
+        stale = [p for p, t in ((OUT, text), (GROUP_OUT, group_text))
+                 if not p.exists() or p.read_text(encoding="utf-8") != t]
+        for p in stale:
+            out(f"{p} differs from what {args.kafka or args.git} at {args.commit} gives")
+        return 1 if stale else 0
     OUT.write_text(text, encoding="utf-8")
     out(f"wrote {OUT} ({len(json.loads(text)['configs'])} configs)")
+    GROUP_OUT.write_text(group_text, encoding="utf-8")
+    out(f"wrote {GROUP_OUT} ({len(json.loads(group_text)['configs'])} group configs)")
     if args.docs:
         DOCS.write_text(render_docs(json.loads(text)), encoding="utf-8")
         out(f"wrote {DOCS}")

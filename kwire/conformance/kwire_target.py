@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kwire.clock import JumpClock
 from kwire.control import Broker, BrokerConfig
@@ -129,6 +130,9 @@ class KwireControl:
         except TimeoutError:
             return False
         return True
+
+    def describe_share_group(self, group: str) -> dict[str, Any] | None:
+        return self.broker.describe_share_group(group)
 
     def wait_for_records(self, topic: str, count: int, timeout_s: float) -> bool:
         def enough(core: object) -> bool:

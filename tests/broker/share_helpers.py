@@ -146,6 +146,15 @@ class ShareClient:
                 self.assignment = {tp.topic_id: list(tp.partitions) for tp in resp.assignment.topic_partitions}
         return resp
 
+    def join(self, topics: list[str], *, wait_ms: int = 1000) -> Any:
+        """Join and heartbeat again ``wait_ms`` later on the broker clock, as a client does after
+        an empty first assignment (HB-6): by then the share state is initialised and
+        ``share.assignment.interval.ms`` (1000 by default) allows a new target."""
+        first = self.heartbeat(topics)
+        assert first.error_code == 0, first
+        self.core.advance(wait_ms)
+        return self.heartbeat()
+
     def topic_id(self, topic: str) -> uuid.UUID:
         return self.core.cluster.topics[topic].topic_id
 

@@ -21,7 +21,7 @@ __all__ = ["Rng", "SeededRng", "BrokerNode", "Partition", "Topic", "Cluster", "v
            "MAX_TOPIC_NAME_LENGTH"]
 
 MAX_TOPIC_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # matched whole (fullmatch): "$" would let a trailing "\n" through
 
 
 class Rng(Protocol):
@@ -64,7 +64,7 @@ def validate_topic_name(name: str | None) -> None:
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'")
 

@@ -24,7 +24,7 @@ from kwire.errors import ConfigError
 
 __all__ = ["ResourceType", "ConfigSource", "ConfigDef", "ConfigStore", "ConfigEntry", "Synonym", "TOPIC_CONFIGS",
            "BROKER_CONFIGS", "GROUP_CONFIGS", "KAFKA_BROKER_CONFIGS", "ALL_BROKER_CONFIGS", "DYNAMIC_ONLY_BROKER_CONFIGS",
-           "list_items", "FORMAT_CLUSTER_DEFAULTS"]
+           "list_items", "FORMAT_CLUSTER_DEFAULTS", "GROUP_SESSION_EXCEEDS_HEARTBEAT"]
 
 
 class ResourceType(IntEnum):
@@ -72,8 +72,9 @@ class ConfigDef:
     synonyms: tuple[str, ...] = ()
     doc: str = ""
     max_value: int | None = None
-    # a group config bounded by broker configs (min key, max key), checked when set (section 1.10)
-    bounds: tuple[str, str] | None = None
+    # a group config bounded by broker configs (min key, max key; either may be None), checked
+    # when set (GroupConfig.validate, section 1.10)
+    bounds: tuple[str | None, str | None] | None = None
     # a check beyond type/choices/range (share.auto.offset.reset's by_duration:<ISO-8601>, ST-6)
     check: Callable[[str], None] | None = None
     # False for the Kafka broker configs kwire accepts and reports but does not act on
@@ -273,6 +274,15 @@ BROKER_CONFIGS = _defs(
     ConfigDef("group.share.heartbeat.interval.ms", "5000", "int", min_value=1),
     ConfigDef("group.share.min.heartbeat.interval.ms", "5000", "int", min_value=1),
     ConfigDef("group.share.max.heartbeat.interval.ms", "15000", "int", min_value=1),
+    # HB-4: target recomputation is paced by this interval (a group may override it in the bounds)
+    ConfigDef("group.share.assignment.interval.ms", "1000", "int", min_value=0),
+    ConfigDef("group.share.min.assignment.interval.ms", "0", "int", min_value=0),
+    ConfigDef("group.share.max.assignment.interval.ms", "15000", "int", min_value=0),
+    # HB-6: how long share-state initialisation takes on the broker clock after the heartbeat that
+    # asked for it (Kafka: a share-coordinator write, a few ms); tests widen it
+    ConfigDef("kwire.share.initialize.delay.ms", "0", "int", min_value=0,
+              doc="kwire: how long share-state initialisation of newly subscribed partitions takes on the "
+                  "broker clock; until then a share group assigns them to nobody (HB-6)."),
     ConfigDef("transaction.version", "2", "int", min_value=0, max_value=2),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
 )
@@ -324,45 +334,66 @@ def _check_auto_offset_reset(value: str) -> None:
     check_auto_offset_reset(value)
 
 
-GROUP_CONFIGS = _defs(
-    ConfigDef("consumer.session.timeout.ms", "45000", "int", min_value=1,
-              synonyms=("group.consumer.session.timeout.ms",),
-              doc="The session timeout of the group's consumer-protocol members."),
-    ConfigDef("consumer.heartbeat.interval.ms", "5000", "int", min_value=1,
-              synonyms=("group.consumer.heartbeat.interval.ms",),
-              doc="The heartbeat interval of the group's consumer-protocol members."),
-    ConfigDef("share.session.timeout.ms", "45000", "int", min_value=1,
-              bounds=("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
-              doc="The session timeout of the share group's members."),
-    ConfigDef("share.heartbeat.interval.ms", "5000", "int", min_value=1,
-              bounds=("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
-              doc="The heartbeat interval of the share group's members."),
-    ConfigDef("share.record.lock.duration.ms", "30000", "int", min_value=1000,
-              bounds=("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
-              doc="How long a share consumer holds a record it fetched."),
-    ConfigDef("share.delivery.count.limit", "5", "int", min_value=2,
-              bounds=("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
-              doc="How often a record is delivered before it is archived."),
-    ConfigDef("share.partition.max.record.locks", "2000", "int", min_value=100,
-              bounds=("group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"),
-              doc="The most records one share partition holds locked at once."),
-    ConfigDef("share.auto.offset.reset", "latest", "string", check=_check_auto_offset_reset,
-              doc="Where a share group starts without a start offset: latest, earliest or by_duration."),
-    ConfigDef("share.isolation.level", "read_uncommitted", "string", ("read_uncommitted", "read_committed"),
-              doc="Whether a share group reads uncommitted or only committed transactional records."),
-    ConfigDef("share.renew.acknowledge.enable", "true", "boolean",  # RN-6
-              doc="Whether the group's members may renew acquisition locks (KIP-1222)."),
-    ConfigDef("errors.deadletterqueue.topic.name", "", "string", check=_check_dlq_topic_name,
-              doc="The topic that records a share group gives up on are copied to."),
-    ConfigDef("errors.deadletterqueue.copy.record.enable", "false", "boolean",
-              doc="Copy the record's key and value into the dead letter record."),
-    ConfigDef("streams.session.timeout.ms", "45000", "int", min_value=1,
-              doc="The session timeout of the streams group's members."),
-    ConfigDef("streams.heartbeat.interval.ms", "5000", "int", min_value=1,
-              doc="The heartbeat interval of the streams group's members."),
-    ConfigDef("streams.num.standby.replicas", "0", "int", min_value=0,
-              doc="How many standby replicas a streams group keeps per task."),
-)
+def _check_no_duplicates(value: str) -> None:
+    """ConfigDef.ValidList.anyNonDuplicateValues (GroupConfig's raw-value check as well)."""
+    items = [x.strip() for x in value.split(",")] if value.strip() else []
+    if len(set(items)) != len(items):
+        raise ConfigError(f"{value!r} must not contain duplicate values")
+
+
+# Kafka's custom validators (by the class the data names) and kwire's own extra checks (by key)
+_GROUP_VALIDATORS: dict[str, Callable[[str], None]] = {
+    "ShareGroupAutoOffsetResetStrategy.Validator": _check_auto_offset_reset,  # ST-6
+    "ValidList.anyNonDuplicateValues": _check_no_duplicates,
+}
+_GROUP_EXTRA_CHECKS: dict[str, Callable[[str], None]] = {
+    "errors.deadletterqueue.topic.name": _check_dlq_topic_name,  # DLQ-2
+}
+# Group configs that change what kwire does; the rest (streams groups, assignor offload, the
+# consumer-group assignment interval) are accepted, validated, stored and reported only.
+_GROUP_ACTED_ON = frozenset({
+    "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.session.timeout.ms",
+    "share.heartbeat.interval.ms", "share.record.lock.duration.ms", "share.delivery.count.limit",
+    "share.partition.max.record.locks", "share.auto.offset.reset", "share.isolation.level",
+    "share.renew.acknowledge.enable", "share.assignment.interval.ms", "errors.deadletterqueue.topic.name",
+    "errors.deadletterqueue.copy.record.enable",
+})
+
+
+def _kafka_group_configs() -> tuple[dict[str, ConfigDef], tuple[tuple[str, str], ...]]:
+    """Kafka's group configs from the imported data (tools/import_broker_configs.py writes
+    kafka_group_configs.json from GroupConfig at the pinned commit).
+
+    The data's shape: ``{"kafka": {"repository", "commit"}, "configs": {name: entry},
+    "session_exceeds_heartbeat": [[session key, heartbeat key], ...]}``, each entry having
+    ``type`` (ConfigDef type name), ``default`` (as DescribeConfigs renders it, or null),
+    ``synonym`` (the broker config it falls back to, GroupConfig.ALL_GROUP_CONFIG_SYNONYMS, or
+    null), ``bounds`` (``[min key, max key]``: broker configs GroupConfig.validate bounds a set value
+    by, either may be null; or null), ``doc`` (Kafka's documentation), ``source`` (the defining
+    file) and, from its ConfigDef validator, ``min``/``max`` (a Range), ``choices`` (a
+    ValidString) or ``validator`` (a custom validator class). Returns the definitions and the
+    session/heartbeat pairs GroupConfig.validateSessionExceedsHeartbeat checks.
+    """
+    data = json.loads((Path(__file__).with_name("kafka_group_configs.json")).read_text(encoding="utf-8"))
+    out = {}
+    for name, k in data["configs"].items():
+        checks = [c for c in (_GROUP_VALIDATORS.get(k.get("validator", "")), _GROUP_EXTRA_CHECKS.get(name)) if c]
+        if k.get("validator") and k["validator"] not in _GROUP_VALIDATORS:
+            raise RuntimeError(f"group config {name}: no kwire check for Kafka's validator {k['validator']}")
+
+        def check(value: str, checks: list[Callable[[str], None]] = checks) -> None:
+            for c in checks:
+                c(value)
+
+        bounds = tuple(k["bounds"]) if k["bounds"] else None
+        out[name] = ConfigDef(name, k["default"], k["type"], tuple(k.get("choices", ())), k.get("min"),
+                              synonyms=(k["synonym"],) if k["synonym"] else (), doc=k["doc"],
+                              max_value=k.get("max"), bounds=bounds,  # type: ignore[arg-type]
+                              check=check if checks else None, acted_on=name in _GROUP_ACTED_ON)
+    return out, tuple((s, h) for s, h in data["session_exceeds_heartbeat"])
+
+
+GROUP_CONFIGS, GROUP_SESSION_EXCEEDS_HEARTBEAT = _kafka_group_configs()
 
 _DEFS = {ResourceType.TOPIC: TOPIC_CONFIGS, ResourceType.BROKER: ALL_BROKER_CONFIGS, ResourceType.GROUP: GROUP_CONFIGS}
 _SOURCES = {
@@ -462,15 +493,45 @@ class ConfigStore:
                 raise ConfigError(f"{k} is read-only")
             checked[k] = d.validate(v)
             self.check_bounds(d, checked[k])
+        if rtype is ResourceType.GROUP:
+            self.check_session_exceeds_heartbeat(name, {k: v for k, v in checked.items() if v is not None})
         self.overrides[(rtype, name)] = {k: v for k, v in checked.items() if v is not None}
 
     def check_bounds(self, d: ConfigDef, value: str | None) -> None:
         """A group override must lie within the broker's min/max for it (GroupConfig.validate)."""
         if d.bounds is None or value is None:
             return
-        lo, hi = (self.get_int(ResourceType.BROKER, "", k) for k in d.bounds)
-        if not lo <= int(value) <= hi:
-            raise ConfigError(f"{d.name}: {value} is outside [{lo}, {hi}] ({d.bounds[0]}, {d.bounds[1]})")
+        lo_key, hi_key = d.bounds
+        n = int(value)
+        if lo_key is not None and hi_key is not None:
+            lo, hi = self.get_int(ResourceType.BROKER, "", lo_key), self.get_int(ResourceType.BROKER, "", hi_key)
+            if not lo <= n <= hi:
+                raise ConfigError(f"{d.name} must be in the range {lo} to {hi} inclusive ({lo_key}, {hi_key}).")
+        elif hi_key is not None and n > (hi := self.get_int(ResourceType.BROKER, "", hi_key)):
+            raise ConfigError(f"{d.name} must be less than or equal to {hi} ({hi_key}).")
+        elif lo_key is not None and n < (lo := self.get_int(ResourceType.BROKER, "", lo_key)):
+            raise ConfigError(f"{d.name} must be greater than or equal to {lo} ({lo_key}).")
+
+    def check_session_exceeds_heartbeat(self, name: str, values: dict[str, str]) -> None:
+        """GroupConfig.validateSessionExceedsHeartbeat: with either set, a group's session timeout
+        must exceed its heartbeat interval (an unset one is the broker's value). ``values`` is the
+        group's whole new override set (AlterConfigs and IncrementalAlterConfigs check it; a single
+        ``set``, as a restore or the control API makes, does not, as its order is arbitrary).
+
+        Raises:
+            ConfigError: the session timeout is not above the heartbeat interval.
+        """
+        for session_key, heartbeat_key in GROUP_SESSION_EXCEEDS_HEARTBEAT:
+            if session_key not in values and heartbeat_key not in values:
+                continue
+
+            def effective(key: str) -> int:
+                if key in values:
+                    return int(values[key])
+                return self.get_int(ResourceType.BROKER, "", GROUP_CONFIGS[key].synonyms[0])
+
+            if effective(session_key) <= effective(heartbeat_key):
+                raise ConfigError(f"{session_key} must be greater than {heartbeat_key}")
 
     def get(self, rtype: ResourceType, name: str, key: str) -> str | None:
         """The value in force: the head of ``synonyms`` (written out: it is on every append's path)."""

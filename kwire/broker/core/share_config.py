@@ -24,7 +24,7 @@ __all__ = [
     "check_auto_offset_reset",
     "DEFAULT_RECORD_LOCK_DURATION_MS", "DEFAULT_DELIVERY_COUNT_LIMIT", "DEFAULT_PARTITION_MAX_RECORD_LOCKS",
     "DEFAULT_MAX_SHARE_SESSIONS", "DEFAULT_GROUP_MAX_SIZE", "DEFAULT_SESSION_TIMEOUT_MS",
-    "DEFAULT_HEARTBEAT_INTERVAL_MS", "DEFAULT_AUTO_OFFSET_RESET",
+    "DEFAULT_HEARTBEAT_INTERVAL_MS", "DEFAULT_AUTO_OFFSET_RESET", "DEFAULT_ASSIGNMENT_INTERVAL_MS",
 ]
 
 DEFAULT_RECORD_LOCK_DURATION_MS = 30_000  # AQ-12: group.share.record.lock.duration.ms
@@ -35,6 +35,7 @@ DEFAULT_GROUP_MAX_SIZE = 200  # HB-3: group.share.max.size
 DEFAULT_SESSION_TIMEOUT_MS = 45_000  # HB-5: group.share.session.timeout.ms
 DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000  # HB-5: group.share.heartbeat.interval.ms
 DEFAULT_AUTO_OFFSET_RESET = "latest"  # ST-6
+DEFAULT_ASSIGNMENT_INTERVAL_MS = 1000  # HB-4: group.share.assignment.interval.ms
 
 
 class AutoOffsetReset(Enum):
@@ -107,6 +108,8 @@ class ShareConfig:
     group_max_size: int = DEFAULT_GROUP_MAX_SIZE
     max_share_sessions: int = DEFAULT_MAX_SHARE_SESSIONS
     share_version: int = 2  # SG-1: 1 = share groups, 2 = also the dead-letter queue
+    assignment_interval_ms: int = DEFAULT_ASSIGNMENT_INTERVAL_MS  # HB-4
+    initialize_delay_ms: int = 0  # HB-6: kwire.share.initialize.delay.ms
 
 
 def share_config(store: ConfigStore, group_id: str) -> ShareConfig:
@@ -140,4 +143,6 @@ def share_config(store: ConfigStore, group_id: str) -> ShareConfig:
         group_max_size=int(broker("group.share.max.size")),
         max_share_sessions=int(broker("group.share.max.share.sessions")),
         share_version=int(broker("share.version")),
+        assignment_interval_ms=int(pick("share.assignment.interval.ms", "group.share.assignment.interval.ms")),
+        initialize_delay_ms=int(broker("kwire.share.initialize.delay.ms")),
     )

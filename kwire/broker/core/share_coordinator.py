@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.share_config import ShareConfig, share_config
 from kwire.broker.core.share_dlq import DlqWriter
-from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator
+from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator, TopicMeta
 from kwire.broker.core.share_partition import SharePartition, SharePartitions
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class ShareCoordinator(Subsystem):
             max_sessions=lambda: core.configs.get_int(ResourceType.BROKER, "", "group.share.max.share.sessions"),
             now_ms=core.clock.now_ms, release=self._release_session)
         self.groups = ShareGroupCoordinator(
-            now_ms=core.clock.now_ms, schedule=core.deadlines.at, config=self.config, topics=self._topic_counts,
+            now_ms=core.clock.now_ms, schedule=core.deadlines.at, config=self.config, topics=self._topics,
             other_group_type=self._other_group_type, on_member_removed=self._member_removed)
         self.manager = ShareGroupManager(self)
         table.register(self.manager)
@@ -123,8 +123,8 @@ class ShareCoordinator(Subsystem):
     def config(self, group_id: str) -> ShareConfig:
         return share_config(self.core.configs, group_id)
 
-    def _topic_counts(self) -> Mapping[str, int]:
-        return {t.name: len(t.partitions) for t in self.core.cluster.topics.values() if not t.internal}
+    def _topics(self) -> Mapping[str, TopicMeta]:
+        return {t.name: (t.topic_id, len(t.partitions)) for t in self.core.cluster.topics.values() if not t.internal}
 
     def _other_group_type(self, group_id: str) -> str | None:
         g = self.table.groups.get(group_id)
@@ -132,12 +132,17 @@ class ShareCoordinator(Subsystem):
 
     # --- share partitions -----------------------------------------------------------------------
     def _make_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
-        log = self.core.cluster.topics[topic].partitions[partition].log
+        t = self.core.cluster.topics[topic]
+        log = t.partitions[partition].log
         key = share_wake_key(group_id, topic, partition)
-        return SharePartition(group_id, topic, partition, cast("ShareLog", log), clock=self.core.clock,
-                              schedule=self.core.deadlines.at, config=lambda: self.config(group_id),
-                              failure_archiver=self._archive,
-                              on_available=lambda _sp: self.core.wake(key))
+        sp = SharePartition(group_id, topic, partition, cast("ShareLog", log), clock=self.core.clock,
+                            schedule=self.core.deadlines.at, config=lambda: self.config(group_id),
+                            failure_archiver=self._archive,
+                            on_available=lambda _sp: self.core.wake(key))
+        g = self.groups.get(group_id)
+        if g is not None and (t.topic_id, partition) in g.start_at_zero:
+            sp.initialize(0)  # a partition added to a topic the group knew starts at 0 (HB-6)
+        return sp
 
     def _archive(self, request: Any) -> None:
         self.dlq.archive(request)
@@ -195,6 +200,9 @@ class ShareCoordinator(Subsystem):
         if sp is None:
             sp = self.partitions.create(group_id, topic, partition)
         sp.reset(start_offset)
+        g = self.groups.get(group_id)
+        if g is not None:  # the share state now exists: the partition is assignable (HB-6)
+            g.mark_initialized(self.core.cluster.topics[topic].topic_id, (partition,))
 
     def delete_offsets(self, group_id: str, topic: str) -> None:
         """DeleteShareGroupOffsets for a topic: its share state goes; the next fetch starts from
@@ -203,6 +211,9 @@ class ShareCoordinator(Subsystem):
             if sp.group_id == group_id:
                 sp.close()
                 self.partitions.remove(group_id, topic, sp.partition)
+        g = self.groups.get(group_id)
+        if g is not None and topic in self.core.cluster.topics:  # to be initialised again (HB-6)
+            g.forget_topic(self.core.cluster.topics[topic].topic_id)
 
     # --- persistence ----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -211,7 +222,10 @@ class ShareCoordinator(Subsystem):
         for sp in self.partitions.all():
             if sp.initialized:
                 parts.setdefault(sp.group_id, []).append([sp.topic, sp.partition, sp.persisted()])
-        return {"groups": sorted(self.groups.groups), "partitions": parts}
+        # which partitions have share state (HB-6): a rejoining group is assigned them at once
+        initialized = {gid: {str(tid): sorted(ps) for tid, ps in g.initialized.items()}
+                       for gid, g in self.groups.groups.items() if g.initialized}
+        return {"groups": sorted(self.groups.groups), "partitions": parts, "initialized": initialized}
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Bring back ``snapshot()``: empty share groups (members rejoin) and their share partitions."""
@@ -219,6 +233,12 @@ class ShareCoordinator(Subsystem):
             if self._other_group_type(gid) is None and gid not in self.groups.groups:
                 self.groups.groups[gid] = ShareGroup(gid)
                 self.heartbeat_accepted(gid)
+        by_id = self.core.cluster.topics_by_id
+        for gid, topics_ in saved.get("initialized", {}).items():
+            g = self.groups.get(gid)
+            for tid, ps in topics_.items():
+                if g is not None and uuid.UUID(tid) in by_id:
+                    g.mark_initialized(uuid.UUID(tid), ps)
         topics = self.core.cluster.topics
         for gid, rows in saved.get("partitions", {}).items():
             for topic, partition, state in rows:

@@ -154,6 +154,8 @@ def check_bounds(core: BrokerCore, res: Resource, new: dict[str, str]) -> None:
             d = defs.get(key)
             if d is not None:
                 core.configs.check_bounds(d, value)
+        if res.rtype is ResourceType.GROUP:
+            core.configs.check_session_exceeds_heartbeat(res.name, new)
     except ConfigError as exc:
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 

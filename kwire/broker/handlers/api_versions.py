@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.API_VERSIONS
 VERSIONS = (0, 4)
 
-_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")  # KIP-511
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # KIP-511; fullmatch, as Java's matches()
 
 # Produce is advertised from v0 although v0-2 are refused (RB-5: librdkafka compatibility).
 _ADVERTISED_MIN: dict[int, int] = {ApiKey.PRODUCE: 0}
@@ -66,8 +66,8 @@ def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     core = ctx.core
     resp = ApiVersionsResponse(api_keys=api_keys(core))
     if ctx.api_version >= 3:
-        if not (req.client_software_name and _SOFTWARE.match(req.client_software_name)
-                and req.client_software_version and _SOFTWARE.match(req.client_software_version)):
+        if not (req.client_software_name and _SOFTWARE.fullmatch(req.client_software_name)
+                and req.client_software_version and _SOFTWARE.fullmatch(req.client_software_version)):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=resp.api_keys)
         ctx.conn.client_software_name = req.client_software_name
         ctx.conn.client_software_version = req.client_software_version

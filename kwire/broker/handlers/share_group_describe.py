@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.share_coordinator import share_coordinator, share_enabled
+from kwire.broker.core.share_groups import Assignment
 from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
 from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, fitted, is_coordinator
 from kwire.errors import KafkaError
@@ -36,11 +37,11 @@ VERSIONS = (1, 1)
 Group = ShareGroupDescribeResponse_DescribedGroup
 
 
-def _assignment(ctx: RequestContext, a: dict[str, frozenset[int]]) -> ShareGroupDescribeResponse_Assignment:
-    topics = ctx.core.cluster.topics
-    return ShareGroupDescribeResponse_Assignment(topic_partitions=[
-        ShareGroupDescribeResponse_TopicPartitions(topic_id=topics[n].topic_id, topic_name=n, partitions=sorted(ps))
-        for n, ps in sorted(a.items()) if ps and n in topics])
+def _assignment(ctx: RequestContext, a: Assignment) -> ShareGroupDescribeResponse_Assignment:
+    by_id = ctx.core.cluster.topics_by_id
+    return ShareGroupDescribeResponse_Assignment(topic_partitions=sorted((
+        ShareGroupDescribeResponse_TopicPartitions(topic_id=tid, topic_name=by_id[tid].name, partitions=sorted(ps))
+        for tid, ps in a.items() if ps and tid in by_id), key=lambda tp: tp.topic_name))
 
 
 @fitted

@@ -6,9 +6,10 @@ NOT_COORDINATOR; then the share-group coordinator (``core/share_groups.py``): HB
 checks (INVALID_REQUEST), epoch 0 joins (and creates the group), -1 leaves; GROUP_ID_NOT_FOUND
 for an unknown group or one of another type, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
 GROUP_MAX_SIZE_REACHED (HB-3). The answer carries the member epoch, HeartbeatIntervalMs and the
-assignment (topic ids) when the request was full or the assignment changed (HB-5).
-Version notes: v0 was never released (KIP-932 early access). Deviations: the assignment is
-computed at once (HB-6's mock note), not after share-state initialisation.
+assignment (topic ids) when the request was full or the assignment changed, compared by topic id
+(HB-5). Only partitions whose share state is initialised are assigned, so a new group's first
+answer has an empty assignment (HB-6; the initialisation completes on the broker clock).
+Version notes: v0 was never released (KIP-932 early access). Deviations: none.
 """
 
 from __future__ import annotations
@@ -61,10 +62,9 @@ def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> ShareGroupHe
     share.heartbeat_accepted(req.group_id)
     assignment = None
     if result.assignment is not None:
-        topics = core.cluster.topics
         assignment = ShareGroupHeartbeatResponse_Assignment(topic_partitions=[
-            ShareGroupHeartbeatResponse_TopicPartitions(topic_id=topics[name].topic_id, partitions=sorted(ps))
-            for name, ps in sorted(result.assignment.items()) if ps and name in topics])
+            ShareGroupHeartbeatResponse_TopicPartitions(topic_id=tid, partitions=sorted(ps))
+            for tid, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0])) if ps])
     return ShareGroupHeartbeatResponse(member_id=result.member_id, member_epoch=result.member_epoch,
                                        heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
 

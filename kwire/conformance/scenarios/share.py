@@ -12,6 +12,9 @@ configs the scenario controls (kwire's control API; other targets skip).
 * ``share_commit``: explicit acknowledgement committed synchronously, then asynchronously.
 * ``share_dlq``: a rejected record and one released until the delivery limit each land in the
   group's dead-letter topic once (KIP-1191); the consumer's acknowledgements all succeed.
+* ``share_empty_first_assignment``: a new group's first heartbeat is answered with epoch 1 and an
+  empty assignment, as Kafka answers it before the share state is initialised (HB-6); the
+  consumer keeps polling and still gets every record, each once.
 * ``dlq_read`` (every client, not only share consumers): kwire writes a share group's dead-letter
   record (KIP-1191); the client reads the DLQ topic as any topic and sees the ``__dlq.errors.*``
   headers in order.
@@ -58,6 +61,10 @@ class ShareControl(Protocol):
 
     def wait_share_start_offset(self, group: str, topic: str, partition: int, want: int, timeout_s: float) -> bool:
         """Wait until the group's share-partition start offset is ``want``."""
+        ...
+
+    def describe_share_group(self, group: str) -> dict[str, Any] | None:
+        """The group's members ({"members": {id: {"member_epoch", "assignment", ...}}}), or None."""
         ...
 
 
@@ -260,6 +267,40 @@ def share_dlq(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) ->
     return _run("share_dlq", adapter, bootstrap, control, body)
 
 
+def share_empty_first_assignment(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """HB-6: the first heartbeat of a new group's member gets epoch 1 and no partitions; the member
+    keeps polling, gets its partition on a later heartbeat and then every record once."""
+
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        count = 20
+        ctl.produce_values(topic, [b"%d" % i for i in range(count)])
+        m = member()
+        early: list[Delivered] = []
+        deadline = time.monotonic() + 30
+        while not (ctl.describe_share_group(group) or {}).get("members"):
+            _check(time.monotonic() < deadline, "the consumer never joined the group in 30 s")
+            early += m.poll(100)
+        (first,) = (ctl.describe_share_group(group) or {})["members"].values()
+        _check(first["member_epoch"] == 1 and not first["assignment"] and not early,
+               f"first answer: epoch {first['member_epoch']}, assignment {first['assignment']}, "
+               f"{len(early)} records before it (a new share group's first assignment is empty)")
+        seen: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < count:
+            _check(time.monotonic() < deadline, f"{len(seen)} of {count} records in 60 s after an empty first "
+                                                f"assignment")
+            got = m.poll(500)
+            for r in got:
+                m.ack(r, "ACCEPT")
+                seen.append(r.offset)
+            if got:
+                _check(all(x.endswith(" ok") for x in m.commit()), "a commit failed")
+        _check(sorted(seen) == list(range(count)), f"accepted {sorted(seen)}")
+        return {"first_epoch": 1, "accepted": len(seen)}
+
+    return _run("share_empty_first_assignment", adapter, bootstrap, control, body)
+
+
 DLQ_HEADERS = ["__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
                "__dlq.errors.delivery.count", "__dlq.errors.message"]
 
@@ -294,5 +335,6 @@ SHARE_SCENARIOS = {
     "share_dead_consumer": share_dead_consumer,
     "share_commit": share_commit,
     "share_dlq": share_dlq,
+    "share_empty_first_assignment": share_empty_first_assignment,
     "dlq_read": dlq_read,
 }

@@ -115,6 +115,9 @@ def test_session_timeout_and_heartbeat_interval_follow_group_then_broker_configs
     from kwire.broker.core.configs import ResourceType
 
     core.configs.set(ResourceType.BROKER, "", "group.consumer.heartbeat.interval.ms", "700")
+    # GroupConfig.validate bounds group overrides by the broker's min keys (5000 and 45000 by default)
+    core.configs.set(ResourceType.BROKER, "", "group.consumer.min.heartbeat.interval.ms", "500", static=True)
+    core.configs.set(ResourceType.BROKER, "", "group.consumer.min.session.timeout.ms", "1000", static=True)
     a = ConsumerClient(core, topics=["t"])
     assert a.heartbeat().heartbeat_interval_ms == 700
     core.configs.set(ResourceType.GROUP, "g", "consumer.heartbeat.interval.ms", "900")

@@ -60,9 +60,12 @@ def test_unsupported_api_versions_version_gets_the_v0_layout_fallback() -> None:
         struct.pack(">hh", 0, 4)
 
 
-def test_invalid_client_software_name_is_invalid_request() -> None:
+@pytest.mark.parametrize(("name", "version"), [("bad name!", "1"), ("kwire\n", "1"), ("kwire", "1.0\n")])
+def test_invalid_client_software_name_is_invalid_request(name: str, version: str) -> None:
+    """ApiVersionsRequest.isValid matches the whole name and version (Java's Matcher.matches), so a
+    trailing newline is invalid too."""
     core, _ = make_core()
-    resp = CoreClient(core).send(ApiVersionsRequest(client_software_name="bad name!", client_software_version="1"), 3)
+    resp = CoreClient(core).send(ApiVersionsRequest(client_software_name=name, client_software_version=version), 3)
     assert resp.error_code == ErrorCode.INVALID_REQUEST
 
 

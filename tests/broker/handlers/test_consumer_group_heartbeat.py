@@ -57,3 +57,34 @@ def test_injected_errors_answer_in_every_version(version):
                               error_code=E.COORDINATOR_NOT_AVAILABLE))
     resp = CoreClient(core).send(join_request("m"), version)
     assert (resp.error_code, resp.member_id, resp.assignment) == (E.COORDINATOR_NOT_AVAILABLE, None, None)
+
+
+@pytest.mark.rule("HB-5")
+def test_a_recreated_topic_is_a_changed_assignment_by_topic_id():
+    """ConsumerGroupHeartbeat keys assignments by topic id (ConsumerGroupMember.assignedPartitions,
+    GroupMetadataManager.consumerGroupHeartbeat's hasAssignedPartitionsChanged): a topic deleted and
+    recreated under its name is a new topic, so the member's next heartbeats revoke the old id and
+    then bring the new one instead of answering a null assignment."""
+    from kwire.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequest_CreatableTopic
+    from kwire.protocol.messages.delete_topics import (
+        DeleteTopicsRequest,
+        DeleteTopicsRequest_DeleteTopicState,
+    )
+
+    core, _ = make_core()
+    core.create_topic("t", 2)
+    a = ConsumerClient(core, topics=["t"])
+    a.heartbeat()
+    old = core.cluster.topics["t"].topic_id
+    assert a.owned == {old: {0, 1}}
+    c = CoreClient(core)
+    assert c.send(DeleteTopicsRequest(topics=[DeleteTopicsRequest_DeleteTopicState(name="t")]), 6) \
+        .responses[0].error_code == 0
+    assert c.send(CreateTopicsRequest(topics=[CreateTopicsRequest_CreatableTopic(
+        name="t", num_partitions=2, replication_factor=1)]), 7).topics[0].error_code == 0
+    new = core.cluster.topics["t"].topic_id
+    r = a.heartbeat()  # the old id is revoked: the member keeps its epoch until it lets go
+    assert (r.member_epoch, r.assignment is not None, a.owned) == (1, True, {})
+    r = a.heartbeat()  # then the new id comes
+    assert (r.member_epoch, r.assignment is not None, a.owned) == (3, True, {new: {0, 1}})
+    assert a.heartbeat().assignment is None

@@ -161,3 +161,19 @@ def test_create_partitions_beyond_ten_thousand_new_partitions_is_policy_violatio
     res = CoreClient(core).send(req, 3).results[0]
     assert res.error_code == ErrorCode.POLICY_VIOLATION
     assert len(core.cluster.topics["t"].partitions) == 1
+
+
+@pytest.mark.parametrize("name", ["t\n", "t\r\n", "\nt", "t\x00"])
+def test_a_name_with_a_newline_or_control_character_is_an_invalid_topic(name: str) -> None:
+    """Topic.validate (clients/.../internals/Topic.java) allows only [a-zA-Z0-9._-] over the whole
+    name: CreateTopics and Metadata auto-creation answer INVALID_TOPIC_EXCEPTION for a trailing
+    newline (which a regex ending in "$" lets through) and create nothing."""
+    core, _ = make_core()
+    c = CoreClient(core)
+    resp = c.send(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1)], timeout_ms=1000), 7)
+    assert resp.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    resp = c.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
+                                  allow_auto_topic_creation=True), 9)
+    assert resp.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert name not in core.cluster.topics and name.strip() not in core.cluster.topics

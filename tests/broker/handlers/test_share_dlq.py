@@ -254,3 +254,18 @@ def test_archiving_survives_a_restart_and_resumes_its_write(tmp_path: Any) -> No
     ((_, rec),) = dlq_records(again)
     assert dict(headers(rec))["__dlq.errors.offset"] == "1"
     assert dict(headers(rec))["__dlq.errors.message"] == "Offset rejected by client."
+
+
+@pytest.mark.rule("DLQ-5, DLQ-6")
+def test_a_dead_letter_topic_name_with_a_trailing_newline_is_never_created() -> None:
+    """DLQ-6: auto-creation validates the name as CreateTopics does (Topic.validate): "dlq.g\\n" is
+    INVALID_TOPIC_EXCEPTION, so no topic is made, nothing written, and the record is archived."""
+    core = setup(opt_in=False, settings={"errors.deadletterqueue.auto.create.topics.enable": "true"})
+    core.configs.set(ResourceType.GROUP, "sg", "errors.deadletterqueue.topic.name", "dlq.g\n")
+    put(core, [b"a"])
+    consumer(core).acknowledge({("t", 0): [(0, 0, REJECT)]})
+    core.advance(0)
+    assert state(core, 0) == "ARCHIVED"
+    assert [n for n in core.cluster.topics if n.startswith("dlq")] == []
+    (cause,) = core.subsystems.share_groups.dlq.stats["sg"].failures
+    assert "characters other than" in cause
