@@ -132,10 +132,19 @@ def test_batch_optimized_max_records_is_a_soft_cap_ending_on_a_log_batch():
 
 @pytest.mark.rule("AQ-3")
 def test_record_limit_mode_acquires_exactly_max_records():
-    """AQ-3: mode 1 acquires exactly MaxRecords; the rest of the log batch stays deliverable."""
+    """AQ-3: mode 1 acquires exactly MaxRecords; the in-flight batch still spans the log batch, the
+    rest of it AVAILABLE with delivery count 0, and the next fetch starts there (SharePartition
+    ``createBatches``, InFlightBatch ``maybeInitializeOffsetStateUpdate(lastOffset, delayMs)``)."""
     r = rig(4, 4)
     assert r.sp.acquire("m1", 3, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(0, 2, 1)]
-    assert r.sp.acquire("m2", 3, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(3, 5, 1)]
+    assert [r.state(o) for o in range(4)] == [(Q, 1, "m1")] * 3 + [(A, 0, None)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (3, 4)
+    # Re-acquired offset 3 and new offsets 4-5 are separate entries, as upstream answers them.
+    assert r.sp.acquire("m2", 3, mode=ShareAcquireMode.RECORD_LIMIT) == [
+        AcquiredRecords(3, 3, 1), AcquiredRecords(4, 5, 1)]
+    assert [r.state(o) for o in range(4, 8)] == [(Q, 1, "m2")] * 2 + [(A, 0, None)] * 2
+    assert r.sp.statistics().batches == ((0, 3, True), (4, 7, True))
+    assert r.sp.acquire("m3", 10) == [AcquiredRecords(6, 7, 1)]
 
 
 @pytest.mark.rule("AQ-4")
@@ -149,7 +158,8 @@ def test_batch_size_cuts_new_records_on_log_batch_boundaries():
 
 @pytest.mark.rule("AQ-2")
 def test_max_record_locks_limits_new_acquisition_but_not_reacquisition():
-    """AQ-2: beyond the lock limit nothing new is acquired; AVAILABLE records inside still are."""
+    """AQ-2: at the lock limit nothing new is acquired and the partition is not fetchable; AVAILABLE
+    records inside still are (SharePartition ``canAcquireRecords``, ``lastOffsetAndMaxRecordsToAcquire``)."""
     r = rig(*([1] * 300), partition_max_record_locks=100)
     assert r.sp.acquire("m1", 500) == [AcquiredRecords(0, 99, 1)]
     assert r.sp.acquire("m2", 500) == []
@@ -157,6 +167,64 @@ def test_max_record_locks_limits_new_acquisition_but_not_reacquisition():
     r.ack("m1", 10, 10, RELEASE)
     assert r.sp.has_acquirable()
     assert r.sp.acquire("m2", 500) == [AcquiredRecords(10, 10, 2)]
+    assert r.sp.end_offset == 99
+
+
+@pytest.mark.rule("AQ-2")
+def test_lock_limit_is_rounded_up_to_the_end_of_the_log_batch():
+    """AQ-2: locks=100, log batches of 95 and 10 records, MaxRecords 500: min(500, 100) records to
+    acquire, rounded up to the end of the batch holding offset 99, so 0-104 are acquired
+    (SharePartition ``acquireNewBatchRecords``, ``lastOffsetFromBatchWithRequestOffset``)."""
+    r = rig(95, 10, 10, partition_max_record_locks=100)
+    assert r.sp.acquire("m1", 500) == [AcquiredRecords(0, 104, 1)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (104, 105)
+    assert not r.sp.has_acquirable()
+    assert r.sp.acquire("m2", 500) == []
+    r.ack("m1", 0, 9, ACCEPT)  # 95 in flight: room for 5 more, rounded up to the next log batch
+    assert r.sp.has_acquirable()
+    assert r.sp.acquire("m2", 500) == [AcquiredRecords(105, 114, 1)]
+    assert r.sp.in_flight_count() == 105
+
+
+@pytest.mark.rule("AQ-2")
+def test_room_under_the_lock_limit_also_caps_what_the_window_gives_back():
+    """AQ-2: the records to acquire are min(MaxRecords, limit - in flight) for re-acquisition too;
+    at the limit, AVAILABLE records inside are acquired up to SPEO and nothing new is read."""
+    r = rig(*([1] * 20), partition_max_record_locks=10, delivery_count_limit=10)
+    assert r.sp.acquire("m1", 4, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(0, 3, 1)]
+    r.ack("m1", 0, 3, RELEASE)  # 4 AVAILABLE in a window of 4: room 6
+    got = r.sp.acquire("m2", 500, mode=ShareAcquireMode.RECORD_LIMIT)
+    assert got == [AcquiredRecords(0, 3, 2), AcquiredRecords(4, 5, 1)]
+    assert r.sp.in_flight_count() == 6
+    r.ack("m2", 0, 5, RELEASE)  # room 4: the first in-flight batch (4 records) uses all of it
+    assert r.sp.acquire("m3", 500) == [AcquiredRecords(0, 3, 3)]
+    assert r.sp.acquire("m1", 500) == [AcquiredRecords(4, 5, 2), AcquiredRecords(6, 7, 1)]
+    assert r.sp.acquire("m2", 500) == [AcquiredRecords(8, 9, 1)]
+    r.ack("m3", 2, 3, RELEASE)
+    assert r.sp.in_flight_count() == 10
+    assert r.sp.acquire("m1", 500) == [AcquiredRecords(2, 3, 4)]  # up to SPEO, nothing new
+    assert r.sp.end_offset == 9
+
+
+@pytest.mark.rule("AQ-2, AQ-3")
+def test_record_limit_at_the_lock_limit_keeps_the_log_batch_in_flight_available():
+    """AQ-2, AQ-3: in record_limit mode the in-flight batch still spans the whole log batch: the
+    remainder is AVAILABLE with delivery count 0 and counts toward SPEO and the in-flight total,
+    so the partition stays fetchable at the limit through those records."""
+    r = rig(8, 8, partition_max_record_locks=6)
+    assert r.sp.acquire("m1", 500, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(0, 5, 1)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (7, 8)
+    assert [r.state(o) for o in (5, 6, 7)] == [(Q, 1, "m1"), (A, 0, None), (A, 0, None)]
+    assert r.sp.has_acquirable()  # over the limit, but AVAILABLE records inside the window
+    assert r.sp.acquire("m2", 500, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(6, 7, 1)]
+    assert r.sp.end_offset == 7 and not r.sp.has_acquirable()
+    assert r.sp.acquire("m2", 500) == []
+    r.ack("m1", 0, 5, ACCEPT)
+    r.ack("m2", 6, 6, ACCEPT)  # in flight 7-7: room 5 of a log batch of 8
+    assert r.sp.acquire("m3", 500, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(8, 12, 1)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (15, 9)
+    r.ack("m2", 7, 7, GAP)
+    assert r.sp.start_offset == 8
 
 
 @pytest.mark.rule("ST-9")
