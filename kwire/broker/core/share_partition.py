@@ -713,22 +713,33 @@ class SharePartition:
     # --- acknowledgements ---------------------------------------------------------------------
     def acknowledge(self, member_id: str, batches: Sequence[AckBatch], *, version: int = 2,
                     is_renew_ack: bool = False) -> None:
-        """Apply one partition's acknowledgement batches for ``member_id``, all or nothing.
+        """Apply one partition's acknowledgement batches for ``member_id``, all or nothing, but
+        for RENEW: a lock renewed before the failing batch or offset stays renewed, as upstream's
+        renewal is applied at once and never enters the rollback list (SharePartition
+        ``acknowledgeCompleteBatch``, ``acknowledgePerOffsetBatchRecords``,
+        ``rollbackOrProcessStateUpdates``).
 
         Raises:
             KafkaError: INVALID_REQUEST (AK-1..AK-6, AK-9) or INVALID_RECORD_STATE (AK-8, AK-10,
-                AK-11, RN-5, RN-6); the partition is then unchanged.
+                AK-11, RN-5, RN-6); no state changed then, only those earlier renewals.
         """
         validate_ack_batches(batches, version=version, is_renew_ack=is_renew_ack)
         if not self.initialized:  # AK-13: nothing was ever fetched here, so nothing can be acknowledged
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"no share state for {self.topic}-{self.partition} in group {self.group_id}")
         cfg = self._config()
-        steps = self._plan(member_id, batches, cfg)
+        steps: list[_Step] = []
+        try:
+            self._plan(member_id, batches, cfg, steps)
+        except KafkaError:
+            # ST-5 rolls back state transitions; a RENEW is none (RN-4), so it is kept.
+            self._commit([s for s in steps if s.trigger is Trigger.RENEW], cfg)
+            raise
         self._commit(steps, cfg)
 
-    def _plan(self, member_id: str, batches: Sequence[AckBatch], cfg: ShareConfig) -> list[_Step]:
-        steps: list[_Step] = []
+    def _plan(self, member_id: str, batches: Sequence[AckBatch], cfg: ShareConfig, steps: list[_Step]) -> None:
+        """Check ``batches`` against the current state and append their moves to ``steps``, in
+        order (AK-7..AK-11); raises at the first refusal with ``steps`` holding what came before."""
         planned: dict[int, RecordState] = {}  # offsets this request already moved
 
         def check(offset: int, rec: _Rec, trigger: Trigger) -> None:
@@ -779,7 +790,6 @@ class SharePartition:
                     trigger = _ACK_TRIGGERS[AckType(t)]
                     check(off, b.rec(off), trigger)
                     steps.append(_Step(b, off, trigger))
-        return steps
 
     def _commit(self, steps: list[_Step], cfg: ShareConfig) -> None:
         now = self._clock.now_ms()

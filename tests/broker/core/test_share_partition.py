@@ -613,6 +613,43 @@ def test_renew_is_refused_when_disabled_for_the_group():
     assert code_of(r.ack, "m1", 0, 1, RENEW) == E.INVALID_RECORD_STATE
 
 
+@pytest.mark.rule("RN-4, AK-9, ST-5")
+def test_renew_before_a_failing_batch_is_kept_and_the_rest_rolled_back():
+    """RN-4, ST-5: upstream renews a lock at once and never puts the renewal on the rollback list,
+    so when a later batch of the same request fails (AK-9 here) the renewal stays while the
+    ACCEPT before it is rolled back (SharePartition ``acknowledge``, ``acknowledgeCompleteBatch``,
+    ``rollbackOrProcessStateUpdates``)."""
+    r = rig(2, 2, record_lock_duration_ms=30_000)
+    assert r.sp.acquire("m1", 3) == [AcquiredRecords(0, 3, 1)]
+    r.tl.advance(20_000)
+    batches = [AckBatch(0, 3, (RENEW,)), AckBatch(3, 3, (ACCEPT,)), AckBatch(3, 9, (ACCEPT,))]
+    assert code_of(r.sp.acknowledge, "m1", batches, is_renew_ack=True) == E.INVALID_REQUEST
+    assert [r.state(o) for o in range(4)] == [(Q, 1, "m1")] * 4
+    assert {o.lock_deadline_ms for o in r.sp.statistics().offsets} == {START_MS + 50_000}
+    r.tl.advance(29_999)
+    assert r.state(3) == (Q, 1, "m1")
+    r.tl.advance(1)
+    assert [r.state(o) for o in range(4)] == [(A, 1, None)] * 4
+
+
+@pytest.mark.rule("RN-4, RN-5, ST-5")
+def test_per_offset_renews_before_the_failing_offset_are_kept():
+    """RN-4, RN-5: per-offset types 0-3 = RENEW, ACCEPT, RENEW, RENEW where offset 3 is another
+    member's: offsets 0 and 2 stay renewed, the ACCEPT of 1 is rolled back and 3 is untouched
+    (SharePartition ``acknowledgePerOffsetBatchRecords``: each renewal is applied when reached)."""
+    r = rig(1, 1, 1, 1, record_lock_duration_ms=30_000)
+    assert r.sp.acquire("m1", 3) == [AcquiredRecords(0, 2, 1)]
+    r.tl.advance(10_000)
+    assert r.sp.acquire("m2", 1) == [AcquiredRecords(3, 3, 1)]
+    r.tl.advance(10_000)
+    batch = AckBatch(0, 3, (RENEW, ACCEPT, RENEW, RENEW))
+    assert code_of(r.sp.acknowledge, "m1", [batch], is_renew_ack=True) == E.INVALID_RECORD_STATE
+    deadlines = {o.offset: o.lock_deadline_ms for o in r.sp.statistics().offsets}
+    assert deadlines == {0: START_MS + 50_000, 1: START_MS + 30_000, 2: START_MS + 50_000, 3: START_MS + 40_000}
+    r.tl.advance(10_000)
+    assert [r.state(o) for o in range(4)] == [(Q, 1, "m1"), (A, 1, None), (Q, 1, "m1"), (Q, 1, "m2")]
+
+
 # --- releases and log start -------------------------------------------------------------------
 @pytest.mark.rule("SS-8")
 def test_release_member_frees_only_that_members_records():

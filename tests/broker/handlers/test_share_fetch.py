@@ -199,6 +199,25 @@ def test_renew_only_fetch_renews_and_returns_no_records(core) -> None:  # type: 
     assert core.subsystems.share_groups.partitions.get("sg", "t", 0).record_state(0)[0].name == "ACQUIRED"
 
 
+@pytest.mark.rule("RN-4, AK-14")
+def test_a_renewal_survives_a_later_failing_batch_of_the_same_request(core) -> None:  # type: ignore[no-untyped-def]
+    """RN-4: ShareAcknowledge v2 renews offset 0, then a batch beyond the acquired records fails the
+    partition (INVALID_REQUEST in its ErrorCode, AK-14); the renewal stays as upstream keeps it
+    (SharePartition ``acknowledge``: renewals are not on the rollback list), so the record is
+    still held when its first lock would have run out."""
+    put(core, [b"a"])
+    m = member(core)
+    assert acquired(m.fetch({"t": [0]})) == [(0, 0, 1)]
+    core.advance(20_000)
+    r = m.acknowledge({("t", 0): [(0, 0, 4), (5, 5, 1)]}, renew=True)
+    assert partition_data(r).error_code == E.INVALID_REQUEST
+    core.advance(20_000)
+    sp = core.subsystems.share_groups.partitions.get("sg", "t", 0)
+    assert sp.record_state(0)[0].name == "ACQUIRED"
+    core.advance(10_000)
+    assert sp.record_state(0)[0].name == "AVAILABLE"
+
+
 @pytest.mark.rule("AQ-7")
 def test_fetch_waits_and_is_woken_by_produce_and_by_released_records(core) -> None:  # type: ignore[no-untyped-def]
     """AQ-7: with nothing acquirable the fetch waits up to MaxWaitMs; an append wakes it, and so does a
