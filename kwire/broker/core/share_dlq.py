@@ -12,8 +12,11 @@ Theory of operation
   (DLQ-7) to partition ``source partition % partitions`` through the log's one append path
   (``AppendOrigin.DLQ``: no compression, no producer id, the broker clock as timestamp), with
   DLQ-9's headers in order and the original key and value only when copying is on (DLQ-8).
-  NOT_LEADER_OR_FOLLOWER and storage errors are retried up to 5 attempts, backing off from 1 s
-  to 30 s on the broker clock (DLQ-10); anything else fails the write.
+  A NOT_LEADER_OR_FOLLOWER partition error, a disconnect (NETWORK_EXCEPTION) or a timeout
+  (REQUEST_TIMED_OUT) is retried, up to 5 attempts, after 2 s, 4 s, 8 s and 16 s on the broker
+  clock (DLQ-10: ShareGroupDLQStateManager's ExponentialBackoffManager, 1 s base, 30 s cap; its
+  ±20 % jitter left out so the window's middle is used); any other error, a storage error
+  included, fails the write at once.
 * Either way the records then go ARCHIVING → ARCHIVED (``complete_archiving``): a failed write is
   counted and logged once per (group, cause), never reported to the consumer.
 * Sans-I/O: the clock, deadlines, logs and configs are the core's.
@@ -35,7 +38,7 @@ from kwire.protocol.error_codes import ErrorCode
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore
 
-__all__ = ["DlqWriter", "DlqStats", "DLQ_MESSAGES", "HEADER_PREFIX", "MAX_ATTEMPTS"]
+__all__ = ["DlqWriter", "DlqStats", "DLQ_MESSAGES", "HEADER_PREFIX", "MAX_ATTEMPTS", "RETRIABLE", "backoff_ms"]
 
 log = logging.getLogger("kwire.broker.dlq")
 
@@ -44,11 +47,19 @@ DLQ_MESSAGES = {  # DLQ-9
     ArchiveCause.REJECTED: "Offset rejected by client.",
     ArchiveCause.DELIVERY_LIMIT: "Offset delivery count exceeded the threshold.",
 }
-MAX_ATTEMPTS = 5  # DLQ-10
-BACKOFF_MS = 1000
-MAX_BACKOFF_MS = 30_000
-_RETRIABLE = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.LEADER_NOT_AVAILABLE,
-              ErrorCode.REQUEST_TIMED_OUT}
+MAX_ATTEMPTS = 5  # DLQ-10: MAX_REQUEST_ATTEMPTS
+BACKOFF_MS = 1000  # REQUEST_BACKOFF_MS
+MAX_BACKOFF_MS = 30_000  # REQUEST_BACKOFF_MAX_MS
+BACKOFF_EXP_BASE = 2  # CommonClientConfigs.RETRY_BACKOFF_EXP_BASE
+# DLQ-10 (handleProduceResponse): the NOT_LEADER_OR_FOLLOWER partition error and the client-side
+# NETWORK_EXCEPTION (disconnect) and REQUEST_TIMED_OUT; every other error fails the write.
+RETRIABLE = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
+
+
+def backoff_ms(attempts: int) -> int:
+    """The wait after ``attempts`` failed attempts: ExponentialBackoff.backoff(attempts) without
+    its jitter, so 2 s, 4 s, 8 s and 16 s before attempts 2 to 5 (DLQ-10)."""
+    return min(BACKOFF_MS * BACKOFF_EXP_BASE ** attempts, MAX_BACKOFF_MS)
 
 
 @dataclass(slots=True)
@@ -56,8 +67,8 @@ class DlqStats:
     """KIP-1191's per-group metrics, and why writes failed."""
 
     records_written: int = 0
-    produce_requests: int = 0
-    failed_produce_requests: int = 0
+    produce_requests: int = 0  # every attempt (DeadLetterQueueTotalProduceRequestsPerSec)
+    failed_produce_requests: int = 0  # writes given up (DeadLetterQueueFailedProduceRequestsPerSec)
     failures: Counter[str] = field(default_factory=Counter)  # cause -> records not written
 
 
@@ -94,12 +105,11 @@ class DlqWriter:
         try:
             written = self._write(req)
         except KafkaError as exc:
-            if exc.code in _RETRIABLE and attempt < MAX_ATTEMPTS:  # DLQ-10
-                delay = min(BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS)
-                self.core.deadlines.at(self.core.clock.now_ms() + delay, lambda: self._attempt(req, attempt + 1))
-                stats.failed_produce_requests += 1
+            if exc.code in RETRIABLE and attempt < MAX_ATTEMPTS:  # DLQ-10
+                self.core.deadlines.at(self.core.clock.now_ms() + backoff_ms(attempt),
+                                       lambda: self._attempt(req, attempt + 1))
                 return
-            if exc.code != ErrorCode.NONE:
+            if exc.code != ErrorCode.NONE:  # a produce that was given up (not a failed precondition)
                 stats.failed_produce_requests += 1
             cause = exc.message or self.core.error_code_name(exc.code)
             stats.failures[cause] += len(req.offsets)
