@@ -362,7 +362,10 @@ class SharePartition:
         self._config = config
         # The DLQ hook (issue 10): gets records that entered ARCHIVING; None archives at once.
         self.failure_archiver = failure_archiver
-        # Called when records became acquirable again (wake parked ShareFetches).
+        # Called when a parked ShareFetch may now acquire: records became AVAILABLE again, or the
+        # SPSO moved and so made room under the lock limit (AQ-2, AQ-7; upstream notifies the
+        # delayed share fetches of the partition after acknowledgements, releases, lock expiry
+        # and DLQ archiving).
         self.on_available = on_available
         self.initialized = False
         self.spso = 0
@@ -905,8 +908,9 @@ class SharePartition:
                 self.complete_archiving(req.offsets)
             else:
                 self.failure_archiver(req)
+        before = self.spso
         self._advance_start()
-        if freed and self.on_available is not None:
+        if (freed or self.spso > before) and self.on_available is not None:
             self.on_available(self)
 
     def complete_archiving(self, offsets: Iterable[int]) -> None:
@@ -928,7 +932,10 @@ class SharePartition:
             for off, rec in b.offsets.items():
                 if off in done and rec.state is RecordState.ARCHIVING:
                     rec.state = next_state(rec.state, Trigger.ARCHIVE_DONE)
+        before = self.spso
         self._advance_start()
+        if self.spso > before and self.on_available is not None:
+            self.on_available(self)  # room under the lock limit (AQ-2)
 
     # --- start offset -------------------------------------------------------------------------
     def _advance_start(self) -> None:
