@@ -12,7 +12,7 @@ from kwire.protocol.error_codes import ErrorCode as E
 from kwire.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as IAC
 from kwire.records import RecordBatch
 from tests.broker.handlers.test_produce_fetch import produce
-from tests.broker.helpers import CoreClient, batch, make_core
+from tests.broker.helpers import START_MS, CoreClient, batch, make_core
 from tests.broker.share_helpers import ShareClient
 
 REJECT, RELEASE, ACCEPT, GAP = 3, 2, 1, 0
@@ -140,6 +140,61 @@ def test_one_record_per_offset_partition_modulo_and_content() -> None:
     copy.advance(0)
     ((_, r),) = dlq_records(copy)
     assert (bytes(r.key), bytes(r.value)) == (b"kx", b"x")
+
+
+@pytest.mark.rule("DLQ-7")
+def test_a_write_past_max_message_bytes_goes_out_in_rounds() -> None:
+    """DLQ-7: records that would pass the DLQ topic's max.message.bytes are split: each round is one
+    produce request with one batch of as many records as fit, in offset order (DLQStateManager
+    ``topicProduceData``: batch overhead plus DefaultRecord.sizeInBytes per record)."""
+    core = setup(copy=True)
+    core.configs.set(ResourceType.TOPIC, "dlq.g", "max.message.bytes", "1000")
+    put(core, [b"v%02d" % i + b"x" * 100 for i in range(20)])
+    consumer(core).acknowledge({("t", 0): [(0, 19, REJECT)]})
+    core.advance(0)
+    batches = core.cluster.topics["dlq.g"].partitions[0].log.batches
+    assert len(batches) > 3
+    assert all(len(b.data) <= 1000 for b in batches)
+    got = dlq_records(core)
+    assert [dict(headers(r))["__dlq.errors.offset"] for _, r in got] == [str(i) for i in range(20)]
+    assert [bytes(r.value)[:3] for _, r in got] == [b"v%02d" % i for i in range(20)]
+    stats = core.subsystems.share_groups.dlq.stats["sg"]
+    assert (stats.records_written, stats.produce_requests) == (20, len(batches))
+    # Each batch is as full as max.message.bytes allows: one record more would not have fitted.
+    for b in batches[:-1]:
+        n = len(list(RecordBatch(bytes(b.data))))
+        assert len(b.data) + (len(b.data) - 61) // n > 1000
+
+
+@pytest.mark.rule("DLQ-7, DLQ-10")
+def test_a_record_too_large_on_its_own_fails_the_write() -> None:
+    """DLQ-7, DLQ-10: a record whose headers alone pass max.message.bytes is sent alone and refused
+    (MESSAGE_TOO_LARGE, not retried): nothing is written and the records are archived (DLQ-4)."""
+    core = setup()
+    core.configs.set(ResourceType.TOPIC, "dlq.g", "max.message.bytes", "150")
+    put(core, [b"a", b"b"])
+    consumer(core).acknowledge({("t", 0): [(0, 1, REJECT)]})
+    core.advance(0)
+    assert (state(core, 0), state(core, 1), dlq_records(core)) == ("ARCHIVED", "ARCHIVED", [])
+    stats = core.subsystems.share_groups.dlq.stats["sg"]
+    assert (stats.produce_requests, stats.failed_produce_requests) == (1, 1)
+
+
+@pytest.mark.parametrize("value", [None, b"", b"v" * 200], ids=["null", "empty", "200-bytes"])
+@pytest.mark.parametrize("count", [1, 3, 200])
+def test_record_size_is_the_encoded_size(value: bytes | None, count: int) -> None:
+    """DLQ-7's size sum: ``record_size`` per record plus the 61-byte header is the built batch's length."""
+    from kwire.broker.core.share_dlq import RECORD_BATCH_OVERHEAD, record_size
+    from kwire.records import BatchBuilder
+
+    b = BatchBuilder()
+    total = RECORD_BATCH_OVERHEAD
+    for i in range(count):
+        hs = [("__dlq.errors.offset", str(i * 1000).encode()), ("__dlq.errors.message", b"m" * i)]
+        key = None if value is None else b"k%d" % i
+        total += record_size(i, key, value, hs)
+        b.append(value, key, hs, timestamp_ms=START_MS)
+    assert len(b.build()) == total
 
 
 @pytest.mark.rule("DLQ-1")
