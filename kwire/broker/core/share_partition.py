@@ -27,6 +27,13 @@ Theory of operation
 * **Reading.** Acquisition walks the log's batches (``ShareLog``), so new in-flight batches end
   on log-batch boundaries (AQ-3, AQ-4). Under read_committed it stops at the last stable offset
   and archives the data of aborted transactions (AQ-9).
+* **The lock limit is soft** (AQ-2): a fetch takes min(MaxRecords, limit - in flight) records,
+  rounded up to the end of the log batch; in record-limit mode the rest of that batch is in
+  flight AVAILABLE with delivery count 0. At the limit only AVAILABLE records inside the window
+  are acquired. A parked fetch is woken when records become AVAILABLE or the SPSO moves.
+* **Compaction** (AQ-10): a log read starts at the first batch the log still has, so holes are
+  never acquired; the SPSO steps over holes between in-flight batches, and AVAILABLE records
+  between the fetch offset and that first batch are archived.
 * The mock commits state changes at once (ST-5's mock note): nothing is ever "in transition".
 """
 
