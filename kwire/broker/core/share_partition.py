@@ -419,15 +419,16 @@ class SharePartition:
         """Acquire records for ``member_id`` (AQ-1..AQ-6, AQ-9, AQ-10, ST-9): AVAILABLE records
         inside the window first, then new records from the log. At most ``max_records`` in
         record-limit mode, whole in-flight and log batches in batch-optimized mode; the lock limit
-        is soft (AQ-2). New records are read up to ``max_bytes`` of whole batches, but always one
-        (KIP-74, AQ-7).
+        is soft (AQ-2). Only what one log read at the fetch offset returns is acquired: whole
+        batches up to ``max_bytes``, but always the first (KIP-74, AQ-7); ``max_bytes`` 0 reads
+        and acquires nothing (SS-11).
 
         Returns the acquired ranges with their delivery counts, in offset order; the caller serves
         the log batches that hold them.
         """
         self.initialize()
         self.sync_log_start()
-        if max_records <= 0:
+        if max_records <= 0 or max_bytes == 0:
             return []
         cfg = self._config()
         upto = self._read_upto(cfg)
@@ -444,6 +445,16 @@ class SharePartition:
                 return []  # canAcquireRecords: at the limit with nothing AVAILABLE inside
             budget = min(max_records, self._next_new - fetch_offset)
             read_new = False
+        # AQ-7: the log read at the fetch offset (upstream acquires from the fetched batches only).
+        # It is walked no further than acquisition can use: the window, then ``budget`` new records.
+        stop = self._next_new - 1
+        if read_new:
+            first_new = self._first_log_batch(self._next_new, upto)
+            if first_new is not None:
+                stop = max(stop, max(self._next_new, first_new.base_offset) + budget - 1)
+        read_last = self._read_last(fetch_offset, upto, max_bytes, stop)
+        if read_last is None:
+            return []
         now = self._clock.now_ms()
         deadline = now + cfg.record_lock_duration_ms
         out: list[AcquiredRecords] = []
@@ -457,21 +468,23 @@ class SharePartition:
             b = self._batches[first]
             if b.last < self.spso:
                 continue
+            if b.first > read_last:
+                break  # past what the read returned
             if b.offsets is None:
                 assert b.whole is not None
                 if b.whole.state is not RecordState.AVAILABLE:
                     continue
                 size = b.last - max(b.first, self.spso) + 1
-                if (b.first >= self.spso and (not record_limit or size <= budget)
+                if (b.first >= self.spso and b.last <= read_last and (not record_limit or size <= budget)
                         and b.whole.delivery_count < threshold):
                     self._take(b, None, b.whole, member_id, deadline)
                     out.append(AcquiredRecords(b.first, b.last, b.whole.delivery_count))
                     budget -= size
                     continue
-                self._split(b)  # ST-1: partial re-acquisition, SPSO inside the batch, or AQ-6
+                self._split(b)  # ST-1: partial re-acquisition or read, SPSO inside the batch, or AQ-6
             assert b.offsets is not None
             for off, rec in b.offsets.items():
-                if budget <= 0 and record_limit:
+                if (budget <= 0 and record_limit) or off > read_last:
                     break  # record-limit mode stops at MaxRecords; batch-optimized takes the whole batch
                 if off < self.spso or rec.state is not RecordState.AVAILABLE:
                     continue
@@ -496,9 +509,9 @@ class SharePartition:
                 _append_merged(out, off, rec.delivery_count)
                 budget -= 1
         # 2. New records from the log (AQ-1), for what is left of the budget (AQ-2, AQ-3).
-        if budget > 0 and read_new:
+        if budget > 0 and read_new and read_last >= self._next_new:
             out.extend(self._acquire_new(member_id, budget, batch_size, record_limit, deadline, cfg, upto,
-                                         max_bytes))
+                                         read_last))
         out.sort(key=lambda r: r.first_offset)
         return out
 
@@ -532,6 +545,25 @@ class SharePartition:
         if i >= len(batches) or batches[i].base_offset >= upto:
             return None
         return batches[i]
+
+    def _read_last(self, offset: int, upto: int, max_bytes: int | None, stop: int) -> int | None:
+        """The last offset a log read at ``offset`` returns (KIP-74, AQ-7): whole batches below
+        ``upto`` up to ``max_bytes``, but always the first; looked at no further than ``stop``.
+        None when the read returns nothing."""
+        batches = self.log.batches
+        i = bisect.bisect_left(batches, offset, key=lambda b: b.last_offset)
+        last: int | None = None
+        size = 0
+        for b in itertools.islice(batches, i, None):
+            if b.base_offset >= upto:
+                break
+            size += len(b.data)
+            if last is not None and max_bytes is not None and size > max_bytes:
+                break
+            last = min(b.last_offset, upto - 1)
+            if last >= stop:
+                break
+        return last
 
     def _archive_compacted(self, fetch_offset: int, upto: int) -> None:
         """AQ-10 (maybeArchiveStaleBatches): AVAILABLE in-flight records between the fetch offset and
@@ -570,9 +602,9 @@ class SharePartition:
         return moved
 
     def _acquire_new(self, member_id: str, want: int, batch_size: int | None, record_limit: bool,
-                     deadline: int, cfg: ShareConfig, upto: int, max_bytes: int | None) -> list[AcquiredRecords]:
-        """Acquire ``want`` new records from the first offset never acquired (AQ-1), rounded up to
-        the end of the log batch holding the last of them (AQ-2, AQ-3; SharePartition
+                     deadline: int, cfg: ShareConfig, upto: int, read_last: int) -> list[AcquiredRecords]:
+        """Acquire ``want`` new records from the first offset never acquired (AQ-1) up to
+        ``read_last``, rounded up to the end of the log batch holding the last of them (AQ-2, AQ-3; SharePartition
         ``acquireNewBatchRecords``, ``lastOffsetFromBatchWithRequestOffset``). In record-limit
         mode exactly ``want`` are ACQUIRED and the rest of that in-flight batch is AVAILABLE with
         delivery count 0 (``createBatches``)."""
@@ -589,15 +621,11 @@ class SharePartition:
         cap = start + want - 1
         last = start - 1
         cuts: list[int] = []  # last offsets of log batches (where BatchSize may cut, AQ-4)
-        size = 0
         all_batches = log.batches
         i = bisect.bisect_left(all_batches, start, key=lambda b: b.last_offset)
         for b in itertools.islice(all_batches, i, None):
-            if b.base_offset >= upto:
-                break
-            size += len(b.data)
-            if max_bytes is not None and size > max_bytes and last >= start:
-                break  # AQ-7: MaxBytes, but always the first batch
+            if b.base_offset >= upto or b.base_offset > read_last:
+                break  # past what the read returned
             if b.base_offset > cap:
                 last = cap  # the cap lies in a compaction hole: no batch to round up to
                 break

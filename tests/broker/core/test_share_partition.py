@@ -227,6 +227,34 @@ def test_record_limit_at_the_lock_limit_keeps_the_log_batch_in_flight_available(
     assert r.sp.start_offset == 8
 
 
+@pytest.mark.rule("AQ-7")
+def test_only_what_the_log_read_returns_is_acquired():
+    """AQ-7: one log read at the fetch offset, whole batches up to MaxBytes but always the first
+    (KIP-74); re-acquisition and new records share it, and an in-flight batch the read cuts is
+    split (SharePartition ``acquire``: the sub-map ends at the read's last offset)."""
+    r = rig(2, 2, 2, 2)
+    sizes = [len(b.data) for b in r.log.batches]
+    assert r.sp.acquire("m1", 6) == [AcquiredRecords(0, 5, 1)]
+    r.ack("m1", 0, 5, RELEASE)  # one AVAILABLE in-flight batch over three log batches
+    assert r.sp.acquire("m2", 100, max_bytes=sizes[0]) == [AcquiredRecords(0, 1, 2)]
+    assert r.sp.statistics().batches == ((0, 5, True),)
+    # Two log batches' worth: the rest of the window and no new records (SPEO stays 5).
+    assert r.sp.acquire("m2", 100, max_bytes=sizes[1] + sizes[2]) == [AcquiredRecords(2, 5, 2)]
+    assert r.sp.end_offset == 5
+    assert r.sp.acquire("m3", 100, max_bytes=1) == [AcquiredRecords(6, 7, 1)]  # always the first batch
+
+
+@pytest.mark.rule("SS-11")
+def test_max_bytes_zero_acquires_nothing():
+    """SS-11: MaxBytes 0 reads no records, so nothing is acquired, AVAILABLE or new."""
+    r = rig(2, 2)
+    assert r.sp.acquire("m1", 100, max_bytes=0) == []
+    assert r.sp.acquire("m1", 2) == [AcquiredRecords(0, 1, 1)]
+    r.ack("m1", 0, 1, RELEASE)
+    assert r.sp.acquire("m2", 100, max_bytes=0) == []
+    assert r.state(0) == (A, 1, None)
+
+
 @pytest.mark.rule("ST-9")
 def test_released_records_are_fetched_before_new_ones():
     """ST-9: after a release the next fetch starts at the lowest AVAILABLE offset."""
