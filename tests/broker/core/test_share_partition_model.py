@@ -85,8 +85,9 @@ class SharePartitionModel(RuleBasedStateMachine):
             self.batch_last[o] = last
 
     @rule(member=st.sampled_from(MEMBERS), max_records=st.integers(1, 6), record_limit=st.booleans(),
-          batch_size=st.one_of(st.none(), st.integers(1, 3)))
-    def fetch(self, member: str, max_records: int, record_limit: bool, batch_size: int | None) -> None:
+          batch_size=st.one_of(st.none(), st.integers(1, 3)), max_bytes=st.sampled_from([None, None, 1, 150]))
+    def fetch(self, member: str, max_records: int, record_limit: bool, batch_size: int | None,
+              max_bytes: int | None) -> None:
         mode = ShareAcquireMode.RECORD_LIMIT if record_limit else ShareAcquireMode.BATCH_OPTIMIZED
         sp = self.r.sp
         sp.initialize()  # what acquire does first; the window below is then the one it sees
@@ -95,7 +96,7 @@ class SharePartitionModel(RuleBasedStateMachine):
         next_new = sp.end_offset + 1 if in_flight else sp.start_offset
         available_inside = any(o.state is RecordState.AVAILABLE and o.offset >= sp.start_offset
                                for o in sp.statistics().offsets)
-        got = sp.acquire(member, max_records, batch_size=batch_size, mode=mode)
+        got = sp.acquire(member, max_records, batch_size=batch_size, mode=mode, max_bytes=max_bytes)
         total = 0
         new: list[int] = []
         for a in got:
@@ -116,11 +117,13 @@ class SharePartitionModel(RuleBasedStateMachine):
             assert not new, f"new offsets {new} acquired at the lock limit"
             if not available_inside:
                 assert got == []
-        if new:
+        if new:  # new records start at the first offset never acquired; the window ends on a log batch
+            assert new[0] == next_new and sp.end_offset == self.batch_last[sp.end_offset], (new, next_new)
+        if new and max_bytes is None:  # (a MaxBytes read may end earlier, AQ-7)
             # AQ-2, AQ-3: min(MaxRecords left, room), rounded up to the end of the log batch; in
             # record_limit mode only that many are acquired, the rest of the batch stays AVAILABLE.
             want = min(max_records, LOCKS - in_flight) - (total - len(new))
-            assert want > 0 and new[0] == next_new
+            assert want > 0 and new[0] == next_new, (want, new, next_new)
             last = self.batch_last[next_new + want - 1] if next_new + want - 1 in self.batch_last \
                 else self.r.log.log_end_offset - 1
             assert sp.end_offset == last, f"SPEO {sp.end_offset}, expected {last} ({want} wanted from {next_new})"
