@@ -459,7 +459,8 @@ class Broker:
     def fail_dlq_writes(self, group_id: str, error_code: int | str = "KAFKA_STORAGE_ERROR",
                         times: int | None = 1) -> None:
         """Fault injection: the group's next ``times`` dead-letter writes fail with ``error_code``
-        (retriable codes are retried as DLQ-10 says, so a retriable failure counts once per attempt)."""
+        (NOT_LEADER_OR_FOLLOWER, NETWORK_EXCEPTION and REQUEST_TIMED_OUT are retried as DLQ-10 says,
+        so each of those counts once per attempt; any other code fails the write at once)."""
         code = resolve_error_code(error_code)
         self.call(lambda: self._share().dlq.forced_failures.__setitem__(group_id, [code, times]))
 

@@ -11,9 +11,15 @@ Theory of operation
   missing, auto-creation with DLQ-6's configs), then append one record per source offset
   (DLQ-7) to partition ``source partition % partitions`` through the log's one append path
   (``AppendOrigin.DLQ``: no compression, no producer id, the broker clock as timestamp), with
-  DLQ-9's headers in order and the original key and value only when copying is on (DLQ-8).
-  NOT_LEADER_OR_FOLLOWER and storage errors are retried up to 5 attempts, backing off from 1 s
-  to 30 s on the broker clock (DLQ-10); anything else fails the write.
+  DLQ-9's headers in order and the original key and value only when copying is on (DLQ-8). A
+  write that would pass the DLQ topic's ``max.message.bytes`` goes out in several rounds, each
+  one batch of as many records as fit (a record too large on its own is sent alone and refused
+  with MESSAGE_TOO_LARGE, as the leader refuses it upstream).
+  A NOT_LEADER_OR_FOLLOWER partition error, a disconnect (NETWORK_EXCEPTION) or a timeout
+  (REQUEST_TIMED_OUT) is retried, up to 5 attempts a round, after 2 s, 4 s, 8 s and 16 s on the broker
+  clock (DLQ-10: ShareGroupDLQStateManager's ExponentialBackoffManager, 1 s base, 30 s cap; its
+  ±20 % jitter left out so the window's middle is used); any other error, a storage error
+  included, fails the write at once.
 * Either way the records then go ARCHIVING → ARCHIVED (``complete_archiving``): a failed write is
   counted and logged once per (group, cause), never reported to the consumer.
 * Sans-I/O: the clock, deadlines, logs and configs are the core's.
@@ -21,6 +27,7 @@ Theory of operation
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -35,7 +42,8 @@ from kwire.protocol.error_codes import ErrorCode
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore
 
-__all__ = ["DlqWriter", "DlqStats", "DLQ_MESSAGES", "HEADER_PREFIX", "MAX_ATTEMPTS"]
+__all__ = ["DlqWriter", "DlqStats", "DLQ_MESSAGES", "HEADER_PREFIX", "MAX_ATTEMPTS", "RETRIABLE", "backoff_ms",
+           "record_size"]
 
 log = logging.getLogger("kwire.broker.dlq")
 
@@ -44,11 +52,47 @@ DLQ_MESSAGES = {  # DLQ-9
     ArchiveCause.REJECTED: "Offset rejected by client.",
     ArchiveCause.DELIVERY_LIMIT: "Offset delivery count exceeded the threshold.",
 }
-MAX_ATTEMPTS = 5  # DLQ-10
-BACKOFF_MS = 1000
-MAX_BACKOFF_MS = 30_000
-_RETRIABLE = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.LEADER_NOT_AVAILABLE,
-              ErrorCode.REQUEST_TIMED_OUT}
+MAX_ATTEMPTS = 5  # DLQ-10: MAX_REQUEST_ATTEMPTS
+BACKOFF_MS = 1000  # REQUEST_BACKOFF_MS
+MAX_BACKOFF_MS = 30_000  # REQUEST_BACKOFF_MAX_MS
+BACKOFF_EXP_BASE = 2  # CommonClientConfigs.RETRY_BACKOFF_EXP_BASE
+# DLQ-10 (handleProduceResponse): the NOT_LEADER_OR_FOLLOWER partition error and the client-side
+# NETWORK_EXCEPTION (disconnect) and REQUEST_TIMED_OUT; every other error fails the write.
+RETRIABLE = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
+
+
+RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD: a v2 batch header
+
+
+def _varint_size(value: int) -> int:
+    """Bytes of ``value`` as a zigzag varint (ByteUtils.sizeOfVarlong)."""
+    z = ((value << 1) ^ (value >> 63)) & 0xFFFF_FFFF_FFFF_FFFF
+    n = 1
+    while z >= 0x80:
+        z >>= 7
+        n += 1
+    return n
+
+
+def _field_size(data: bytes | None) -> int:
+    return 1 if data is None else _varint_size(len(data)) + len(data)
+
+
+def record_size(offset_delta: int, key: bytes | None, value: bytes | None,
+                headers: list[tuple[str, bytes]]) -> int:
+    """A v2 record's encoded size with timestamp delta 0 (DefaultRecord.sizeInBytes): what the DLQ
+    writer adds up against max.message.bytes (DLQ-7)."""
+    body = 1 + _varint_size(0) + _varint_size(offset_delta) + _field_size(key) + _field_size(value)
+    body += _varint_size(len(headers))
+    for hk, hv in headers:
+        body += _field_size(hk.encode()) + _field_size(hv)
+    return _varint_size(body) + body
+
+
+def backoff_ms(attempts: int) -> int:
+    """The wait after ``attempts`` failed attempts: ExponentialBackoff.backoff(attempts) without
+    its jitter, so 2 s, 4 s, 8 s and 16 s before attempts 2 to 5 (DLQ-10)."""
+    return min(BACKOFF_MS * BACKOFF_EXP_BASE ** attempts, MAX_BACKOFF_MS)
 
 
 @dataclass(slots=True)
@@ -56,8 +100,8 @@ class DlqStats:
     """KIP-1191's per-group metrics, and why writes failed."""
 
     records_written: int = 0
-    produce_requests: int = 0
-    failed_produce_requests: int = 0
+    produce_requests: int = 0  # every attempt (DeadLetterQueueTotalProduceRequestsPerSec)
+    failed_produce_requests: int = 0  # writes given up (DeadLetterQueueFailedProduceRequestsPerSec)
     failures: Counter[str] = field(default_factory=Counter)  # cause -> records not written
 
 
@@ -87,29 +131,32 @@ class DlqWriter:
         return (configs.get_int(ResourceType.BROKER, "", "share.version") >= 2
                 and bool(configs.get(ResourceType.GROUP, group, "errors.deadletterqueue.topic.name")))
 
-    def _attempt(self, req: ArchiveRequest, attempt: int) -> None:
+    def _attempt(self, req: ArchiveRequest, attempt: int, start: int = 0) -> None:
+        """Write ``req.offsets[start:]`` in rounds (DLQ-7); ``attempt`` counts the current round's tries."""
         sp = req.partition
         group = sp.group_id
         stats = self.stats.setdefault(group, DlqStats())
-        try:
-            written = self._write(req)
-        except KafkaError as exc:
-            if exc.code in _RETRIABLE and attempt < MAX_ATTEMPTS:  # DLQ-10
-                delay = min(BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS)
-                self.core.deadlines.at(self.core.clock.now_ms() + delay, lambda: self._attempt(req, attempt + 1))
-                stats.failed_produce_requests += 1
-                return
-            if exc.code != ErrorCode.NONE:
-                stats.failed_produce_requests += 1
-            cause = exc.message or self.core.error_code_name(exc.code)
-            stats.failures[cause] += len(req.offsets)
-            if (group, cause) not in self._logged:  # once per cause, not per record
-                self._logged.add((group, cause))
-                log.warning("share group %s: dead-letter write of %s-%d offsets %s failed: %s (the records are "
-                            "archived without a dead-letter copy)", group, sp.topic, sp.partition,
-                            list(req.offsets), cause)
-        else:
+        while start < len(req.offsets):
+            try:
+                written = self._write(req, start)
+            except KafkaError as exc:
+                if exc.code in RETRIABLE and attempt < MAX_ATTEMPTS:  # DLQ-10
+                    self.core.deadlines.at(self.core.clock.now_ms() + backoff_ms(attempt),
+                                           functools.partial(self._attempt, req, attempt + 1, start))
+                    return
+                if exc.code != ErrorCode.NONE:  # a produce that was given up (not a failed precondition)
+                    stats.failed_produce_requests += 1
+                cause = exc.message or self.core.error_code_name(exc.code)
+                stats.failures[cause] += len(req.offsets) - start
+                if (group, cause) not in self._logged:  # once per cause, not per record
+                    self._logged.add((group, cause))
+                    log.warning("share group %s: dead-letter write of %s-%d offsets %s failed: %s (the records "
+                                "are archived without a dead-letter copy)", group, sp.topic, sp.partition,
+                                list(req.offsets[start:]), cause)
+                break
             stats.records_written += written
+            start += written
+            attempt = 1  # produceRequestBackoff.resetAttempts(): each round has its own attempts
         sp.complete_archiving(req.offsets)  # DLQ-4: ARCHIVED whether or not the write worked
 
     # --- the write ----------------------------------------------------------------------------------
@@ -136,7 +183,10 @@ class DlqWriter:
                                              f"(errors.deadletterqueue.group.enable is false)")
         return topic
 
-    def _write(self, req: ArchiveRequest) -> int:
+    def _write(self, req: ArchiveRequest, start: int) -> int:
+        """One round (one produce request): a batch of the records from ``req.offsets[start]`` on
+        that fits the DLQ topic's max.message.bytes (DLQ-7; DLQStateManager ``topicProduceData``).
+        Returns how many were written."""
         from kwire.records import BatchBuilder
 
         core = self.core
@@ -153,11 +203,15 @@ class DlqWriter:
             raise KafkaError(code, f"forced by the control API ({core.error_code_name(code)})")
         topic = self._destination(group)
         copy = core.configs.get_bool(ResourceType.GROUP, group, "errors.deadletterqueue.copy.record.enable")
-        originals = self._originals(sp, req.offsets) if copy else {}
+        offsets = req.offsets[start:]
+        originals = self._originals(sp, offsets) if copy else {}
         dest = topic.partitions[sp.partition % len(topic.partitions)]  # DLQ-7
+        config = core.log_config(topic.name)
         now = core.clock.now_ms()
         b = BatchBuilder()  # DLQ-7: no compression, no producer id
-        for off, count, cause in zip(req.offsets, req.delivery_counts, req.causes, strict=True):
+        size = RECORD_BATCH_OVERHEAD
+        for i in range(start, len(req.offsets)):
+            off, count, cause = req.offsets[i], req.delivery_counts[i], req.causes[i]
             key, value = originals.get(off, (None, None))
             headers = [(HEADER_PREFIX + "topic", sp.topic.encode()),  # DLQ-9, in this order
                        (HEADER_PREFIX + "partition", str(sp.partition).encode()),
@@ -165,13 +219,22 @@ class DlqWriter:
                        (HEADER_PREFIX + "group", group.encode()),
                        (HEADER_PREFIX + "delivery.count", str(count).encode()),
                        (HEADER_PREFIX + "message", DLQ_MESSAGES[cause].encode())]
+            record = record_size(b.record_count, key, value, headers)
+            if size + record > config.max_message_bytes and b.record_count:
+                break  # the rest goes in the next round
             b.append(value, key, headers, timestamp_ms=now)
+            size += record
+            if size > config.max_message_bytes:
+                break  # too large on its own: sent alone, and the leader refuses it
         self.stats.setdefault(group, DlqStats()).produce_requests += 1
         if dest.leader_id < 0 or not core.cluster.nodes[dest.leader_id].up:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic.name}-{dest.index} has no live leader")
+        if size > config.max_message_bytes:  # LogValidator: RecordTooLargeException
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"a dead-letter batch of {size} bytes exceeds "
+                                                          f"max.message.bytes {config.max_message_bytes} of {topic.name}")
         dest.log.append(bytearray(b.build()), AppendOrigin.DLQ, now_ms=now, leader_epoch=dest.leader_epoch,
-                        config=core.log_config(topic.name))
-        return len(req.offsets)
+                        config=config)
+        return b.record_count
 
     @staticmethod
     def _originals(sp: Any, offsets: tuple[int, ...]) -> dict[int, tuple[bytes | None, bytes | None]]:

@@ -27,6 +27,13 @@ Theory of operation
 * **Reading.** Acquisition walks the log's batches (``ShareLog``), so new in-flight batches end
   on log-batch boundaries (AQ-3, AQ-4). Under read_committed it stops at the last stable offset
   and archives the data of aborted transactions (AQ-9).
+* **The lock limit is soft** (AQ-2): a fetch takes min(MaxRecords, limit - in flight) records,
+  rounded up to the end of the log batch; in record-limit mode the rest of that batch is in
+  flight AVAILABLE with delivery count 0. At the limit only AVAILABLE records inside the window
+  are acquired. A parked fetch is woken when records become AVAILABLE or the SPSO moves.
+* **Compaction** (AQ-10): a log read starts at the first batch the log still has, so holes are
+  never acquired; the SPSO steps over holes between in-flight batches, and AVAILABLE records
+  between the fetch offset and that first batch are archived.
 * The mock commits state changes at once (ST-5's mock note): nothing is ever "in transition".
 """
 
@@ -362,7 +369,10 @@ class SharePartition:
         self._config = config
         # The DLQ hook (issue 10): gets records that entered ARCHIVING; None archives at once.
         self.failure_archiver = failure_archiver
-        # Called when records became acquirable again (wake parked ShareFetches).
+        # Called when a parked ShareFetch may now acquire: records became AVAILABLE again, or the
+        # SPSO moved and so made room under the lock limit (AQ-2, AQ-7; upstream notifies the
+        # delayed share fetches of the partition after acknowledgements, releases, lock expiry
+        # and DLQ archiving).
         self.on_available = on_available
         self.initialized = False
         self.spso = 0
@@ -406,22 +416,48 @@ class SharePartition:
     def acquire(self, member_id: str, max_records: int, *, batch_size: int | None = None,
                 mode: ShareAcquireMode = ShareAcquireMode.BATCH_OPTIMIZED,
                 max_bytes: int | None = None) -> list[AcquiredRecords]:
-        """Acquire records for ``member_id`` (AQ-1..AQ-5, AQ-9, ST-9); at most ``max_records`` in
-        record-limit mode, whole in-flight and log batches in batch-optimized mode. New records
-        are read from the log up to ``max_bytes`` of whole batches, but always one (KIP-74, AQ-7).
+        """Acquire records for ``member_id`` (AQ-1..AQ-6, AQ-9, AQ-10, ST-9): AVAILABLE records
+        inside the window first, then new records from the log. At most ``max_records`` in
+        record-limit mode, whole in-flight and log batches in batch-optimized mode; the lock limit
+        is soft (AQ-2). Only what one log read at the fetch offset returns is acquired: whole
+        batches up to ``max_bytes``, but always the first (KIP-74, AQ-7); ``max_bytes`` 0 reads
+        and acquires nothing (SS-11).
 
         Returns the acquired ranges with their delivery counts, in offset order; the caller serves
         the log batches that hold them.
         """
         self.initialize()
         self.sync_log_start()
-        if max_records <= 0:
+        if max_records <= 0 or max_bytes == 0:
             return []
         cfg = self._config()
+        upto = self._read_upto(cfg)
+        fetch_offset = self._fetch_offset()
+        if fetch_offset < self._next_new:  # AQ-10: what the log read at the fetch offset returns first
+            self._archive_compacted(fetch_offset, upto)
+            fetch_offset = self._fetch_offset()
+        # AQ-2 (lastOffsetAndMaxRecordsToAcquire): min(MaxRecords, room under the lock limit). At
+        # the limit only AVAILABLE records inside the window are acquired, up to SPEO.
+        budget = min(max_records, cfg.partition_max_record_locks - self.in_flight_count())
+        read_new = True
+        if budget <= 0:
+            if fetch_offset >= self._next_new:
+                return []  # canAcquireRecords: at the limit with nothing AVAILABLE inside
+            budget = min(max_records, self._next_new - fetch_offset)
+            read_new = False
+        # AQ-7: the log read at the fetch offset (upstream acquires from the fetched batches only).
+        # It is walked no further than acquisition can use: the window, then ``budget`` new records.
+        stop = self._next_new - 1
+        if read_new:
+            first_new = self._first_log_batch(self._next_new, upto)
+            if first_new is not None:
+                stop = max(stop, max(self._next_new, first_new.base_offset) + budget - 1)
+        read_last = self._read_last(fetch_offset, upto, max_bytes, stop)
+        if read_last is None:
+            return []
         now = self._clock.now_ms()
         deadline = now + cfg.record_lock_duration_ms
         out: list[AcquiredRecords] = []
-        budget = max_records
         record_limit = mode is ShareAcquireMode.RECORD_LIMIT
         # 1. AVAILABLE records inside the window, lowest first (ST-9).
         limit = cfg.delivery_count_limit
@@ -432,22 +468,24 @@ class SharePartition:
             b = self._batches[first]
             if b.last < self.spso:
                 continue
+            if b.first > read_last:
+                break  # past what the read returned
             if b.offsets is None:
                 assert b.whole is not None
                 if b.whole.state is not RecordState.AVAILABLE:
                     continue
                 size = b.last - max(b.first, self.spso) + 1
-                if (b.first >= self.spso and (not record_limit or size <= budget)
+                if (b.first >= self.spso and b.last <= read_last and (not record_limit or size <= budget)
                         and b.whole.delivery_count < threshold):
                     self._take(b, None, b.whole, member_id, deadline)
                     out.append(AcquiredRecords(b.first, b.last, b.whole.delivery_count))
                     budget -= size
                     continue
-                self._split(b)  # ST-1: partial re-acquisition, SPSO inside the batch, or AQ-6
+                self._split(b)  # ST-1: partial re-acquisition or read, SPSO inside the batch, or AQ-6
             assert b.offsets is not None
             for off, rec in b.offsets.items():
-                if budget <= 0:
-                    break
+                if (budget <= 0 and record_limit) or off > read_last:
+                    break  # record-limit mode stops at MaxRecords; batch-optimized takes the whole batch
                 if off < self.spso or rec.state is not RecordState.AVAILABLE:
                     continue
                 if rec.delivery_count >= threshold:
@@ -470,86 +508,185 @@ class SharePartition:
                 self._take(b, off, rec, member_id, deadline)
                 _append_merged(out, off, rec.delivery_count)
                 budget -= 1
-        # 2. New records from the log (AQ-1), under the lock limit (AQ-2).
-        room = cfg.partition_max_record_locks - self.in_flight_count()
-        if budget > 0 and room > 0:
-            # AQ-2 is a hard cap; MaxRecords is one only in record-limit mode (AQ-3).
-            hard = min(budget, room) if record_limit else room
-            out.extend(self._acquire_new(member_id, hard, budget, batch_size, record_limit, deadline, cfg,
-                                         max_bytes))
+        # 2. New records from the log (AQ-1), for what is left of the budget (AQ-2, AQ-3).
+        if budget > 0 and read_new and read_last >= self._next_new:
+            out.extend(self._acquire_new(member_id, budget, batch_size, record_limit, deadline, cfg, upto,
+                                         read_last))
         out.sort(key=lambda r: r.first_offset)
         return out
 
-    def _acquire_new(self, member_id: str, hard: int, soft: int, batch_size: int | None, record_limit: bool,
-                     deadline: int, cfg: ShareConfig, max_bytes: int | None) -> list[AcquiredRecords]:
+    def _read_upto(self, cfg: ShareConfig) -> int:
+        """AQ-9: the log is read up to the last stable offset under read_committed, else the high watermark."""
         log = self.log
-        read_committed = cfg.isolation_level is IsolationLevel.READ_COMMITTED
-        upto = log.last_stable_offset if read_committed else log.high_watermark  # AQ-9
+        return log.last_stable_offset if cfg.isolation_level is IsolationLevel.READ_COMMITTED else log.high_watermark
+
+    def _fetch_offset(self) -> int:
+        """ST-9: the lowest AVAILABLE offset in the window, else the first offset never acquired."""
+        spso = self.spso
+        for first in self._firsts:
+            b = self._batches[first]
+            if b.last < spso:
+                continue
+            if b.offsets is None:
+                assert b.whole is not None
+                if b.whole.state is RecordState.AVAILABLE:
+                    return max(b.first, spso)
+                continue
+            for off, rec in b.offsets.items():
+                if off >= spso and rec.state is RecordState.AVAILABLE:
+                    return off
+        return self._next_new
+
+    def _first_log_batch(self, offset: int, upto: int) -> ShareLogBatch | None:
+        """The first batch a log read at ``offset`` returns (the one holding it, or the next one
+        left after compaction), None when the read returns nothing."""
+        batches = self.log.batches
+        i = bisect.bisect_left(batches, offset, key=lambda b: b.last_offset)
+        if i >= len(batches) or batches[i].base_offset >= upto:
+            return None
+        return batches[i]
+
+    def _read_last(self, offset: int, upto: int, max_bytes: int | None, stop: int) -> int | None:
+        """The last offset a log read at ``offset`` returns (KIP-74, AQ-7): whole batches below
+        ``upto`` up to ``max_bytes``, but always the first; looked at no further than ``stop``.
+        None when the read returns nothing."""
+        batches = self.log.batches
+        i = bisect.bisect_left(batches, offset, key=lambda b: b.last_offset)
+        last: int | None = None
+        size = 0
+        for b in itertools.islice(batches, i, None):
+            if b.base_offset >= upto:
+                break
+            size += len(b.data)
+            if last is not None and max_bytes is not None and size > max_bytes:
+                break
+            last = min(b.last_offset, upto - 1)
+            if last >= stop:
+                break
+        return last
+
+    def _archive_compacted(self, fetch_offset: int, upto: int) -> None:
+        """AQ-10 (maybeArchiveStaleBatches): AVAILABLE in-flight records between the fetch offset and
+        the first batch the log returns were compacted away: archived, never delivered again."""
+        first = self._first_log_batch(fetch_offset, upto)
+        if first is None or first.base_offset <= fetch_offset:
+            return
+        if self._archive_available(fetch_offset, first.base_offset):
+            self._advance_start()
+
+    def _archive_available(self, lo: int, end: int) -> bool:
+        """Archive the AVAILABLE in-flight records in [lo, end) (ST-8, AQ-10: LOG_START_MOVED);
+        a batch only partly in the range is split (ST-1). Returns whether anything moved."""
+        moved = False
+        i = max(0, bisect.bisect_right(self._firsts, lo) - 1)
+        for first in self._firsts[i:]:
+            b = self._batches[first]
+            if b.first >= end:
+                break
+            if b.last < lo:
+                continue
+            if b.offsets is None:
+                assert b.whole is not None
+                if b.whole.state is not RecordState.AVAILABLE:
+                    continue
+                if b.first >= lo and b.last < end:
+                    b.whole.state = next_state(b.whole.state, Trigger.LOG_START_MOVED)
+                    moved = True
+                    continue
+                self._split(b)
+            assert b.offsets is not None
+            for off, rec in b.offsets.items():
+                if lo <= off < end and rec.state is RecordState.AVAILABLE:
+                    rec.state = next_state(rec.state, Trigger.LOG_START_MOVED)
+                    moved = True
+        return moved
+
+    def _acquire_new(self, member_id: str, want: int, batch_size: int | None, record_limit: bool,
+                     deadline: int, cfg: ShareConfig, upto: int, read_last: int) -> list[AcquiredRecords]:
+        """Acquire ``want`` new records from the first offset never acquired (AQ-1) up to
+        ``read_last``, rounded up to the end of the log batch holding the last of them (AQ-2, AQ-3; SharePartition
+        ``acquireNewBatchRecords``, ``lastOffsetFromBatchWithRequestOffset``). In record-limit
+        mode exactly ``want`` are ACQUIRED and the rest of that in-flight batch is AVAILABLE with
+        delivery count 0 (``createBatches``)."""
+        log = self.log
         start = self._next_new
         if start >= upto:
             return []
-        all_batches = log.batches
-        i = bisect.bisect_left(all_batches, start, key=lambda b: b.last_offset)
-        batches = []
-        for b in itertools.islice(all_batches, i, None):
-            if b.base_offset >= upto:
-                break
-            batches.append(b)
-            if b.last_offset >= start + max(hard, soft):
-                break  # it holds every cap position below; later batches are never looked at
-        if not batches:
+        first_batch = self._first_log_batch(start, upto)
+        if first_batch is None:
             return []
-        # AQ-3: the soft cap ends on the log batch holding the cap position; the hard caps
-        # (record-limit mode, the lock limit of AQ-2) may end inside a batch.
-        cap = start + (hard if record_limit else soft) - 1
+        # AQ-10: acquisition starts at the first batch the log returns; a compaction hole before
+        # it is never acquired.
+        start = max(start, first_batch.base_offset)
+        cap = start + want - 1
         last = start - 1
         cuts: list[int] = []  # last offsets of log batches (where BatchSize may cut, AQ-4)
-        size = 0
-        for b in batches:
-            b_last = min(b.last_offset, upto - 1)
-            if b.base_offset > cap and last >= start:
+        all_batches = log.batches
+        i = bisect.bisect_left(all_batches, start, key=lambda b: b.last_offset)
+        for b in itertools.islice(all_batches, i, None):
+            if b.base_offset >= upto or b.base_offset > read_last:
+                break  # past what the read returned
+            if b.base_offset > cap:
+                last = cap  # the cap lies in a compaction hole: no batch to round up to
                 break
-            size += len(b.data)
-            if max_bytes is not None and size > max_bytes and last >= start:
-                break  # AQ-7: MaxBytes, but always the first batch
-            last = b_last
-            cuts.append(b_last)
-            if b_last >= cap:
+            last = min(b.last_offset, upto - 1)
+            cuts.append(last)
+            if last >= cap:
                 break
-        last = min(last, start + hard - 1)
         if last < start:
             return []
-        # AQ-4: cut into entries of at least batch_size records on log-batch boundaries.
-        ranges: list[tuple[int, int]] = []
-        lo = start
-        if batch_size and batch_size > 0 and not record_limit:
-            for c in cuts:
-                if c >= last:
-                    break
-                if c - lo + 1 >= batch_size:
-                    ranges.append((lo, c))
-                    lo = c + 1
-        ranges.append((lo, last))
-        aborted = self._aborted_offsets(batches, start, last) if read_committed else set()
+        batches_read = list(itertools.islice(all_batches, i, i + len(cuts)))
+        read_committed = cfg.isolation_level is IsolationLevel.READ_COMMITTED
+        aborted = self._aborted_offsets(batches_read, start, last) if read_committed else set()
         out: list[AcquiredRecords] = []
-        for lo, hi in ranges:
-            rec = _Rec(RecordState.ACQUIRED, 1, member_id)  # ST-4: first fetch, count 1
-            ib = _Batch(lo, hi, rec)
-            self._insert(ib)
-            if aborted & set(range(lo, hi + 1)):
-                self._split(ib)
-                assert ib.offsets is not None
-                for off, r in ib.offsets.items():
-                    if off in aborted:
-                        r.state = next_state(r.state, Trigger.ABORTED)  # AQ-9: straight to ARCHIVED
-                        r.member_id = None
-                    else:
-                        self._lock(ib, off, r, deadline)
-                        _append_merged(out, off, 1)
-            else:
-                self._lock(ib, None, rec, deadline)
-                out.append(AcquiredRecords(lo, hi, 1))
+        if not self._batches:
+            self.spso = start  # the window restarts at the first offset acquired
         self._next_new = last + 1
+        if record_limit and last - start + 1 > want:
+            # AQ-2, AQ-3: one in-flight batch over the whole range; only ``want`` are acquired.
+            ib = _Batch(start, last, None, {})
+            assert ib.offsets is not None
+            self._insert(ib)
+            for off in range(start, last + 1):
+                if off > cap:
+                    ib.offsets[off] = _Rec(RecordState.AVAILABLE, 0)
+                    continue
+                r = ib.offsets[off] = _Rec(RecordState.ACQUIRED, 1, member_id)
+                if off in aborted:
+                    r.state = next_state(r.state, Trigger.ABORTED)  # AQ-9: straight to ARCHIVED
+                    r.member_id = None
+                else:
+                    self._lock(ib, off, r, deadline)
+                    _append_merged(out, off, 1)
+        else:
+            # AQ-4: cut into entries of at least batch_size records on log-batch boundaries.
+            ranges: list[tuple[int, int]] = []
+            lo = start
+            if batch_size and batch_size > 0 and not record_limit:
+                for c in cuts:
+                    if c >= last:
+                        break
+                    if c - lo + 1 >= batch_size:
+                        ranges.append((lo, c))
+                        lo = c + 1
+            ranges.append((lo, last))
+            for lo, hi in ranges:
+                rec = _Rec(RecordState.ACQUIRED, 1, member_id)  # ST-4: first fetch, count 1
+                ib = _Batch(lo, hi, rec)
+                self._insert(ib)
+                if aborted & set(range(lo, hi + 1)):
+                    self._split(ib)
+                    assert ib.offsets is not None
+                    for off, r in ib.offsets.items():
+                        if off in aborted:
+                            r.state = next_state(r.state, Trigger.ABORTED)  # AQ-9: straight to ARCHIVED
+                            r.member_id = None
+                        else:
+                            self._lock(ib, off, r, deadline)
+                            _append_merged(out, off, 1)
+                else:
+                    self._lock(ib, None, rec, deadline)
+                    out.append(AcquiredRecords(lo, hi, 1))
         if aborted:
             self._advance_start()
         return out
@@ -614,22 +751,33 @@ class SharePartition:
     # --- acknowledgements ---------------------------------------------------------------------
     def acknowledge(self, member_id: str, batches: Sequence[AckBatch], *, version: int = 2,
                     is_renew_ack: bool = False) -> None:
-        """Apply one partition's acknowledgement batches for ``member_id``, all or nothing.
+        """Apply one partition's acknowledgement batches for ``member_id``, all or nothing, but
+        for RENEW: a lock renewed before the failing batch or offset stays renewed, as upstream's
+        renewal is applied at once and never enters the rollback list (SharePartition
+        ``acknowledgeCompleteBatch``, ``acknowledgePerOffsetBatchRecords``,
+        ``rollbackOrProcessStateUpdates``).
 
         Raises:
             KafkaError: INVALID_REQUEST (AK-1..AK-6, AK-9) or INVALID_RECORD_STATE (AK-8, AK-10,
-                AK-11, RN-5, RN-6); the partition is then unchanged.
+                AK-11, RN-5, RN-6); no state changed then, only those earlier renewals.
         """
         validate_ack_batches(batches, version=version, is_renew_ack=is_renew_ack)
         if not self.initialized:  # AK-13: nothing was ever fetched here, so nothing can be acknowledged
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"no share state for {self.topic}-{self.partition} in group {self.group_id}")
         cfg = self._config()
-        steps = self._plan(member_id, batches, cfg)
+        steps: list[_Step] = []
+        try:
+            self._plan(member_id, batches, cfg, steps)
+        except KafkaError:
+            # ST-5 rolls back state transitions; a RENEW is none (RN-4), so it is kept.
+            self._commit([s for s in steps if s.trigger is Trigger.RENEW], cfg)
+            raise
         self._commit(steps, cfg)
 
-    def _plan(self, member_id: str, batches: Sequence[AckBatch], cfg: ShareConfig) -> list[_Step]:
-        steps: list[_Step] = []
+    def _plan(self, member_id: str, batches: Sequence[AckBatch], cfg: ShareConfig, steps: list[_Step]) -> None:
+        """Check ``batches`` against the current state and append their moves to ``steps``, in
+        order (AK-7..AK-11); raises at the first refusal with ``steps`` holding what came before."""
         planned: dict[int, RecordState] = {}  # offsets this request already moved
 
         def check(offset: int, rec: _Rec, trigger: Trigger) -> None:
@@ -680,7 +828,6 @@ class SharePartition:
                     trigger = _ACK_TRIGGERS[AckType(t)]
                     check(off, b.rec(off), trigger)
                     steps.append(_Step(b, off, trigger))
-        return steps
 
     def _commit(self, steps: list[_Step], cfg: ShareConfig) -> None:
         now = self._clock.now_ms()
@@ -796,8 +943,9 @@ class SharePartition:
                 self.complete_archiving(req.offsets)
             else:
                 self.failure_archiver(req)
+        before = self.spso
         self._advance_start()
-        if freed and self.on_available is not None:
+        if (freed or self.spso > before) and self.on_available is not None:
             self.on_available(self)
 
     def complete_archiving(self, offsets: Iterable[int]) -> None:
@@ -819,7 +967,10 @@ class SharePartition:
             for off, rec in b.offsets.items():
                 if off in done and rec.state is RecordState.ARCHIVING:
                     rec.state = next_state(rec.state, Trigger.ARCHIVE_DONE)
+        before = self.spso
         self._advance_start()
+        if self.spso > before and self.on_available is not None:
+            self.on_available(self)  # room under the lock limit (AQ-2)
 
     # --- start offset -------------------------------------------------------------------------
     def _advance_start(self) -> None:
@@ -829,8 +980,9 @@ class SharePartition:
             b = self._batches[first]
             if b.last < spso:
                 continue
-            if b.first > spso:
-                break
+            # A hole between in-flight batches (compaction, AQ-10) holds nothing to finish: SPSO
+            # moves to the next batch as upstream's moves to the next key.
+            spso = max(spso, b.first)
             if b.offsets is None:
                 assert b.whole is not None
                 if b.whole.state not in TERMINAL:
@@ -871,38 +1023,24 @@ class SharePartition:
             return
         self.spso = start
         self._next_new = max(self._next_new, start)
-        for first in self._firsts:
-            b = self._batches[first]
-            if b.first >= start:
-                break
-            if b.offsets is None:
-                assert b.whole is not None
-                if b.whole.state is not RecordState.AVAILABLE:
-                    continue
-                if b.last >= start:
-                    self._split(b)
-                else:
-                    b.whole.state = next_state(b.whole.state, Trigger.LOG_START_MOVED)
-                    continue
-            assert b.offsets is not None
-            for off, rec in b.offsets.items():
-                if off < start and rec.state is RecordState.AVAILABLE:
-                    rec.state = next_state(rec.state, Trigger.LOG_START_MOVED)
+        self._archive_available(0, start)
         self._advance_start()
 
     # --- reading ------------------------------------------------------------------------------
     def has_acquirable(self) -> bool:
-        """Whether a fetch could acquire something now (AQ-2, AQ-7: wake parked fetches on this)."""
+        """Whether a fetch could acquire something now (AQ-2 ``canAcquireRecords``, AQ-7: parked
+        fetches wake on this): an AVAILABLE record in the window that the log still holds (AQ-10),
+        or new records while the window is under the lock limit."""
         self.initialize()
         cfg = self._config()
-        for first in self._firsts:
-            b = self._batches[first]
-            if any(o >= self.spso and r.state is RecordState.AVAILABLE for o, r in b.recs()):
+        upto = self._read_upto(cfg)
+        fetch_offset = self._fetch_offset()
+        if fetch_offset < self._next_new:
+            self._archive_compacted(fetch_offset, upto)
+            if self._fetch_offset() < self._next_new:
                 return True
         if self.in_flight_count() >= cfg.partition_max_record_locks:
             return False
-        upto = (self.log.last_stable_offset if cfg.isolation_level is IsolationLevel.READ_COMMITTED
-                else self.log.high_watermark)
         return self._next_new < upto
 
     # --- persistence (what Kafka's share coordinator keeps) ---------------------------------------

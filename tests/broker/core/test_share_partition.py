@@ -132,10 +132,19 @@ def test_batch_optimized_max_records_is_a_soft_cap_ending_on_a_log_batch():
 
 @pytest.mark.rule("AQ-3")
 def test_record_limit_mode_acquires_exactly_max_records():
-    """AQ-3: mode 1 acquires exactly MaxRecords; the rest of the log batch stays deliverable."""
+    """AQ-3: mode 1 acquires exactly MaxRecords; the in-flight batch still spans the log batch, the
+    rest of it AVAILABLE with delivery count 0, and the next fetch starts there (SharePartition
+    ``createBatches``, InFlightBatch ``maybeInitializeOffsetStateUpdate(lastOffset, delayMs)``)."""
     r = rig(4, 4)
     assert r.sp.acquire("m1", 3, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(0, 2, 1)]
-    assert r.sp.acquire("m2", 3, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(3, 5, 1)]
+    assert [r.state(o) for o in range(4)] == [(Q, 1, "m1")] * 3 + [(A, 0, None)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (3, 4)
+    # Re-acquired offset 3 and new offsets 4-5 are separate entries, as upstream answers them.
+    assert r.sp.acquire("m2", 3, mode=ShareAcquireMode.RECORD_LIMIT) == [
+        AcquiredRecords(3, 3, 1), AcquiredRecords(4, 5, 1)]
+    assert [r.state(o) for o in range(4, 8)] == [(Q, 1, "m2")] * 2 + [(A, 0, None)] * 2
+    assert r.sp.statistics().batches == ((0, 3, True), (4, 7, True))
+    assert r.sp.acquire("m3", 10) == [AcquiredRecords(6, 7, 1)]
 
 
 @pytest.mark.rule("AQ-4")
@@ -149,7 +158,8 @@ def test_batch_size_cuts_new_records_on_log_batch_boundaries():
 
 @pytest.mark.rule("AQ-2")
 def test_max_record_locks_limits_new_acquisition_but_not_reacquisition():
-    """AQ-2: beyond the lock limit nothing new is acquired; AVAILABLE records inside still are."""
+    """AQ-2: at the lock limit nothing new is acquired and the partition is not fetchable; AVAILABLE
+    records inside still are (SharePartition ``canAcquireRecords``, ``lastOffsetAndMaxRecordsToAcquire``)."""
     r = rig(*([1] * 300), partition_max_record_locks=100)
     assert r.sp.acquire("m1", 500) == [AcquiredRecords(0, 99, 1)]
     assert r.sp.acquire("m2", 500) == []
@@ -157,6 +167,92 @@ def test_max_record_locks_limits_new_acquisition_but_not_reacquisition():
     r.ack("m1", 10, 10, RELEASE)
     assert r.sp.has_acquirable()
     assert r.sp.acquire("m2", 500) == [AcquiredRecords(10, 10, 2)]
+    assert r.sp.end_offset == 99
+
+
+@pytest.mark.rule("AQ-2")
+def test_lock_limit_is_rounded_up_to_the_end_of_the_log_batch():
+    """AQ-2: locks=100, log batches of 95 and 10 records, MaxRecords 500: min(500, 100) records to
+    acquire, rounded up to the end of the batch holding offset 99, so 0-104 are acquired
+    (SharePartition ``acquireNewBatchRecords``, ``lastOffsetFromBatchWithRequestOffset``)."""
+    r = rig(95, 10, 10, partition_max_record_locks=100)
+    assert r.sp.acquire("m1", 500) == [AcquiredRecords(0, 104, 1)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (104, 105)
+    assert not r.sp.has_acquirable()
+    assert r.sp.acquire("m2", 500) == []
+    r.ack("m1", 0, 9, ACCEPT)  # 95 in flight: room for 5 more, rounded up to the next log batch
+    assert r.sp.has_acquirable()
+    assert r.sp.acquire("m2", 500) == [AcquiredRecords(105, 114, 1)]
+    assert r.sp.in_flight_count() == 105
+
+
+@pytest.mark.rule("AQ-2")
+def test_room_under_the_lock_limit_also_caps_what_the_window_gives_back():
+    """AQ-2: the records to acquire are min(MaxRecords, limit - in flight) for re-acquisition too;
+    at the limit, AVAILABLE records inside are acquired up to SPEO and nothing new is read."""
+    r = rig(*([1] * 20), partition_max_record_locks=10, delivery_count_limit=10)
+    assert r.sp.acquire("m1", 4, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(0, 3, 1)]
+    r.ack("m1", 0, 3, RELEASE)  # 4 AVAILABLE in a window of 4: room 6
+    got = r.sp.acquire("m2", 500, mode=ShareAcquireMode.RECORD_LIMIT)
+    assert got == [AcquiredRecords(0, 3, 2), AcquiredRecords(4, 5, 1)]
+    assert r.sp.in_flight_count() == 6
+    r.ack("m2", 0, 5, RELEASE)  # room 4: the first in-flight batch (4 records) uses all of it
+    assert r.sp.acquire("m3", 500) == [AcquiredRecords(0, 3, 3)]
+    assert r.sp.acquire("m1", 500) == [AcquiredRecords(4, 5, 2), AcquiredRecords(6, 7, 1)]
+    assert r.sp.acquire("m2", 500) == [AcquiredRecords(8, 9, 1)]
+    r.ack("m3", 2, 3, RELEASE)
+    assert r.sp.in_flight_count() == 10
+    assert r.sp.acquire("m1", 500) == [AcquiredRecords(2, 3, 4)]  # up to SPEO, nothing new
+    assert r.sp.end_offset == 9
+
+
+@pytest.mark.rule("AQ-2, AQ-3")
+def test_record_limit_at_the_lock_limit_keeps_the_log_batch_in_flight_available():
+    """AQ-2, AQ-3: in record_limit mode the in-flight batch still spans the whole log batch: the
+    remainder is AVAILABLE with delivery count 0 and counts toward SPEO and the in-flight total,
+    so the partition stays fetchable at the limit through those records."""
+    r = rig(8, 8, partition_max_record_locks=6)
+    assert r.sp.acquire("m1", 500, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(0, 5, 1)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (7, 8)
+    assert [r.state(o) for o in (5, 6, 7)] == [(Q, 1, "m1"), (A, 0, None), (A, 0, None)]
+    assert r.sp.has_acquirable()  # over the limit, but AVAILABLE records inside the window
+    assert r.sp.acquire("m2", 500, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(6, 7, 1)]
+    assert r.sp.end_offset == 7 and not r.sp.has_acquirable()
+    assert r.sp.acquire("m2", 500) == []
+    r.ack("m1", 0, 5, ACCEPT)
+    r.ack("m2", 6, 6, ACCEPT)  # in flight 7-7: room 5 of a log batch of 8
+    assert r.sp.acquire("m3", 500, mode=ShareAcquireMode.RECORD_LIMIT) == [AcquiredRecords(8, 12, 1)]
+    assert (r.sp.end_offset, r.sp.in_flight_count()) == (15, 9)
+    r.ack("m2", 7, 7, GAP)
+    assert r.sp.start_offset == 8
+
+
+@pytest.mark.rule("AQ-7")
+def test_only_what_the_log_read_returns_is_acquired():
+    """AQ-7: one log read at the fetch offset, whole batches up to MaxBytes but always the first
+    (KIP-74); re-acquisition and new records share it, and an in-flight batch the read cuts is
+    split (SharePartition ``acquire``: the sub-map ends at the read's last offset)."""
+    r = rig(2, 2, 2, 2)
+    sizes = [len(b.data) for b in r.log.batches]
+    assert r.sp.acquire("m1", 6) == [AcquiredRecords(0, 5, 1)]
+    r.ack("m1", 0, 5, RELEASE)  # one AVAILABLE in-flight batch over three log batches
+    assert r.sp.acquire("m2", 100, max_bytes=sizes[0]) == [AcquiredRecords(0, 1, 2)]
+    assert r.sp.statistics().batches == ((0, 5, True),)
+    # Two log batches' worth: the rest of the window and no new records (SPEO stays 5).
+    assert r.sp.acquire("m2", 100, max_bytes=sizes[1] + sizes[2]) == [AcquiredRecords(2, 5, 2)]
+    assert r.sp.end_offset == 5
+    assert r.sp.acquire("m3", 100, max_bytes=1) == [AcquiredRecords(6, 7, 1)]  # always the first batch
+
+
+@pytest.mark.rule("SS-11")
+def test_max_bytes_zero_acquires_nothing():
+    """SS-11: MaxBytes 0 reads no records, so nothing is acquired, AVAILABLE or new."""
+    r = rig(2, 2)
+    assert r.sp.acquire("m1", 100, max_bytes=0) == []
+    assert r.sp.acquire("m1", 2) == [AcquiredRecords(0, 1, 1)]
+    r.ack("m1", 0, 1, RELEASE)
+    assert r.sp.acquire("m2", 100, max_bytes=0) == []
+    assert r.state(0) == (A, 1, None)
 
 
 @pytest.mark.rule("ST-9")
@@ -543,6 +639,43 @@ def test_renew_is_refused_when_disabled_for_the_group():
     r = rig(2, renew_acknowledge_enable=False)
     r.sp.acquire("m1", 10)
     assert code_of(r.ack, "m1", 0, 1, RENEW) == E.INVALID_RECORD_STATE
+
+
+@pytest.mark.rule("RN-4, AK-9, ST-5")
+def test_renew_before_a_failing_batch_is_kept_and_the_rest_rolled_back():
+    """RN-4, ST-5: upstream renews a lock at once and never puts the renewal on the rollback list,
+    so when a later batch of the same request fails (AK-9 here) the renewal stays while the
+    ACCEPT before it is rolled back (SharePartition ``acknowledge``, ``acknowledgeCompleteBatch``,
+    ``rollbackOrProcessStateUpdates``)."""
+    r = rig(2, 2, record_lock_duration_ms=30_000)
+    assert r.sp.acquire("m1", 3) == [AcquiredRecords(0, 3, 1)]
+    r.tl.advance(20_000)
+    batches = [AckBatch(0, 3, (RENEW,)), AckBatch(3, 3, (ACCEPT,)), AckBatch(3, 9, (ACCEPT,))]
+    assert code_of(r.sp.acknowledge, "m1", batches, is_renew_ack=True) == E.INVALID_REQUEST
+    assert [r.state(o) for o in range(4)] == [(Q, 1, "m1")] * 4
+    assert {o.lock_deadline_ms for o in r.sp.statistics().offsets} == {START_MS + 50_000}
+    r.tl.advance(29_999)
+    assert r.state(3) == (Q, 1, "m1")
+    r.tl.advance(1)
+    assert [r.state(o) for o in range(4)] == [(A, 1, None)] * 4
+
+
+@pytest.mark.rule("RN-4, RN-5, ST-5")
+def test_per_offset_renews_before_the_failing_offset_are_kept():
+    """RN-4, RN-5: per-offset types 0-3 = RENEW, ACCEPT, RENEW, RENEW where offset 3 is another
+    member's: offsets 0 and 2 stay renewed, the ACCEPT of 1 is rolled back and 3 is untouched
+    (SharePartition ``acknowledgePerOffsetBatchRecords``: each renewal is applied when reached)."""
+    r = rig(1, 1, 1, 1, record_lock_duration_ms=30_000)
+    assert r.sp.acquire("m1", 3) == [AcquiredRecords(0, 2, 1)]
+    r.tl.advance(10_000)
+    assert r.sp.acquire("m2", 1) == [AcquiredRecords(3, 3, 1)]
+    r.tl.advance(10_000)
+    batch = AckBatch(0, 3, (RENEW, ACCEPT, RENEW, RENEW))
+    assert code_of(r.sp.acknowledge, "m1", [batch], is_renew_ack=True) == E.INVALID_RECORD_STATE
+    deadlines = {o.offset: o.lock_deadline_ms for o in r.sp.statistics().offsets}
+    assert deadlines == {0: START_MS + 50_000, 1: START_MS + 30_000, 2: START_MS + 50_000, 3: START_MS + 40_000}
+    r.tl.advance(10_000)
+    assert [r.state(o) for o in range(4)] == [(Q, 1, "m1"), (A, 1, None), (Q, 1, "m1"), (Q, 1, "m2")]
 
 
 # --- releases and log start -------------------------------------------------------------------

@@ -12,7 +12,7 @@ from kwire.protocol.error_codes import ErrorCode as E
 from kwire.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest as IAC
 from kwire.records import RecordBatch
 from tests.broker.handlers.test_produce_fetch import produce
-from tests.broker.helpers import CoreClient, batch, make_core
+from tests.broker.helpers import START_MS, CoreClient, batch, make_core
 from tests.broker.share_helpers import ShareClient
 
 REJECT, RELEASE, ACCEPT, GAP = 3, 2, 1, 0
@@ -142,6 +142,61 @@ def test_one_record_per_offset_partition_modulo_and_content() -> None:
     assert (bytes(r.key), bytes(r.value)) == (b"kx", b"x")
 
 
+@pytest.mark.rule("DLQ-7")
+def test_a_write_past_max_message_bytes_goes_out_in_rounds() -> None:
+    """DLQ-7: records that would pass the DLQ topic's max.message.bytes are split: each round is one
+    produce request with one batch of as many records as fit, in offset order (DLQStateManager
+    ``topicProduceData``: batch overhead plus DefaultRecord.sizeInBytes per record)."""
+    core = setup(copy=True)
+    core.configs.set(ResourceType.TOPIC, "dlq.g", "max.message.bytes", "1000")
+    put(core, [b"v%02d" % i + b"x" * 100 for i in range(20)])
+    consumer(core).acknowledge({("t", 0): [(0, 19, REJECT)]})
+    core.advance(0)
+    batches = core.cluster.topics["dlq.g"].partitions[0].log.batches
+    assert len(batches) > 3
+    assert all(len(b.data) <= 1000 for b in batches)
+    got = dlq_records(core)
+    assert [dict(headers(r))["__dlq.errors.offset"] for _, r in got] == [str(i) for i in range(20)]
+    assert [bytes(r.value)[:3] for _, r in got] == [b"v%02d" % i for i in range(20)]
+    stats = core.subsystems.share_groups.dlq.stats["sg"]
+    assert (stats.records_written, stats.produce_requests) == (20, len(batches))
+    # Each batch is as full as max.message.bytes allows: one record more would not have fitted.
+    for b in batches[:-1]:
+        n = len(list(RecordBatch(bytes(b.data))))
+        assert len(b.data) + (len(b.data) - 61) // n > 1000
+
+
+@pytest.mark.rule("DLQ-7, DLQ-10")
+def test_a_record_too_large_on_its_own_fails_the_write() -> None:
+    """DLQ-7, DLQ-10: a record whose headers alone pass max.message.bytes is sent alone and refused
+    (MESSAGE_TOO_LARGE, not retried): nothing is written and the records are archived (DLQ-4)."""
+    core = setup()
+    core.configs.set(ResourceType.TOPIC, "dlq.g", "max.message.bytes", "150")
+    put(core, [b"a", b"b"])
+    consumer(core).acknowledge({("t", 0): [(0, 1, REJECT)]})
+    core.advance(0)
+    assert (state(core, 0), state(core, 1), dlq_records(core)) == ("ARCHIVED", "ARCHIVED", [])
+    stats = core.subsystems.share_groups.dlq.stats["sg"]
+    assert (stats.produce_requests, stats.failed_produce_requests) == (1, 1)
+
+
+@pytest.mark.parametrize("value", [None, b"", b"v" * 200], ids=["null", "empty", "200-bytes"])
+@pytest.mark.parametrize("count", [1, 3, 200])
+def test_record_size_is_the_encoded_size(value: bytes | None, count: int) -> None:
+    """DLQ-7's size sum: ``record_size`` per record plus the 61-byte header is the built batch's length."""
+    from kwire.broker.core.share_dlq import RECORD_BATCH_OVERHEAD, record_size
+    from kwire.records import BatchBuilder
+
+    b = BatchBuilder()
+    total = RECORD_BATCH_OVERHEAD
+    for i in range(count):
+        hs = [("__dlq.errors.offset", str(i * 1000).encode()), ("__dlq.errors.message", b"m" * i)]
+        key = None if value is None else b"k%d" % i
+        total += record_size(i, key, value, hs)
+        b.append(value, key, hs, timestamp_ms=START_MS)
+    assert len(b.build()) == total
+
+
 @pytest.mark.rule("DLQ-1")
 def test_share_version_one_or_no_topic_name_writes_nothing() -> None:
     """DLQ-1: share.version 1, or no errors.deadletterqueue.topic.name: REJECT archives, nothing is written."""
@@ -209,28 +264,69 @@ def test_auto_creation_with_its_topic_configs() -> None:
 
 @pytest.mark.rule("DLQ-10, DLQ-4")
 def test_retriable_failures_are_retried_with_backoff_then_given_up() -> None:
-    """DLQ-10: a storage error is retried (1 s, 2 s, 4 s, 8 s on the broker clock) up to 5 attempts;
-    DLQ-4: ARCHIVING holds the start offset back meanwhile; after the last attempt it is archived."""
+    """DLQ-10: NOT_LEADER_OR_FOLLOWER is retried after 2 s, 4 s, 8 s, 16 s on the broker clock
+    (ShareGroupDLQStateManager: ExponentialBackoffManager(5 attempts, 1 s, base 2, 30 s), backOff()
+    after the attempt count went up; its jitter left out), up to 5 attempts; DLQ-4: ARCHIVING holds
+    the start offset back meanwhile; after the last attempt it is archived. Only a write given up
+    counts as a failed produce request (recordDLQProduceFailed)."""
     core = setup()
     put(core, [b"a"])
-    core.subsystems.share_groups.dlq.forced_failures["sg"] = [E.KAFKA_STORAGE_ERROR, 2]
+    core.subsystems.share_groups.dlq.forced_failures["sg"] = [E.NOT_LEADER_OR_FOLLOWER, 2]
     consumer(core).acknowledge({("t", 0): [(0, 0, REJECT)]})
     core.advance(0)
     sp = core.subsystems.share_groups.partitions.get("sg", "t", 0)
-    assert state(core, 0) == "ARCHIVING" and sp.start_offset == 0
-    core.advance(1000)  # attempt 2 fails too
-    assert state(core, 0) == "ARCHIVING"
-    core.advance(2000)  # attempt 3 writes
-    assert state(core, 0) == "ARCHIVED" and len(dlq_records(core)) == 1 and sp.start_offset == 1
     stats = core.subsystems.share_groups.dlq.stats["sg"]
-    assert (stats.records_written, stats.produce_requests, stats.failed_produce_requests) == (1, 3, 2)
+    assert state(core, 0) == "ARCHIVING" and sp.start_offset == 0 and stats.produce_requests == 1
+    core.advance(1999)
+    assert stats.produce_requests == 1
+    core.advance(1)  # attempt 2 fails too
+    assert state(core, 0) == "ARCHIVING" and stats.produce_requests == 2
+    core.advance(3999)
+    assert state(core, 0) == "ARCHIVING"
+    core.advance(1)  # attempt 3 writes
+    assert state(core, 0) == "ARCHIVED" and len(dlq_records(core)) == 1 and sp.start_offset == 1
+    assert (stats.records_written, stats.produce_requests, stats.failed_produce_requests) == (1, 3, 0)
     gone = setup()
     put(gone, [b"a"])
-    gone.subsystems.share_groups.dlq.forced_failures["sg"] = [E.KAFKA_STORAGE_ERROR, None]
+    gone.subsystems.share_groups.dlq.forced_failures["sg"] = [E.NOT_LEADER_OR_FOLLOWER, None]
     consumer(gone).acknowledge({("t", 0): [(0, 0, REJECT)]})
-    gone.advance(60_000)
+    gone.advance(0)
+    t0 = gone.clock.now_ms()
+    stats = gone.subsystems.share_groups.dlq.stats["sg"]
+    for at, attempts in ((1_999, 1), (2_000, 2), (5_999, 2), (6_000, 3), (14_000, 4), (29_999, 4)):
+        gone.advance(t0 + at - gone.clock.now_ms())
+        assert stats.produce_requests == attempts, at
+    assert state(gone, 0) == "ARCHIVING"
+    gone.advance(1)  # attempt 5, the last: given up
     assert state(gone, 0) == "ARCHIVED" and dlq_records(gone) == []
-    assert gone.subsystems.share_groups.dlq.stats["sg"].produce_requests == 5
+    assert (stats.produce_requests, stats.failed_produce_requests) == (5, 1)
+    gone.advance(60_000)
+    assert stats.produce_requests == 5
+
+
+@pytest.mark.rule("DLQ-10, DLQ-4")
+@pytest.mark.parametrize(("code", "retried"), [
+    (E.NOT_LEADER_OR_FOLLOWER, True), (E.NETWORK_EXCEPTION, True), (E.REQUEST_TIMED_OUT, True),
+    (E.KAFKA_STORAGE_ERROR, False), (E.LEADER_NOT_AVAILABLE, False), (E.UNKNOWN_SERVER_ERROR, False),
+    (E.MESSAGE_TOO_LARGE, False), (E.TOPIC_AUTHORIZATION_FAILED, False)], ids=lambda v: getattr(v, "name", str(v)))
+def test_only_dlq10s_errors_are_retried(code: int, retried: bool) -> None:
+    """DLQ-10: exactly NOT_LEADER_OR_FOLLOWER, a disconnect (NETWORK_EXCEPTION) and a timeout
+    (REQUEST_TIMED_OUT) are retried (ShareGroupDLQStateManager ``handleProduceResponse``); any other
+    error fails the write at once and the record is archived without a copy (DLQ-4)."""
+    core = setup()
+    put(core, [b"a"])
+    core.subsystems.share_groups.dlq.forced_failures["sg"] = [code, 1]
+    consumer(core).acknowledge({("t", 0): [(0, 0, REJECT)]})
+    core.advance(0)
+    stats = core.subsystems.share_groups.dlq.stats["sg"]
+    if retried:
+        assert state(core, 0) == "ARCHIVING"
+        core.advance(2000)
+        assert (state(core, 0), len(dlq_records(core))) == ("ARCHIVED", 1)
+        assert (stats.produce_requests, stats.failed_produce_requests) == (2, 0)
+    else:
+        assert (state(core, 0), dlq_records(core)) == ("ARCHIVED", [])
+        assert (stats.produce_requests, stats.failed_produce_requests) == (1, 1)
 
 
 @pytest.mark.rule("DLQ-4")
@@ -241,7 +337,7 @@ def test_archiving_survives_a_restart_and_resumes_its_write(tmp_path: Any) -> No
     instead: delivered again, at least once, as with Kafka."""
     core = setup(data_dir=str(tmp_path))
     put(core, [b"a", b"b"])
-    core.subsystems.share_groups.dlq.forced_failures["sg"] = [E.KAFKA_STORAGE_ERROR, None]
+    core.subsystems.share_groups.dlq.forced_failures["sg"] = [E.NOT_LEADER_OR_FOLLOWER, None]
     consumer(core).acknowledge({("t", 0): [(1, 1, REJECT)]})
     core.advance(0)
     assert state(core, 1) == "ARCHIVING"

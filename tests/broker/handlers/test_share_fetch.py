@@ -199,6 +199,45 @@ def test_renew_only_fetch_renews_and_returns_no_records(core) -> None:  # type: 
     assert core.subsystems.share_groups.partitions.get("sg", "t", 0).record_state(0)[0].name == "ACQUIRED"
 
 
+@pytest.mark.rule("RN-4, AK-14")
+def test_a_renewal_survives_a_later_failing_batch_of_the_same_request(core) -> None:  # type: ignore[no-untyped-def]
+    """RN-4: ShareAcknowledge v2 renews offset 0, then a batch beyond the acquired records fails the
+    partition (INVALID_REQUEST in its ErrorCode, AK-14); the renewal stays as upstream keeps it
+    (SharePartition ``acknowledge``: renewals are not on the rollback list), so the record is
+    still held when its first lock would have run out."""
+    put(core, [b"a"])
+    m = member(core)
+    assert acquired(m.fetch({"t": [0]})) == [(0, 0, 1)]
+    core.advance(20_000)
+    r = m.acknowledge({("t", 0): [(0, 0, 4), (5, 5, 1)]}, renew=True)
+    assert partition_data(r).error_code == E.INVALID_REQUEST
+    core.advance(20_000)
+    sp = core.subsystems.share_groups.partitions.get("sg", "t", 0)
+    assert sp.record_state(0)[0].name == "ACQUIRED"
+    core.advance(10_000)
+    assert sp.record_state(0)[0].name == "AVAILABLE"
+
+
+@pytest.mark.rule("AQ-2, AQ-7")
+def test_a_fetch_parked_at_the_lock_limit_is_woken_when_the_start_offset_moves(core) -> None:  # type: ignore[no-untyped-def]
+    """AQ-2: at share.partition.max.record.locks the partition is not fetched (DelayedShareFetch
+    ``acquirablePartitions``) and a ShareFetch waits; AQ-7: an ACCEPT that moves SPSO makes room and
+    wakes it at once, as upstream notifies the partition's delayed fetches after an acknowledgement
+    (SharePartitionManager ``acknowledge``); the new records are rounded up to their log batch."""
+    core.configs.set(ResourceType.GROUP, "sg", "share.partition.max.record.locks", "100")
+    for _ in range(3):
+        put(core, [b"x"] * 50)
+    m, other = member(core), member(core)
+    assert acquired(m.fetch({"t": [0]}, max_records=100)) == [(0, 99, 1)]
+    assert other.fetch({"t": [0]}, max_wait_ms=5000) is None
+    m.acknowledge({("t", 0): [(10, 19, 1)]})  # SPSO stays at 0: no room, still waiting
+    assert other.c.deferred() == []
+    m.acknowledge({("t", 0): [(0, 9, 1)]})  # SPSO 20: room for 20, rounded up to the batch end
+    (r,) = other.c.deferred()
+    assert acquired(r) == [(100, 149, 1)]
+    assert core.subsystems.share_groups.partitions.get("sg", "t", 0).in_flight_count() == 130
+
+
 @pytest.mark.rule("AQ-7")
 def test_fetch_waits_and_is_woken_by_produce_and_by_released_records(core) -> None:  # type: ignore[no-untyped-def]
     """AQ-7: with nothing acquirable the fetch waits up to MaxWaitMs; an append wakes it, and so does a
