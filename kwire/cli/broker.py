@@ -46,8 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="do not log connections")
     p.add_argument("--record", metavar="FILE|DIR",
                    help="record every request and response; written when the broker stops: FILE.pcapng as a "
-                        "capture Wireshark and tshark open (kwire decode --pcap reads it; timestamps on the "
-                        "broker clock in ms, addresses synthetic: 127.0.0.1:40000+connection id to 9092+broker), "
+                        "capture Wireshark and tshark open (kwire decode --pcap reads it; each request and answer "
+                        "at its real time in µs, so latency is real; addresses synthetic: 127.0.0.1:40000+"
+                        "connection id to 9092+broker), "
                         "else DIR of request fixtures that kwire replay takes")
 
 

@@ -82,9 +82,11 @@ def traffic_job(inputs: list[str], out: str | Path) -> JobResult:
     res.tables["wire_exchanges"] = write_parquet(rows(), WIRE_EXCHANGES, table_file(out, "wire_exchanges"))
     res.tables["capture_issues"] = write_parquet(issues, CAPTURE_ISSUES, table_file(out, "capture_issues"))
     res.summary = summary.rows()
-    series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
+    width = time_bucket_ns(min(stamps), max(stamps)) if stamps else None
+    series = time_series(stamps, width) if width else []
     res.report = out / "traffic_report.html"
-    res.report.write_text(traffic_html(res.summary, series, dict(Counter(i["kind"] for i in issues))))
+    res.report.write_text(traffic_html(res.summary, series, dict(Counter(i["kind"] for i in issues)),
+                                       bucket_ns=width))
     return res
 
 
@@ -120,11 +122,12 @@ def dlq_job(root: str | Path, out: str | Path, *, topics: Collection[str] | None
     _write_report_parquet(out, res.summary)
     res.tables["dlq_report"] = len(res.summary)
     stamps = [r["timestamp_ms"] for r in rows if r["timestamp_ms"] is not None and r["timestamp_ms"] >= 0]
-    series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
+    width = time_bucket_ns(min(stamps), max(stamps)) if stamps else None
+    series = time_series(stamps, width) if width else []
     res.notes = [f"torn tail: {t.path} at byte {t.position} ({t.nbytes} bytes skipped)" for t in torn]
     res.report = out / "dlq_report.html"
     res.report.write_text(dlq_html(res.summary, delivery_histogram(rows), series, top_errors(rows),
-                                   now_ms=int(time.time() * 1000)))
+                                   now_ms=int(time.time() * 1000), bucket_ms=width))
     return res
 
 
