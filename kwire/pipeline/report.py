@@ -176,7 +176,11 @@ def traffic_html(summary: list[dict[str, Any]], series: list[tuple[int, int]], i
 def dlq_html(report: list[dict[str, Any]], histogram: dict[Any, int], series: list[tuple[int, int]],
              errors: list[tuple[str, int]], *, now_ms: int, bucket_ms: int | None = None,
              title: str = "kwire DLQ report") -> str:
-    """Records over time, delivery-count histogram, errors, counts by origin and the replay plan."""
+    """Records over time, delivery-count histogram, errors, counts by origin and the replay plan;
+    topics whose records carry no dead-letter headers are listed apart, once."""
+    from kwire.pipeline.dlq import not_dlq_notes, split_not_dlq
+
+    report, plain = split_not_dlq(report)
     oldest = min((r["oldest_timestamp_ms"] for r in report if r["oldest_timestamp_ms"] is not None), default=None)
     age = f"{(now_ms - oldest) / 3_600_000:.1f} h" if oldest is not None else "unknown"
     hist = [(str(k) if k is not None else "n/a", float(v))
@@ -193,6 +197,9 @@ def dlq_html(report: list[dict[str, Any]], histogram: dict[Any, int], series: li
         "<h2>Error messages</h2>", _hbars([(m, float(c)) for m, c in errors], css="bar2"),
         "<h2>Replay plan</h2>", _table(plan, ["original_topic", "original_partition", "group_id", "records", "replay"]),
     ]
+    if plain:
+        sections += ["<h2>Not dead-letter topics</h2>",
+                     "<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in not_dlq_notes([*report, *plain])) + "</ul>"]
     return _page(title, sections)
 
 

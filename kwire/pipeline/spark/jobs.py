@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from kwire.pipeline.dlq import DLQ_REPORT_COLUMNS
+from kwire.pipeline.dlq import DLQ_REPORT_COLUMNS, not_dlq_notes
 from kwire.pipeline.jobs import JobResult
 from kwire.pipeline.plan import expand_inputs
 from kwire.pipeline.report import dlq_html, traffic_html
@@ -107,13 +107,15 @@ def dlq_job(spark: Any, root: str | Path, out: str | Path, *, topics: Collection
     keys = ("topic", "original_topic", "original_partition", "group_id", "convention")
     res = JobResult(summary=sorted(_rows(report_df, DLQ_REPORT_COLUMNS), key=lambda r: sort_key(r, keys)))
     res.tables = {"dlq_records": d.count(), "dlq_report": len(res.summary)}
-    hist = {r["delivery_count"]: r["count"] for r in d.groupBy("delivery_count").count().collect()}
-    errors = sorted(((r["error_message"], r["count"]) for r in d.where(F.col("error_message").isNotNull())
+    dead = d.where(F.col("convention") != "none")  # the charts: dead letters only
+    hist = {r["delivery_count"]: r["count"] for r in dead.groupBy("delivery_count").count().collect()}
+    errors = sorted(((r["error_message"], r["count"]) for r in dead.where(F.col("error_message").isNotNull())
                      .groupBy("error_message").count().collect()), key=lambda kv: (-kv[1], kv[0]))[:20]
     res.notes = [f"torn tail: {t.path} at byte {t.position} ({t.nbytes} bytes skipped)"
                  for t in plan_log_slices(root, topics=topics)[1]]
+    res.notes += not_dlq_notes(res.summary)
     res.report = out / "dlq_report.html"
-    series, width = _series(d, "timestamp_ms")
+    series, width = _series(dead, "timestamp_ms")
     res.report.write_text(dlq_html(res.summary, hist, series, errors, now_ms=int(time.time() * 1000),
                                    bucket_ms=width))
     return res
