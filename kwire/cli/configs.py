@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kwire.cli import CliError
+from kwire.cli._numbers import NODE_ID, TIMEOUT
 
 if TYPE_CHECKING:
     from kwire.client import WireClient
@@ -52,10 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXAMPLES
     p.add_argument("--bootstrap", "-b", required=True, metavar="HOST:PORT[,...]", help="bootstrap servers")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout")
+    p.add_argument("--timeout", type=TIMEOUT, default=10.0, metavar="SECONDS", help="per-request timeout")
     who = p.add_argument_group("entity (one of; --user, --client and --ip combine for quotas)")
     who.add_argument("--topic", metavar="NAME", help="a topic")
-    who.add_argument("--broker", metavar="ID", type=int, help="a broker, by node id")
+    who.add_argument("--broker", metavar="ID", type=NODE_ID, help="a broker, by node id")
     who.add_argument("--broker-defaults", action="store_true", help="the cluster-wide broker default")
     who.add_argument("--group", metavar="NAME", help="a consumer, share or streams group")
     who.add_argument("--user", metavar="NAME", help="a user's quotas")
