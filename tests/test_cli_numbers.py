@@ -88,3 +88,4 @@ def test_port_70000_does_not_listen_and_ports_inside_other_options_are_checked(
         assert err.count("\n") == 1 and "is not 1-65535" in err
     assert main(["broker", "--topic", "t:0"]) == 2
     assert "PARTITIONS must be at least 1" in capsys.readouterr().err
+
