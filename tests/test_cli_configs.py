@@ -151,10 +151,11 @@ def test_quotas_on_a_cluster_that_serves_them(monkeypatch: pytest.MonkeyPatch,
 
     quotas = _Quotas()
     handlers = dict(load_handlers())
-    handlers.setdefault(ApiKey.DESCRIBE_CLIENT_QUOTAS, HandlerSpec(
-        ApiKey.DESCRIBE_CLIENT_QUOTAS, "DescribeClientQuotas", 0, 1, "test", quotas.describe, None))
-    handlers.setdefault(ApiKey.ALTER_CLIENT_QUOTAS, HandlerSpec(
-        ApiKey.ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0, 1, "test", quotas.alter, None))
+    # this test's own quota handlers (also over a kwire that serves the APIs: the CLI is the point)
+    handlers[ApiKey.DESCRIBE_CLIENT_QUOTAS] = HandlerSpec(
+        ApiKey.DESCRIBE_CLIENT_QUOTAS, "DescribeClientQuotas", 0, 1, "test", quotas.describe, None)
+    handlers[ApiKey.ALTER_CLIENT_QUOTAS] = HandlerSpec(
+        ApiKey.ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0, 1, "test", quotas.alter, None)
     monkeypatch.setattr(kwire.control, "load_handlers", lambda: handlers)
     with Broker(BrokerConfig(log_connections=False)) as b:
         assert run_configs(capsys, "-b", b.bootstrap, "--user", "alice", "--client", "app", "--alter", "--add-config",
