@@ -32,7 +32,7 @@ def test_topic_alter_then_describe_dynamic_and_all(broker: Broker, capsys: pytes
     b = broker.bootstrap
     assert run_configs(capsys, "-b", b, "--topic", "orders", "--alter", "--add-config",
                  "retention.ms=60000,cleanup.policy=[delete,compact]")[:2] == (
-        0, "Completed updating config for topic 'orders'.\n")
+        0, "Completed updating config for topic orders.\n")
     assert broker.core.configs.get(2, "orders", "cleanup.policy") == "delete,compact"  # type: ignore[arg-type]
     rc, out, _ = run_configs(capsys, "-b", b, "--topic", "orders", "--json")
     (res,) = json.loads(out)
@@ -46,6 +46,7 @@ def test_topic_alter_then_describe_dynamic_and_all(broker: Broker, capsys: pytes
     assert "cleanup.policy  delete,compact  DYNAMIC_TOPIC_CONFIG" in out and "retention.ms" not in out
 
 
+@pytest.mark.rule("AQ-12")
 def test_group_config_within_broker_bounds(broker: Broker, capsys: pytest.CaptureFixture[str]) -> None:
     """GroupConfig.validate: a share group's lock duration lies within the broker's min/max."""
     b = broker.bootstrap
@@ -61,8 +62,17 @@ def test_group_config_within_broker_bounds(broker: Broker, capsys: pytest.Captur
 
 def test_broker_and_broker_default(broker: Broker, capsys: pytest.CaptureFixture[str]) -> None:
     b = broker.bootstrap
-    assert run_configs(capsys, "-b", b, "--broker-defaults", "--alter", "--add-config", "log.cleaner.backoff.ms=500")[0] == 0
+    assert run_configs(capsys, "-b", b, "--broker-defaults", "--alter", "--add-config",
+                       "log.cleaner.backoff.ms=500")[:2] == (
+        0, "Completed updating default config for brokers in the cluster.\n")
+    rc, out, _ = run_configs(capsys, "-b", b, "--broker-defaults")
+    assert out.splitlines()[0] == "Default configs for brokers in the cluster are:"
+    assert "log.cleaner.backoff.ms  500    DYNAMIC_DEFAULT_BROKER_CONFIG" in out
+    # a broker id's dynamic configs are its own (ConfigCommand filters on DYNAMIC_BROKER_CONFIG);
+    # --all shows the cluster default it inherits
     rc, out, _ = run_configs(capsys, "-b", b, "--broker", "1", "--json")
+    assert "log.cleaner.backoff.ms" not in {c["name"] for c in json.loads(out)[0]["configs"]}
+    rc, out, _ = run_configs(capsys, "-b", b, "--broker", "1", "--all", "--json")
     entries = {c["name"]: c for c in json.loads(out)[0]["configs"]}
     assert entries["log.cleaner.backoff.ms"]["value"] == "500"
     rc, out, _ = run_configs(capsys, "-b", b, "--broker", "1", "--all")

@@ -41,7 +41,9 @@ _QUOTA_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
 _SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
             4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
             7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
-_DYNAMIC = {1, 2, 3, 6, 7, 8}  # what kafka-configs.sh --describe shows without --all
+# What kafka-configs.sh --describe shows without --all: the resource's own dynamic source only
+# (ConfigCommand.describeConfigContext): a broker id's own values, not the cluster default's.
+_TOPIC_DYNAMIC, _BROKER_DYNAMIC, _DEFAULT_DYNAMIC, _GROUP_DYNAMIC = 1, 2, 3, 8
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs OpType
 _UNSUPPORTED_VERSION = 35
 
@@ -90,6 +92,27 @@ class Target:
     name: str | None = None  # resource name; None: every one of the kind
     quota: dict[str, str | None] = field(default_factory=dict)  # quota entity type -> name (None: default)
     every_quota_type: str | None = None  # --entity-type users|clients|ips without a name
+
+    def dynamic_source(self) -> int:
+        if self.kind == "topics":
+            return _TOPIC_DYNAMIC
+        if self.kind == "groups":
+            return _GROUP_DYNAMIC
+        return _DEFAULT_DYNAMIC if self.name == "" else _BROKER_DYNAMIC
+
+    def heading(self, every: bool) -> str:
+        """kafka-configs.sh's line above a resource's configs."""
+        if self.kind == "brokers" and self.name == "":
+            return "Default configs for brokers in the cluster are:"
+        return f"{'All' if every else 'Dynamic'} configs for {self.kind[:-1]} {self.name} are:"
+
+    def done(self, verb: str) -> str:
+        """kafka-configs.sh's line after an alter."""
+        if self.kind == "quotas":
+            return f"{verb} updating config for {self.describe()}."
+        if self.kind == "brokers" and self.name == "":
+            return f"{verb} updating default config for brokers in the cluster."
+        return f"{verb} updating config for {self.kind[:-1]} {self.name}."
 
     def describe(self) -> str:
         if self.kind == "quotas":
@@ -263,7 +286,7 @@ def _describe_configs(client: WireClient, target: Target, *, every: bool) -> lis
                     "synonyms": [{"name": s.name, "value": s.value, "source": _SOURCES.get(s.source, str(s.source))}
                                  for s in c.synonyms]}
                    for c in sorted(res.configs, key=lambda c: c.name)
-                   if every or c.config_source in _DYNAMIC]
+                   if every or c.config_source == Target(target.kind, name).dynamic_source()]
         out.append({"entity_type": target.kind, "entity_name": name, "configs": configs})
     return out
 
@@ -291,8 +314,7 @@ def _print_configs(args: argparse.Namespace, resources: list[dict[str, Any]]) ->
         sys.stdout.write("\n")
         return 0
     for i, r in enumerate(resources):
-        label = Target(r["entity_type"], r["entity_name"]).describe()
-        print(("" if i == 0 else "\n") + f"{'All' if args.all else 'Dynamic'} configs for {label}:")
+        print(("" if i == 0 else "\n") + Target(r["entity_type"], r["entity_name"]).heading(args.all))
         if not r["configs"]:
             print("  (none)")
             continue
@@ -308,7 +330,7 @@ def _altered(args: argparse.Namespace, target: Target) -> int:
         json.dump({"altered": target.describe(), "validate_only": bool(args.validate_only)}, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(f"{verb} updating config for {target.describe()}.")
+        print(target.done(verb))
     return 0
 
 
