@@ -36,6 +36,8 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
         host, sep, port = item.rpartition(":")
         if not sep or not host or not port.isdigit():
             raise WireClientError(f"bootstrap server {item!r} is not HOST:PORT")
+        if not 1 <= int(port) <= 65535:
+            raise WireClientError(f"bootstrap server {item!r}: port {port} is not 1-65535")
         out.append((host.strip("[]"), int(port)))
     if not out:
         raise WireClientError("no bootstrap server given")

@@ -21,7 +21,7 @@ from kwire.protocol.registry import ApiKey
 if TYPE_CHECKING:
     from kwire.client import WireClient
 
-__all__ = ["PartitionInfo", "TopicInfo", "MemberInfo", "GroupInfo", "describe_topics", "describe_groups", "consumer_assignment"]
+__all__ = ["PartitionInfo", "TopicInfo", "MemberInfo", "GroupInfo", "ShareProgress", "describe_topics", "describe_groups", "consumer_assignment"]
 
 EARLIEST, LATEST = -2, -1
 _ZERO_UUID = uuid.UUID(int=0)
@@ -73,18 +73,59 @@ class GroupInfo:
     # topic -> partition -> (committed offset, end offset, lag)
     offsets: dict[str, dict[int, tuple[int, int, int | None]]] = field(default_factory=dict)
     error: str | None = None
+    # share groups: topic -> partition -> progress (DescribeShareGroupOffsets + ListOffsets)
+    share_offsets: dict[str, dict[int, ShareProgress]] = field(default_factory=dict)
 
     @property
     def lag(self) -> int | None:
         lags = [lag for parts in self.offsets.values() for _, _, lag in parts.values() if lag is not None]
+        lags += [sp.lag for parts in self.share_offsets.values() for sp in parts.values() if sp.lag is not None]
         return sum(lags) if lags else None
 
     def as_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
-        out["offsets"] = {t: {str(p): {"committed": c, "end": e, "lag": lag} for p, (c, e, lag) in parts.items()}
-                          for t, parts in self.offsets.items()}
+        del out["share_offsets"]
+        if self.share_offsets:
+            out["offsets"] = {t: {str(p): sp.as_dict() for p, sp in sorted(parts.items())}
+                              for t, parts in sorted(self.share_offsets.items())}
+        else:
+            out["offsets"] = {t: {str(p): {"committed": c, "end": e, "lag": lag} for p, (c, e, lag) in parts.items()}
+                              for t, parts in self.offsets.items()}
         out["lag"] = self.lag
         return out
+
+
+@dataclass(slots=True)
+class ShareProgress:
+    """One share partition of a group, as any cluster reports it.
+
+    ``start`` is the share-partition start offset (SPSO; -1: the group has no state there yet),
+    ``end`` the high watermark. Between them lie the in-flight records: ``in_flight`` counts them;
+    ``lag`` is how many of them are not yet acknowledged or archived (DescribeShareGroupOffsets v1,
+    KIP-1226; before v1, ``end - start``), so ``in_flight - lag`` are settled past the start.
+    ``consumers`` is how many members have the partition assigned (ShareGroupDescribe). How many
+    records are acquired right now no Kafka API reports (kwire's ``Broker.share_state`` does).
+    """
+
+    start: int
+    end: int
+    lag: int | None
+    consumers: int = 0
+    error: str | None = None
+
+    @property
+    def in_flight(self) -> int | None:
+        return max(0, self.end - self.start) if self.start >= 0 and self.end >= 0 else None
+
+    @property
+    def settled(self) -> int | None:
+        if self.in_flight is None or self.lag is None:
+            return None
+        return max(0, self.in_flight - self.lag)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "in_flight": self.in_flight, "settled": self.settled,
+                "lag": self.lag, "consumers": self.consumers, "error": self.error}
 
 
 def _error_name(code: int) -> str:
@@ -190,7 +231,9 @@ def describe_groups(client: WireClient, names: list[str] | None = None) -> list[
                 _describe_share_group(client, info, names_by_id)
             else:
                 _describe_classic_group(client, info)
-            if gtype != "share":
+            if gtype == "share":
+                _share_offsets(client, info, topics)
+            else:
                 _committed(client, info, topics, names_by_id)
         except WireClientError as exc:
             info.error = str(exc)
@@ -302,3 +345,38 @@ def _committed(client: WireClient, info: GroupInfo, topics: dict[str, TopicInfo]
         end = next((p.end_offset for p in t.partitions if p.partition == partition), -1) if t is not None else -1
         lag = max(0, end - committed) if committed >= 0 and end >= 0 else None
         info.offsets.setdefault(topic, {})[partition] = (committed, end, lag)
+
+
+def _share_offsets(client: WireClient, info: GroupInfo, topics: dict[str, TopicInfo]) -> None:
+    """Per share partition: start offset and lag (DescribeShareGroupOffsets), end offset (ListOffsets)."""
+    from kwire.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest as Req
+
+    if client.supported_version(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, info.coordinator) is None:
+        info.error = "the cluster does not serve DescribeShareGroupOffsets"
+        return
+    version = client.supported_version(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, info.coordinator)
+    resp = client.request(Req(groups=[Req.DescribeShareGroupOffsetsRequestGroup(group_id=info.group_id, topics=None)]),
+                          node=info.coordinator)
+    g = resp.groups[0]
+    if g.error_code:
+        info.error = _error_name(g.error_code) + (f": {g.error_message}" if g.error_message else "")
+        return
+    assigned: dict[tuple[str, int], int] = defaultdict(int)
+    for m in info.members:
+        for t, parts in m.assignment.items():
+            for p in parts:
+                assigned[(t, p)] += 1
+    for t in g.topics:
+        known = topics.get(t.topic_name)
+        for p in t.partitions:
+            end = next((x.end_offset for x in known.partitions if x.partition == p.partition_index), -1) if known else -1
+            if p.error_code:
+                sp = ShareProgress(-1, end, None, error=_error_name(p.error_code))
+            elif p.start_offset < 0:
+                sp = ShareProgress(-1, end, None)
+            else:
+                broker_lag = p.lag if version is not None and version >= 1 and p.lag >= 0 else None
+                lag = broker_lag if broker_lag is not None else (max(0, end - p.start_offset) if end >= 0 else None)
+                sp = ShareProgress(p.start_offset, end, lag)
+            sp.consumers = assigned[(t.topic_name, p.partition_index)]
+            info.share_offsets.setdefault(t.topic_name, {})[p.partition_index] = sp

@@ -32,8 +32,16 @@ def traffic(bootstrap: str) -> None:
     assert p.flush(20) == 0
     c = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "sg", "log_level": 0})
     c.subscribe(["t"])
-    for _ in range(6):  # a few ShareGroupHeartbeat/ShareFetch round trips; what they return does not matter
-        c.poll(0.3)
+    # The first heartbeat of a new share group assigns nothing (HB-6): the partition comes with a
+    # later heartbeat, then ShareFetch from the log end (share.auto.offset.reset=latest); keep
+    # producing and polling (bounded) until a record arrives.
+    for _ in range(60):
+        p.produce("t", b"again")
+        p.flush(5)
+        if any(m.error() is None for m in c.poll(0.5) or []):
+            break
+    else:
+        raise AssertionError("the share consumer never received the record")
     c.close()
 
 

@@ -2,7 +2,8 @@
 
 ``pytest`` blocks run as a test file in a pytester sandbox (the plugin's fixtures); ``python``
 blocks run as scripts; ``java`` and ``js`` blocks run against a broker this test starts (the
-address as their first argument); ``sh`` blocks run line by line as ``kwire`` commands.
+address as their first argument); ``sh`` blocks run line by line as ``kwire`` commands; ``bash``
+blocks run as bash scripts in an empty directory with ``kwire`` on PATH.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def blocks(kind: str) -> list[str]:
 
 def test_the_guide_has_every_kind_of_example() -> None:
     kinds = {k for k, _ in BLOCK.findall(GUIDE.read_text())}
-    assert kinds == {"pytest", "python", "java", "js", "sh"}
+    assert kinds == {"pytest", "python", "java", "js", "sh", "bash"}
 
 
 @pytest.mark.parametrize("index", range(len(blocks("pytest"))))
@@ -49,22 +50,32 @@ def test_python_examples(index: int, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
 
 
-def test_java_example(tmp_path: Path) -> None:
+@pytest.mark.parametrize("index", range(len(blocks("java"))))
+def test_java_examples(index: int, tmp_path: Path) -> None:
+    """Each Java example on its own broker, started as the guide says (a group lock may be 1 s)."""
     from kwire.conformance.paths import java_lib_dir
 
     java = shutil.which("java")
     jars = sorted(java_lib_dir().glob("*.jar"))
     if java is None or not jars:
         pytest.skip("java or the kafka-clients jars are not installed (tools/install_clients.sh java)")
-    (src,) = blocks("java")
+    src = blocks("java")[index]
     (tmp_path / "Main.java").write_text(src)
-    with Broker(BrokerConfig(log_connections=False)) as b:
+    with Broker(BrokerConfig(log_connections=False,
+                             settings={"group.share.min.record.lock.duration.ms": "1000"})) as b:
         b.create_topic("guide")
+        b.start_recording()
         out = subprocess.run([java, "-cp", ":".join(map(str, jars)), str(tmp_path / "Main.java"), b.bootstrap],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=180)
         assert out.returncode == 0, out.stderr[-3000:]
         assert out.stdout.split()[-1] == "0"
-        assert [bytes(r.value) for r in b.read("guide", 0)] == [b"from java"]
+        if '"from java"' in src:
+            assert [bytes(r.value) for r in b.read("guide", 0)] == [b"from java"]
+        if "AcknowledgeType.RENEW" in src:  # RN-4: the renewals reached the broker as RENEW (type 4)
+            renews = [e for e in b.recorded() if e.api_key in (78, 79) and any(
+                4 in batch.acknowledge_types for t in e.request.topics for p in t.partitions
+                for batch in p.acknowledgement_batches)]
+            assert len(renews) >= 3
 
 
 def test_js_example(tmp_path: Path) -> None:
@@ -95,3 +106,21 @@ def test_cli_examples() -> None:
         assert args[0] == "kwire"
         out = subprocess.run([sys.executable, "-m", "kwire", *args[1:]], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, f"{line}: {out.stderr[-2000:]}"
+
+
+def test_bash_examples(tmp_path: Path) -> None:
+    """The shell sessions, as a user types them: ``kwire`` is the installed command."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "kwire"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m kwire "$@"\n')
+    shim.chmod(0o755)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    for index, code in enumerate(blocks("bash")):
+        work = tmp_path / f"session{index}"
+        work.mkdir()
+        out = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=work, env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, f"block {index}: {out.stdout[-2000:]}{out.stderr[-2000:]}"

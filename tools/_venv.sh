@@ -12,3 +12,15 @@ else
 fi
 export PATH="$(dirname "$PY"):$PATH"
 export PYTHON="$PY"  # tools/install_clients.sh installs the pip clients with it
+
+# The scripts' last words: where the `kwire` command is (the venv is not on the caller's PATH).
+kwire_where() {
+    local bin
+    bin="$(dirname "$PY")"
+    [ -x "$bin/kwire" ] || return 0
+    if [ -n "${VIRTUAL_ENV:-}" ]; then
+        echo "kwire is installed in the active virtualenv: run \`kwire --help\` (or $bin/kwire --help)"
+    else
+        echo "kwire is installed in .venv: \`source .venv/bin/activate\` then \`kwire --help\`, or run $bin/kwire --help"
+    fi
+}

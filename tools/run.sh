@@ -10,4 +10,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$PY" -c "import k
     "$PY" -m pip install --quiet --disable-pip-version-check -e '.[demo]'
     mkdir -p .venv && echo "$want" > "$stamp"
 fi
-exec "$PY" -m kwire demo "$@"
+set +e
+"$PY" -m kwire demo "$@"
+rc=$?
+set -e
+echo
+kwire_where
+exit "$rc"

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 source tools/_venv.sh  # the active virtualenv, or the project's .venv
 
 "$PY" -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+trap 'echo; kwire_where' EXIT  # however the run ends, say where the kwire command is
 # The pipeline tests: tshark (cross-checks kwire's pcap reader) and a headless chromium (renders the
 # HTML reports); Java for Spark is in the base image.
 if ! command -v tshark >/dev/null || ! command -v chromium-headless-shell >/dev/null; then

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import math
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +79,10 @@ def _write_nowait(sock: socket.socket, views: list[memoryview]) -> int:
     return i
 
 
+def _monotonic_us() -> int:
+    return time.monotonic_ns() // 1000
+
+
 class BrokerServer:
     """Serves a BrokerCore over TCP, one listener per broker node."""
 
@@ -86,6 +91,7 @@ class BrokerServer:
         self.config = config
         self.clock = clock if clock is not None else SystemClock()
         self.core = core if core is not None else BrokerCore(config, self.clock, handlers=load_handlers())
+        self.core.wire_clock_us = _monotonic_us  # recorded exchanges carry real µs (captures show latency)
         self.on_line = on_line
         # Called after every batch of work (requests handled, deadlines fired, responses routed),
         # so a controller in another thread can wait for a condition without sleeping.

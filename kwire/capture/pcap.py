@@ -103,6 +103,18 @@ def iter_packets(data: bytes | bytearray | memoryview, *, skip: SkipTcp | None =
     raise CaptureError(f"not a pcap or pcapng capture (starts with {head.hex()})")
 
 
+def section_comments(data: bytes | bytearray | memoryview) -> list[str]:
+    """The comments (``opt_comment``) of a pcapng capture's first section header; [] for pcap."""
+    view = memoryview(data)
+    if len(view) < 28 or _format_of(bytes(view[:4])) != "pcapng":
+        return []
+    order = "<" if bytes(view[8:12]) == b"\x4d\x3c\x2b\x1a" else ">"
+    blen = struct.unpack_from(order + "I", view, 4)[0]
+    if blen < 28 or blen > len(view):
+        return []
+    return [v.decode("utf-8", "replace") for code, v in _options(view[24 : blen - 4], order) if code == 1]
+
+
 def _format_of(head: bytes) -> str | None:
     """"pcap" or "pcapng" from a file's first four bytes, else None."""
     if head in _PCAP_MAGIC:

@@ -7,8 +7,9 @@ import importlib
 import importlib.util
 import os
 import sys
+from typing import NoReturn
 
-__all__ = ["main", "CliError"]
+__all__ = ["main", "CliError", "build_parser"]
 
 # subcommand -> module under kwire.cli; each module has add_arguments(parser) and run(args) -> int
 _COMMANDS: dict[str, tuple[str, str]] = {
@@ -19,6 +20,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("kwire.cli.broker", "run the mock broker"),
     "topics": ("kwire.cli.topics", "list a cluster's topics, partitions and offsets"),
     "groups": ("kwire.cli.groups", "list a cluster's groups with members and lag"),
+    "configs": ("kwire.cli.configs", "describe and alter topic, broker, group and client-quota configs"),
     "demo": ("kwire.cli.demo", "start the broker and run a produce/consume demo"),
     "conform": ("kwire.cli.conform", "run real Kafka clients through the conformance scenarios"),
     "fuzz": ("kwire.cli.fuzz", "fuzz a broker it starts (mutated and generated requests)"),
@@ -49,22 +51,33 @@ def _available() -> dict[str, tuple[str, str]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    commands = _available()
-    parser = argparse.ArgumentParser(prog="kwire", description="Kafka wire toolkit")
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (what was wrong, and where the help is), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser(chosen: str | None, *, every: bool = False) -> argparse.ArgumentParser:
+    """The ``kwire`` parser with the ``chosen`` subcommand's options (all of them with ``every``)."""
+    parser = _Parser(prog="kwire", description="Kafka wire toolkit")
     parser.add_argument("--version", action="version", version=f"kwire {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     # Only the chosen subcommand's module is imported, so `kwire apis` does not load trio.
-    chosen = next((a for a in argv if not a.startswith("-")), None)
-    for name, (mod, help_) in commands.items():
+    for name, (mod, help_) in _available().items():
         p = sub.add_parser(name, help=help_)
-        if name == chosen:
+        if every or name == chosen:
             module = importlib.import_module(mod)
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(chosen).parse_args(argv)
     args._argv = list(argv)  # the command line as given, for reports that cite it
     from kwire.errors import KwireError
 

@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+from kwire.cli._numbers import BROKERS, LISTEN_PORT
+
 EXAMPLES = """examples:
   kwire broker                                   one broker on 127.0.0.1:9092
   kwire broker --port 0 --ready-file ready.json  any free port; the address lands in ready.json
@@ -25,11 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.description = "Run a mock Kafka cluster until Ctrl-C or SIGTERM."
     p.epilog = EXAMPLES
-    p.add_argument("--port", type=int, default=9092, help="port of the first broker; 0: any free port (default: 9092)")
+    p.add_argument("--port", type=LISTEN_PORT, default=9092, help="port of the first broker; 0: any free port (default: 9092)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--advertised-host", metavar="HOST",
                    help="host name clients are given in Metadata (default: --host)")
-    p.add_argument("--brokers", type=int, default=1, help="number of brokers on consecutive ports (default: 1)")
+    p.add_argument("--brokers", type=BROKERS, default=1, help="number of brokers on consecutive ports (default: 1)")
     p.add_argument("--data-dir", help="keep partitions in Kafka's segment format, offsets and state under DIR "
                                       "(default: in memory only)")
     p.add_argument("--sasl", metavar="USER:PASSWORD", action="append",
@@ -46,8 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="do not log connections")
     p.add_argument("--record", metavar="FILE|DIR",
                    help="record every request and response; written when the broker stops: FILE.pcapng as a "
-                        "capture Wireshark and tshark open (kwire decode --pcap reads it; timestamps on the "
-                        "broker clock in ms, addresses synthetic: 127.0.0.1:40000+connection id to 9092+broker), "
+                        "capture Wireshark and tshark open (kwire decode --pcap reads it; each request and answer "
+                        "at its real time in µs, so latency is real; addresses synthetic: 127.0.0.1:40000+"
+                        "connection id to 9092+broker), "
                         "else DIR of request fixtures that kwire replay takes")
 
 
@@ -55,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     from kwire.cli import CliError
     from kwire.control import Broker, BrokerConfig, SaslConfig
 
+    if args.port and args.port + args.brokers - 1 > 65535:
+        raise CliError(f"--port {args.port} with --brokers {args.brokers}: the last broker's port would be "
+                       f"{args.port + args.brokers - 1}, above 65535")
     settings = {}
     for item in args.set:
         if "=" not in item:
@@ -223,8 +229,8 @@ def _topic_spec(spec: str) -> tuple[str, int]:
         count = int(parts)
     except ValueError:
         raise CliError(f"--topic {spec!r}: PARTITIONS must be a whole number, got {parts!r}") from None
-    if count < 1:
-        raise CliError(f"--topic {spec!r}: PARTITIONS must be at least 1")
+    if not 1 <= count <= 2**31 - 1:
+        raise CliError(f"--topic {spec!r}: PARTITIONS must be at least 1 and at most {2**31 - 1}")
     return name, count
 
 

@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from kwire.cli._numbers import BROKERS
+
 __all__ = ["CLIENT_ALIASES", "add_arguments", "resolve_client", "run"]
 
 # The names people install the clients by -> the adapters' internal names (which work too).
@@ -58,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a scenario to run (repeatable; default: all; see --list)")
     p.add_argument("--target", default="kwire", metavar="kwire|rdkafka-mock|HOST:PORT",
                    help="the broker: an in-process kwire cluster (default), librdkafka's mock, or any bootstrap")
-    p.add_argument("--brokers", type=int, default=None, metavar="N",
+    p.add_argument("--brokers", type=BROKERS, default=None, metavar="N",
                    help="brokers of the kwire cluster (default 3)")
     p.add_argument("--report", type=Path, metavar="DIR",
                    help="write junit.xml, report.html, conformance.md and results.json here")

@@ -8,11 +8,12 @@ import sys
 
 from kwire.cli import CliError
 from kwire.cli._io import read_input
+from kwire.cli._numbers import API_KEY, API_VERSION, PORT
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--api-key", type=int, help="API key of the message")
-    p.add_argument("--api-version", type=int, help="API version of the message")
+    p.add_argument("--api-key", type=API_KEY, help="API key of the message")
+    p.add_argument("--api-version", type=API_VERSION, help="API version of the message")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--request", action="store_true", help="the bytes are a request body")
     kind.add_argument("--response", action="store_true", help="the bytes are a response body")
@@ -25,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pcap", action="store_true",
                    help="the input is a pcap/pcapng capture: one JSON line per Kafka exchange, both directions "
                         "decoded (every API key, 68 and up included)")
-    p.add_argument("--port", type=int, action="append", metavar="PORT",
+    p.add_argument("--port", type=PORT, action="append", metavar="PORT",
                    help="with --pcap: a broker port (default: 9092 and the usual ones); repeatable")
     p.add_argument("file", nargs="?", default="-", help="input file, or - for stdin")
 
@@ -33,9 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _parse_kv(text: str) -> tuple[int, int]:
     try:
         k, v = text.split(":")
-        return int(k), int(v)
-    except ValueError:
-        raise CliError(f"--response-to takes KEY:VERSION, got {text!r}") from None
+        return API_KEY(k), API_VERSION(v)  # type: ignore[return-value]  # int Numbers give ints
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        detail = f": {exc}" if isinstance(exc, argparse.ArgumentTypeError) else ""
+        raise CliError(f"--response-to takes KEY:VERSION, got {text!r}{detail}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,10 +11,12 @@ import argparse
 import time
 from typing import Any
 
+from kwire.cli._numbers import BROKERS, COUNT
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--brokers", type=int, default=3)
-    p.add_argument("--records", type=int, default=12)
+    p.add_argument("--brokers", type=BROKERS, default=3)
+    p.add_argument("--records", type=COUNT, default=12)
     p.add_argument("--compression", default="lz4", choices=["none", "gzip", "snappy", "lz4", "zstd"])
 
 

@@ -11,11 +11,12 @@ import json
 import sys
 
 from kwire.cli import CliError
+from kwire.cli._numbers import API_KEY, API_VERSION
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--api-key", type=int, help="API key of the message (not with --frame)")
-    p.add_argument("--api-version", type=int, help="API version of the message (not with --frame)")
+    p.add_argument("--api-key", type=API_KEY, help="API key of the message (not with --frame)")
+    p.add_argument("--api-version", type=API_VERSION, help="API version of the message (not with --frame)")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--request", action="store_true", help="the JSON is a request body")
     kind.add_argument("--response", action="store_true", help="the JSON is a response body")

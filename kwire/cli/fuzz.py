@@ -17,24 +17,26 @@ import argparse
 import sys
 from pathlib import Path
 
+from kwire.cli._numbers import COUNT, SECONDS, SEED, TIMEOUT
+
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     limit = p.add_mutually_exclusive_group()
-    limit.add_argument("--seconds", type=float, help="run this long (default 60 s unless --budget)")
-    limit.add_argument("--budget", type=int, help="send this many frames")
-    p.add_argument("--seed", type=int, default=None,
+    limit.add_argument("--seconds", type=SECONDS, help="run this long (default 60 s unless --budget)")
+    limit.add_argument("--budget", type=COUNT, help="send this many frames")
+    p.add_argument("--seed", type=SEED, default=None,
                    help="random seed (runs are repeatable per seed; default: a fresh one, printed)")
     p.add_argument("--out", type=Path, default=Path("fuzz-out"), help="where minimised findings go")
     p.add_argument("--fixtures", type=Path, default=None,
                    help="seed corpus root (default: the repo's fixtures/ when present)")
-    p.add_argument("--hang-seconds", type=float, default=5.0, help="answer bound for one request")
+    p.add_argument("--hang-seconds", type=TIMEOUT, default=5.0, help="answer bound for one request")
     p.add_argument("--decoders", action="store_true", help="coverage-guided fuzzing of the decoders (atheris)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--spark", action="store_true",
                    help="shard the campaign across Spark executors (each shard: its own broker and seed)")
-    p.add_argument("--shards", type=int, default=None,
+    p.add_argument("--shards", type=COUNT, default=None,
                    help="with --spark: how many shards (default: Spark's default parallelism)")
     p.add_argument("--master", default=None, help="with --spark: the Spark master (default local[*])")
 

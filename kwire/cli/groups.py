@@ -9,11 +9,13 @@ import argparse
 import json
 import sys
 
+from kwire.cli._numbers import TIMEOUT
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", "-b", required=True, metavar="HOST:PORT[,...]", help="bootstrap servers")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout")
+    p.add_argument("--timeout", type=TIMEOUT, default=10.0, metavar="SECONDS", help="per-request timeout")
     p.add_argument("group", nargs="*", help="only these groups (default: all)")
 
 
@@ -38,9 +40,20 @@ def run(args: argparse.Namespace) -> int:
                         [[m.member_id, m.client_id, m.host,
                           " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(m.assignment.items()))]
                          for m in g.members])
+        if g.share_offsets:
+            print(f"\n{g.group_id}: share partitions (in flight: start offset to end; settled: acknowledged or "
+                  f"archived past the start)")
+            print_table(["topic", "partition", "start", "end", "in-flight", "settled", "lag", "consumers", "error"],
+                        [[t, p, _dash(sp.start if sp.start >= 0 else None), _dash(sp.end if sp.end >= 0 else None),
+                          _dash(sp.in_flight), _dash(sp.settled), _dash(sp.lag), sp.consumers, sp.error or ""]
+                         for t, parts in sorted(g.share_offsets.items()) for p, sp in sorted(parts.items())])
         if g.offsets:
             print(f"\n{g.group_id}: offsets")
             print_table(["topic", "partition", "committed", "end", "lag"],
                         [[t, p, c, e, "-" if lag is None else lag]
                          for t, parts in sorted(g.offsets.items()) for p, (c, e, lag) in sorted(parts.items())])
     return 0
+
+
+def _dash(value: int | None) -> object:
+    return "-" if value is None else value

@@ -38,12 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="spark (default) or local: one process, no Spark")
 
 
-def _print(result: Any, columns: tuple[str, ...]) -> None:
+def _print(result: Any, columns: tuple[str, ...], rows: list[dict[str, Any]] | None = None) -> None:
     from kwire.pipeline.report import text_table
 
     for name, n in result.tables.items():
         print(f"{name}: {n} rows")
-    print(text_table(result.summary, columns))
+    print(text_table(result.summary if rows is None else rows, columns))
     for note in result.notes:
         print(note)
     if result.report is not None:
@@ -178,6 +178,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.job == "conformance":
         _print(result, ("rule_id", "severity", "api_key", "api_version", "violations"))
     else:
+        from kwire.pipeline.dlq import split_not_dlq
+
+        # topics without dead-letter headers are named once, in the notes, not as rows
         _print(result, ("topic", "original_topic", "original_partition", "group_id", "convention", "records",
-                        "min_delivery_count", "max_delivery_count"))
+                        "min_delivery_count", "max_delivery_count"), split_not_dlq(result.summary)[0])
     return 0

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["parse_dlq_headers", "dlq_row", "dlq_report_rows", "delivery_histogram", "DLQ_REPORT_COLUMNS"]
+__all__ = ["parse_dlq_headers", "dlq_row", "dlq_rows", "dlq_report_rows", "delivery_histogram", "DLQ_REPORT_COLUMNS",
+           "split_not_dlq", "not_dlq_notes"]
 
 _FIELDS = ("original_topic", "original_partition", "original_offset", "group_id", "delivery_count",
            "error_class", "error_message")
@@ -112,6 +113,37 @@ def dlq_row(record_row: dict[str, Any]) -> dict[str, Any]:
                                       "value_size", "headers")}
     row.update(parse_dlq_headers(headers))
     return row
+
+
+def dlq_rows(log_rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``dlq_records`` rows from ``log_records`` rows: control records (transaction markers) are
+    the log's bookkeeping, never dead letters, so they are left out (both engines call this)."""
+    for r in log_rows:
+        if not r["is_control"]:
+            yield dlq_row(r)
+
+
+def split_not_dlq(report: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``dlq_report`` rows with a DLQ convention, and the rows of records without DLQ headers."""
+    return [r for r in report if r["convention"] != "none"], [r for r in report if r["convention"] == "none"]
+
+
+def _records(n: int) -> str:
+    return f"{n} record" if n == 1 else f"{n} records"
+
+
+def not_dlq_notes(report: list[dict[str, Any]]) -> list[str]:
+    """One line per topic whose records carry no dead-letter headers (listed apart, once)."""
+    dlq, plain = split_not_dlq(report)
+    with_headers = {r["topic"] for r in dlq}
+    notes = []
+    for topic in sorted({r["topic"] for r in plain}):
+        n = sum(r["records"] for r in plain if r["topic"] == topic)
+        if topic in with_headers:
+            notes.append(f"{topic}: {_records(n)} without dead-letter headers (not counted above)")
+        else:
+            notes.append(f"{topic}: not a dead-letter topic ({_records(n)}, none with dead-letter headers)")
+    return notes
 
 
 DLQ_REPORT_COLUMNS = (

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kwire.pipeline.dlq import delivery_histogram, dlq_report_rows, dlq_row
+from kwire.pipeline.dlq import delivery_histogram, dlq_report_rows, dlq_rows, not_dlq_notes
 from kwire.pipeline.logs import iter_log_records, plan_log_slices
 from kwire.pipeline.plan import expand_inputs
 from kwire.pipeline.report import dlq_html, traffic_html
@@ -82,9 +82,11 @@ def traffic_job(inputs: list[str], out: str | Path) -> JobResult:
     res.tables["wire_exchanges"] = write_parquet(rows(), WIRE_EXCHANGES, table_file(out, "wire_exchanges"))
     res.tables["capture_issues"] = write_parquet(issues, CAPTURE_ISSUES, table_file(out, "capture_issues"))
     res.summary = summary.rows()
-    series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
+    width = time_bucket_ns(min(stamps), max(stamps)) if stamps else None
+    series = time_series(stamps, width) if width else []
     res.report = out / "traffic_report.html"
-    res.report.write_text(traffic_html(res.summary, series, dict(Counter(i["kind"] for i in issues))))
+    res.report.write_text(traffic_html(res.summary, series, dict(Counter(i["kind"] for i in issues)),
+                                       bucket_ns=width))
     return res
 
 
@@ -114,17 +116,20 @@ def dlq_job(root: str | Path, out: str | Path, *, topics: Collection[str] | None
 
     out = Path(out)
     slices, torn = plan_log_slices(root, topics=topics)
-    rows = [dlq_row(r) for s in slices for r in iter_log_records(s)]
+    rows = [r for s in slices for r in dlq_rows(iter_log_records(s))]
     res = JobResult(tables=write_tables(out, {"dlq_records": (DLQ_RECORDS, rows)}))
     res.summary = dlq_report_rows(rows)
     _write_report_parquet(out, res.summary)
     res.tables["dlq_report"] = len(res.summary)
-    stamps = [r["timestamp_ms"] for r in rows if r["timestamp_ms"] is not None and r["timestamp_ms"] >= 0]
-    series = time_series(stamps, time_bucket_ns(min(stamps), max(stamps))) if stamps else []
+    dead = [r for r in rows if r["convention"] != "none"]  # the charts: dead letters only
+    stamps = [r["timestamp_ms"] for r in dead if r["timestamp_ms"] is not None and r["timestamp_ms"] >= 0]
+    width = time_bucket_ns(min(stamps), max(stamps)) if stamps else None
+    series = time_series(stamps, width) if width else []
     res.notes = [f"torn tail: {t.path} at byte {t.position} ({t.nbytes} bytes skipped)" for t in torn]
+    res.notes += not_dlq_notes(res.summary)
     res.report = out / "dlq_report.html"
-    res.report.write_text(dlq_html(res.summary, delivery_histogram(rows), series, top_errors(rows),
-                                   now_ms=int(time.time() * 1000)))
+    res.report.write_text(dlq_html(res.summary, delivery_histogram(dead), series, top_errors(dead),
+                                   now_ms=int(time.time() * 1000), bucket_ms=width))
     return res
 
 

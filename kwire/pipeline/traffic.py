@@ -26,6 +26,8 @@ from kwire.capture.kafka import (
     WireExchange,
     iter_kafka_exchanges,
 )
+from kwire.capture.pcap import section_comments
+from kwire.capture.writer import has_broker_clock_timestamps
 from kwire.errors import CaptureError, KwireError, UnknownApiKeyError, UnsupportedVersionError
 from kwire.protocol import decode_request, decode_response
 from kwire.protocol.registry import api_info, request_header_version, schema_class
@@ -153,6 +155,19 @@ def issue_row(issue: CaptureIssue, source: str) -> dict[str, Any]:
             "stream_offset": issue.offset, "nbytes": issue.nbytes, "ts_ns": issue.ts_ns, "detail": issue.detail}
 
 
+BROKER_CLOCK_ISSUE = "broker_clock_timestamps"
+
+
+def _timing_issues(data: Any, src: str, shard: tuple[int, int]) -> list[dict[str, Any]]:
+    """A capture kwire wrote on its broker's millisecond clock gives no latency: one issue row that
+    says so (from shard 0 only, so a sharded read counts it once)."""
+    if shard[0] != 0 or not has_broker_clock_timestamps(section_comments(data)):
+        return []
+    return [{"source": src, "conn_id": "", "direction": "", "kind": BROKER_CLOCK_ISSUE, "stream_offset": 0,
+             "nbytes": 0, "ts_ns": 0, "detail": "timestamps are kwire's broker clock in ms (kwire broker --record "
+                                                "without wire times): latency cannot be measured from it"}]
+
+
 def open_bytes(path: str | os.PathLike[str]) -> Any:
     """The file's bytes, memory-mapped when it is not empty (captures can be large)."""
     with open(path, "rb") as f:
@@ -174,6 +189,7 @@ def iter_traffic(
     reader = KafkaCaptureReader(broker_ports=broker_ports, shard=shard)
     software: dict[str, tuple[str | None, str | None]] = {}
     data = open_bytes(path)
+    timing = _timing_issues(data, src, shard)
     try:
         for ex in iter_kafka_exchanges(data, reader):
             yield exchange_row(ex, src, software)
@@ -186,6 +202,7 @@ def iter_traffic(
             with contextlib.suppress(BufferError):  # a view still alive somewhere: the map goes with it
                 data.close()
     if issues is not None:
+        issues.extend(timing)
         issues.extend(issue_row(i, src) for i in reader.issues)
 
 
@@ -199,15 +216,16 @@ def capture_issue_rows(
     """``capture_issues`` rows of one capture: reassembly and framing only, nothing decoded."""
     reader = KafkaCaptureReader(broker_ports=broker_ports, shard=shard)
     data = open_bytes(path)
+    src = source if source is not None else str(path)
     try:
+        timing = _timing_issues(data, src, shard)
         reader.feed(data)
         reader.finish()
     finally:
         if isinstance(data, mmap.mmap):
             with contextlib.suppress(BufferError):
                 data.close()
-    src = source if source is not None else str(path)
-    return [issue_row(i, src) for i in reader.issues]
+    return timing + [issue_row(i, src) for i in reader.issues]
 
 
 def traffic_rows(paths: list[str] | list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -34,9 +34,8 @@ def test_a_recording_round_trips_through_pcapng() -> None:
     assert {e.server.rsplit(":", 1)[1] for e in exchanges} <= {"9092", "9093"}
 
 
-def test_a_long_poll_keeps_its_wait_in_the_capture() -> None:
-    """A Fetch parked for 500 ms of broker time answers 500 ms after its request in the capture
-    (``response_at_ms``); an immediate answer follows its request within a millisecond."""
+def _long_poll_recording() -> list:
+    """A Metadata answered at once, then a Fetch parked until the test advances the broker clock 500 ms."""
     import threading
 
     from kwire.client import WireClient
@@ -58,11 +57,47 @@ def test_a_long_poll_keeps_its_wait_in_the_capture() -> None:
             b.wait_for_parked("Fetch", timeout=10)
             b.advance(500)
             t.join(10)
-        recorded = b.recorded()
+        return b.recorded()
+
+
+def _waits(recorded: list) -> tuple[dict[int, int], list[str]]:
+    from kwire.capture.pcap import section_comments
+
     buf = io.BytesIO()
-    write_exchanges_pcapng(recorded, buf)
+    write_exchanges_pcapng(recorded, buf, comment="kwire broker --record")
     exchanges, _ = read_kafka_exchanges(buf.getvalue())
-    waits = {e.api_key: e.response.first_ts_ns - e.request.last_ts_ns for e in exchanges
-             if e.response is not None and e.request is not None}
+    return ({e.api_key: e.response.first_ts_ns - e.request.last_ts_ns for e in exchanges
+             if e.response is not None and e.request is not None}, section_comments(buf.getvalue()))
+
+
+def test_wire_times_give_real_latency() -> None:
+    """The broker's I/O edge stamps each exchange in monotonic µs: the capture puts every request and
+    answer at its real time, so the latency it shows is the broker's real answer time (the parked
+    Fetch waited as long as the test took to advance the clock, not 500 ms); the section comment
+    says so (kwire-timestamps=wire-us)."""
+    from kwire.capture.writer import WIRE_TIMESTAMPS, has_broker_clock_timestamps
+
+    recorded = _long_poll_recording()
+    assert all(r.at_us is not None and r.response_at_us is not None for r in recorded)
+    waits, comments = _waits(recorded)
+    real = {r.api_key: (r.response_at_us - r.at_us) * 1000 for r in recorded}
+    for key in (1, 3):
+        assert abs(waits[key] - real[key]) < 50_000, key  # frame packets are spaced a few µs apart
+    assert comments == [f"kwire broker --record; {WIRE_TIMESTAMPS}"]
+    assert not has_broker_clock_timestamps(comments)
+
+
+def test_without_wire_times_the_broker_clock_places_packets() -> None:
+    """Exchanges without wire times (an older recording) are placed on the broker clock: the long
+    poll answers 500 ms after its request, an immediate answer within a millisecond, and the
+    capture says its timestamps are broker ms (no latency)."""
+    import dataclasses
+
+    from kwire.capture.writer import BROKER_TIMESTAMPS, has_broker_clock_timestamps
+
+    recorded = [dataclasses.replace(r, at_us=None, response_at_us=None) for r in _long_poll_recording()]
+    waits, comments = _waits(recorded)
     assert abs(waits[1] - 500_000_000) < 1_000_000  # Fetch (the packets of one frame are spaced a little)
     assert waits[3] < 1_000_000  # Metadata
+    assert comments == [f"kwire broker --record; {BROKER_TIMESTAMPS}"]
+    assert has_broker_clock_timestamps(comments) and has_broker_clock_timestamps(["kwire broker --record"])

@@ -65,3 +65,34 @@ def write_dlq_dirs(root: Path, per_convention: int = 6, *, torn: bool = True) ->
     plain.mkdir()
     (plain / "00000000000000000000.log").write_bytes(batch(0, [(T0, None, b"x", [("trace", b"1")])]))
     return root
+
+
+def write_txn_dlq_dir(root: Path, batches: int = 3) -> Path:
+    """``root/dlq.txn-0``: KIP-1191 dead letters written in transactions (kafka-python's builder,
+    transactional), each batch followed by its COMMIT marker (kwire's control batch), and
+    ``root/events-0``: a topic without dead-letter headers. Offsets as a broker assigns them."""
+    from kwire.records.control import ControlRecordType, build_control_batch
+
+    d = root / "dlq.txn-0"
+    d.mkdir(parents=True)
+    data = bytearray()
+    offset = 0
+    for n in range(batches):
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=1, producer_id=7,
+                                      producer_epoch=0, base_sequence=2 * n, batch_size=1 << 20)
+        for delta in range(2):
+            i = 2 * n + delta
+            b.append(delta, timestamp=T0 + 1000 * i, key=None, value=b"v", headers=_headers("kip1191", i))
+        raw = bytearray(b.build())
+        struct.pack_into(">q", raw, 0, offset)
+        data += raw
+        offset += 2
+        data += build_control_batch(ControlRecordType.COMMIT, 7, 0, 0, base_offset=offset,
+                                    timestamp_ms=T0 + 1000 * offset)
+        offset += 1
+    (d / "00000000000000000000.log").write_bytes(bytes(data))
+    plain = root / "events-0"
+    plain.mkdir()
+    (plain / "00000000000000000000.log").write_bytes(
+        batch(0, [(T0, None, b"a", []), (T0 + 1, None, b"b", [("trace", b"1")])]))
+    return root

@@ -69,3 +69,39 @@ def test_spring_accepts_text_coordinates_too() -> None:
     got = parse_dlq_headers([("kafka_dlt-original-topic", b"t"), ("kafka_dlt-original-partition", b"12"),
                              ("kafka_dlt-original-offset", b"345")])
     assert (got["convention"], got["original_partition"], got["original_offset"]) == ("spring", 12, 345)
+
+
+def test_transaction_markers_are_not_dead_letters(tmp_path: Path) -> None:
+    """A transactional DLQ topic: 6 dead letters and 3 COMMIT markers (control batches, as Kafka's
+    log holds them; RecordBatch.isControlBatch) give 6 dlq_records rows, not 9; a topic without
+    DLQ headers is named once, apart, as not a dead-letter topic."""
+    from kwire.pipeline import jobs
+
+    from .dlq_dirs import write_txn_dlq_dir
+
+    root = write_txn_dlq_dir(tmp_path / "logs")
+    res = jobs.dlq_job(root, tmp_path / "out")
+    assert res.tables["dlq_records"] == 6 + 2
+    by_topic: dict[tuple[str, str], int] = {}
+    for r in res.summary:
+        by_topic[(r["topic"], r["convention"])] = by_topic.get((r["topic"], r["convention"]), 0) + r["records"]
+    assert by_topic == {("dlq.txn", "kip1191"): 6, ("events", "none"): 2}
+    assert res.notes == ["events: not a dead-letter topic (2 records, none with dead-letter headers)"]
+    page = (tmp_path / "out" / "dlq_report.html").read_text()
+    assert page.count("not a dead-letter topic") == 1
+    assert "<p>6 records;" in page
+
+
+def test_cli_lists_a_topic_without_dlq_headers_once_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kwire.cli import main
+
+    from .dlq_dirs import write_txn_dlq_dir
+
+    root = write_txn_dlq_dir(tmp_path / "logs")
+    assert main(["pipeline", "dlq", str(root), "--out", str(tmp_path / "out"), "--engine", "local"]) == 0
+    out = capsys.readouterr().out
+    table = [line.split() for line in out.splitlines() if line.startswith(("dlq.txn", "events "))]
+    assert [row[:2] for row in table] == [["dlq.txn", "payments"]] * 3
+    assert sum(int(row[5]) for row in table) == 6
+    assert [line for line in out.splitlines() if "events" in line] == [
+        "events: not a dead-letter topic (2 records, none with dead-letter headers)"]

@@ -75,7 +75,22 @@ def test_the_dlq_job_can_take_some_topics_only(spark: Any, tmp_path: Path) -> No
     p_d = jobs.dlq_job(root, tmp_path / "plain_d", topics=keep)
     assert s_d.summary == p_d.summary and s_d.tables == p_d.tables
     assert {r["topic"] for r in p_d.summary} == set(keep)
-    assert p_d.notes == []  # the torn tail is in another topic
+    # the torn tail is in another topic; dlq.plain has no DLQ headers: named once, apart
+    assert s_d.notes == p_d.notes == ["dlq.plain: not a dead-letter topic (1 record, none with dead-letter headers)"]
+
+
+def test_both_engines_leave_transaction_markers_out_of_the_dlq(spark: Any, tmp_path: Path) -> None:
+    """Control batches (COMMIT markers) are never dead letters, on Spark as in one process."""
+    from kwire.pipeline.spark import jobs as sjobs
+
+    from .dlq_dirs import write_txn_dlq_dir
+
+    root = write_txn_dlq_dir(tmp_path / "logs")
+    s_d = sjobs.dlq_job(spark, root, tmp_path / "spark_d")
+    p_d = jobs.dlq_job(root, tmp_path / "plain_d")
+    assert s_d.summary == p_d.summary and s_d.tables == p_d.tables and s_d.notes == p_d.notes
+    assert s_d.tables["dlq_records"] == 8  # 6 dead letters + 2 records of the plain topic, no markers
+    assert s_d.notes == ["events: not a dead-letter topic (2 records, none with dead-letter headers)"]
 
 
 _LOCAL1 = """

@@ -97,6 +97,10 @@ class Exchange:
     response_bytes: bytes | None = None
     closed: str | None = None
     response_at_ms: int | None = None  # broker time the answer was made
+    # Wire time in µs (monotonic, from the I/O edge's ``wire_clock_us``; None without one): when the
+    # request was taken and its answer made, so a capture shows real latency, not broker-clock ms.
+    at_us: int | None = None
+    response_at_us: int | None = None
 
 
 class Reply:
@@ -251,6 +255,8 @@ class BrokerCore:
         self.recording: list[Exchange] | None = None
         # Called with each recorded exchange once answered (kwire broker -v prints a line).
         self.on_answer: Callable[[Exchange], None] | None = None
+        # The I/O edge's monotonic µs clock for recorded exchanges (the core keeps no wall time).
+        self.wire_clock_us: Callable[[], int] | None = None
         # Called after each handler and each fired deadline, before any answer leaves: the data
         # dir makes what changed durable there (a KafkaError fails the request with its code).
         self.before_answer: list[Callable[[], None]] = []
@@ -329,6 +335,7 @@ class BrokerCore:
         if self.recording is not None:
             exchange = Exchange(self.clock.now_ms(), conn.conn_id, conn.broker_id, api_key, api_version, corr,
                                 frame.client_id, frame.body, bytes(payload))
+            exchange.at_us = self.wire_clock_us() if self.wire_clock_us is not None else None
             self.recording.append(exchange)
         if conn.sasl_mechanism is not None and not conn.authenticated and api_key not in (
             ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
@@ -417,6 +424,7 @@ class BrokerCore:
             return None
         ex = Exchange(self.clock.now_ms(), conn.conn_id, conn.broker_id, api_key, api_version, corr, None, None,
                       bytes(payload))
+        ex.at_us = self.wire_clock_us() if self.wire_clock_us is not None else None
         self.recording.append(ex)
         return ex
 
@@ -450,6 +458,7 @@ class BrokerCore:
     def answered(self, exchange: Exchange) -> None:
         """A recorded request got its answer: stamp the time and tell ``on_answer`` (``kwire broker -v``)."""
         exchange.response_at_ms = self.clock.now_ms()
+        exchange.response_at_us = self.wire_clock_us() if self.wire_clock_us is not None else None
         if self.on_answer is not None:
             self.on_answer(exchange)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from kwire.pipeline.dlq import DLQ_REPORT_COLUMNS
+from kwire.pipeline.dlq import DLQ_REPORT_COLUMNS, not_dlq_notes
 from kwire.pipeline.jobs import JobResult
 from kwire.pipeline.plan import expand_inputs
 from kwire.pipeline.report import dlq_html, traffic_html
@@ -29,14 +29,15 @@ def _rows(df: Any, columns: tuple[str, ...]) -> list[dict[str, Any]]:
     return [{c: r[c] for c in columns} for r in df.collect()]
 
 
-def _series(df: Any, col: str) -> list[tuple[int, int]]:
+def _series(df: Any, col: str) -> tuple[list[tuple[int, int]], int | None]:
+    """(bucket start, count) of the non-empty buckets, and the bucket width (from the whole range)."""
     lo, hi = df.where(F.col(col).isNotNull() & (F.col(col) >= 0)).agg(F.min(col), F.max(col)).first()
     if lo is None:
-        return []
+        return [], None
     width = time_bucket_ns(lo, hi)
     b = (F.floor(F.col(col) / width) * width).cast("long").alias("b")
     return sorted((r["b"], r["count"]) for r in df.where(F.col(col).isNotNull() & (F.col(col) >= 0))
-                  .groupBy(b).count().collect())
+                  .groupBy(b).count().collect()), width
 
 
 def traffic_summary_df(ex: Any) -> Any:
@@ -78,7 +79,8 @@ def traffic_job(spark: Any, inputs: list[str], out: str | Path, *, min_partition
                          key=lambda r: sort_key(r, TRAFFIC_SUMMARY_KEYS))
     counts = {r["kind"]: r["count"] for r in issues.groupBy("kind").count().collect()}
     res.report = out / "traffic_report.html"
-    res.report.write_text(traffic_html(res.summary, _series(ex, "request_ts_ns"), counts))
+    series, width = _series(ex, "request_ts_ns")
+    res.report.write_text(traffic_html(res.summary, series, counts, bucket_ns=width))
     return res
 
 
@@ -105,14 +107,17 @@ def dlq_job(spark: Any, root: str | Path, out: str | Path, *, topics: Collection
     keys = ("topic", "original_topic", "original_partition", "group_id", "convention")
     res = JobResult(summary=sorted(_rows(report_df, DLQ_REPORT_COLUMNS), key=lambda r: sort_key(r, keys)))
     res.tables = {"dlq_records": d.count(), "dlq_report": len(res.summary)}
-    hist = {r["delivery_count"]: r["count"] for r in d.groupBy("delivery_count").count().collect()}
-    errors = sorted(((r["error_message"], r["count"]) for r in d.where(F.col("error_message").isNotNull())
+    dead = d.where(F.col("convention") != "none")  # the charts: dead letters only
+    hist = {r["delivery_count"]: r["count"] for r in dead.groupBy("delivery_count").count().collect()}
+    errors = sorted(((r["error_message"], r["count"]) for r in dead.where(F.col("error_message").isNotNull())
                      .groupBy("error_message").count().collect()), key=lambda kv: (-kv[1], kv[0]))[:20]
     res.notes = [f"torn tail: {t.path} at byte {t.position} ({t.nbytes} bytes skipped)"
                  for t in plan_log_slices(root, topics=topics)[1]]
+    res.notes += not_dlq_notes(res.summary)
     res.report = out / "dlq_report.html"
-    res.report.write_text(dlq_html(res.summary, hist, _series(d, "timestamp_ms"), errors,
-                                   now_ms=int(time.time() * 1000)))
+    series, width = _series(dead, "timestamp_ms")
+    res.report.write_text(dlq_html(res.summary, hist, series, errors, now_ms=int(time.time() * 1000),
+                                   bucket_ms=width))
     return res
 
 

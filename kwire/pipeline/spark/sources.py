@@ -132,15 +132,14 @@ class _LogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from kwire.pipeline.arrow import iter_batches
-        from kwire.pipeline.dlq import dlq_row
+        from kwire.pipeline.dlq import dlq_rows
         from kwire.pipeline.logs import iter_log_records
 
         dlq = self.table.name == DLQ_RECORDS.name
 
         def rows() -> Iterator[dict[str, Any]]:
             for piece in partition.value:
-                for r in iter_log_records(piece):
-                    yield dlq_row(r) if dlq else r
+                yield from dlq_rows(iter_log_records(piece)) if dlq else iter_log_records(piece)
 
         yield from iter_batches(rows(), self.table)
 

@@ -1,0 +1,87 @@
+"""The README's figures that a benchmark produces agree with the committed results
+(benchmarks/results/*.json and the run logs in *.md): rerunning a benchmark and committing its
+results without updating the README fails here."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _results(name: str) -> dict:
+    return json.loads((ROOT / "benchmarks" / "results" / name).read_text(encoding="utf-8"))
+
+
+def _readme(pattern: str) -> re.Match[str]:
+    m = re.search(pattern, README, re.S)
+    assert m is not None, f"the README no longer says {pattern!r}: update this check with it"
+    return m
+
+
+def _speedup(ratio: float) -> str:
+    """kwire's time over the peer's -> "N.Nx as fast", as the benchmark tables round it."""
+    return f"{1 / ratio:.1f}"
+
+
+def test_fuzz_throughput() -> None:
+    fuzz = _results("fuzz.json")
+    log = (ROOT / "benchmarks" / "results" / "fuzz.md").read_text(encoding="utf-8")
+    m = _readme(r"about (\d+)-(\d+) broker frames/s, so a\s+120 s run sends about ([\d,]+) frames \(at this "
+                r"commit: `fuzz: frames: (\d+),")
+    low, high, about, merged = int(m[1]), int(m[2]), int(m[3].replace(",", "")), int(m[4])
+    assert low == round(fuzz["frames_per_s"])
+    assert f"frames: {merged}," in log and high == round(merged / fuzz["seconds"])
+    assert low * fuzz["seconds"] <= about <= high * fuzz["seconds"]
+    m = _readme(r"the decoders under atheris ran ([\d,]+) inputs in (\d+) s")
+    assert int(m[1].replace(",", "")) == fuzz["decoder_executions"] and int(m[2]) == round(fuzz["seconds"])
+    m = _readme(r"ended `fuzz: frames: (\d+), crashes: 0, hangs: 0, lost: 0`")
+    assert f"fuzz: frames: {m[1]}, crashes: 0, hangs: 0, lost: 0" in log
+
+
+def test_codec_ratios() -> None:
+    protocol = _results("protocol.json")
+    peers = [w for w in protocol["workloads"] if "kwire/kafka-python" in w["ratio"]["decode"]]
+    decode = sorted(_speedup(w["ratio"]["decode"]["kwire/kafka-python"]) for w in peers)
+    encode = sorted(_speedup(w["ratio"]["encode"]["kwire/kafka-python"]) for w in peers)
+    m = _readme(r"kwire's C decoder ([\d.]+)-([\d.]+)x and its encoder ([\d.]+)-([\d.]+)x as fast as kafka-python's")
+    assert (m[1], m[2], m[3], m[4]) == (min(decode, key=float), max(decode, key=float),
+                                        min(encode, key=float), max(encode, key=float))
+
+
+def test_broker_ratios() -> None:
+    defaults = _results("broker.json")["results"]["defaults"]
+    kw, mock = defaults["kwire"], defaults["librdkafka_mock"]
+    m = _readme(r"produce ([\d.]+)x, consume ([\d.]+)x librdkafka's mock")
+    assert m[1] == f"{kw['produce_records_per_s'] / mock['produce_records_per_s']:.2f}"
+    assert m[2] == f"{kw['consume_records_per_s'] / mock['consume_records_per_s']:.2f}"
+
+
+def test_record_fast_path() -> None:
+    fast = _results("records.json")["fast_path"]
+    assert int(_readme(r"offset rewrite at ~(\d+) GB/s")[1]) == round(fast["validate_and_assign_GBps"])
+
+
+def test_connection_memory() -> None:
+    c = _results("connections.json")
+    m = _readme(r"([\d,]+) idle connections hold (\d+) MB in all \(([\d.]+) KiB each")
+    assert int(m[1].replace(",", "")) == c["idle"]["connections"]
+    assert int(m[2]) == round(c["idle"]["rss_open_mb"]) and float(m[3]) == c["idle"]["per_connection_kib"]
+    m = _readme(r"(\d+)\s+prefixes claiming (\d+) MiB each left the broker at (\d+) MB")
+    plain = c["prefix_claims_plain"]
+    assert (int(m[1]), int(m[2]), int(m[3])) == (plain["connections"], plain["claimed_mb_each"],
+                                                  round(plain["rss_held_mb"]))
+    sasl = c["prefix_claims_sasl"]
+    m = _readme(r"\((\d+) MB with SASL on, where it closed all (\d+) before SASL\)")
+    assert (int(m[1]), int(m[2])) == (round(sasl["rss_held_mb"]), sasl["closed_by_broker"])
+    assert sasl["closed_by_broker"] == sasl["connections"]
+
+
+@pytest.mark.parametrize("name", ["fuzz.json", "protocol.json", "broker.json", "records.json", "connections.json"])
+def test_results_files_are_committed(name: str) -> None:
+    assert (ROOT / "benchmarks" / "results" / name).is_file()
