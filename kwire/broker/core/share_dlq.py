@@ -16,6 +16,11 @@ Theory of operation
   to 30 s on the broker clock (DLQ-10); anything else fails the write.
 * Either way the records then go ARCHIVING → ARCHIVED (``complete_archiving``): a failed write is
   counted and logged once per (group, cause), never reported to the consumer.
+* With a data dir, ARCHIVING reaches the disk before the acknowledgement's answer and before the
+  write, ARCHIVED right after it. ARCHIVING found on restart resumes phase 2 (DLQ-4), first
+  reading the destination partition for dead letters the dead process already wrote (the
+  DLQ-9 headers name group, topic, partition and offset), so no record gets two. Kafka would
+  write such a record again (its phase 2 enqueues before it persists ARCHIVED).
 * Sans-I/O: the clock, deadlines, logs and configs are the core's.
 """
 
@@ -70,6 +75,9 @@ class DlqWriter:
         self._logged: set[tuple[str, str]] = set()
         # Fault injection: group -> (error code, remaining writes to fail; None: all).
         self.forced_failures: dict[str, list[Any]] = {}
+        # True while the share state is restored: ARCHIVING found then may have been written
+        # already (the process died between the write and ARCHIVED reaching the data dir).
+        self.resuming = False
 
     # --- phase 1 → 2 ------------------------------------------------------------------------------
     def archive(self, req: ArchiveRequest) -> None:
@@ -79,24 +87,26 @@ class DlqWriter:
             req.partition.complete_archiving(req.offsets)
             return
         now = self.core.clock.now_ms()
+        resumed = self.resuming
         # After the acknowledgement's answer (DLQ-11): phase 2 runs from the deadline heap.
-        self.core.deadlines.at(now, lambda: self._attempt(req, 1))
+        self.core.deadlines.at(now, lambda: self._attempt(req, 1, resumed))
 
     def _enabled(self, group: str) -> bool:
         configs = self.core.configs
         return (configs.get_int(ResourceType.BROKER, "", "share.version") >= 2
                 and bool(configs.get(ResourceType.GROUP, group, "errors.deadletterqueue.topic.name")))
 
-    def _attempt(self, req: ArchiveRequest, attempt: int) -> None:
+    def _attempt(self, req: ArchiveRequest, attempt: int, resumed: bool = False) -> None:
         sp = req.partition
         group = sp.group_id
         stats = self.stats.setdefault(group, DlqStats())
         try:
-            written = self._write(req)
+            written = self._write(req, resumed)
         except KafkaError as exc:
             if exc.code in _RETRIABLE and attempt < MAX_ATTEMPTS:  # DLQ-10
                 delay = min(BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS)
-                self.core.deadlines.at(self.core.clock.now_ms() + delay, lambda: self._attempt(req, attempt + 1))
+                self.core.deadlines.at(self.core.clock.now_ms() + delay,
+                                       lambda: self._attempt(req, attempt + 1, resumed))
                 stats.failed_produce_requests += 1
                 return
             if exc.code != ErrorCode.NONE:
@@ -136,7 +146,7 @@ class DlqWriter:
                                              f"(errors.deadletterqueue.group.enable is false)")
         return topic
 
-    def _write(self, req: ArchiveRequest) -> int:
+    def _write(self, req: ArchiveRequest, resumed: bool = False) -> int:
         from kwire.records import BatchBuilder
 
         core = self.core
@@ -156,8 +166,15 @@ class DlqWriter:
         originals = self._originals(sp, req.offsets) if copy else {}
         dest = topic.partitions[sp.partition % len(topic.partitions)]  # DLQ-7
         now = core.clock.now_ms()
+        rows = list(zip(req.offsets, req.delivery_counts, req.causes, strict=True))
+        if resumed:
+            # Written before the crash, ARCHIVED not yet on disk: never a second dead letter.
+            done = self._already_written(dest, sp, req.offsets)
+            rows = [row for row in rows if row[0] not in done]
+            if not rows:
+                return 0
         b = BatchBuilder()  # DLQ-7: no compression, no producer id
-        for off, count, cause in zip(req.offsets, req.delivery_counts, req.causes, strict=True):
+        for off, count, cause in rows:
             key, value = originals.get(off, (None, None))
             headers = [(HEADER_PREFIX + "topic", sp.topic.encode()),  # DLQ-9, in this order
                        (HEADER_PREFIX + "partition", str(sp.partition).encode()),
@@ -171,7 +188,27 @@ class DlqWriter:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic.name}-{dest.index} has no live leader")
         dest.log.append(bytearray(b.build()), AppendOrigin.DLQ, now_ms=now, leader_epoch=dest.leader_epoch,
                         config=core.log_config(topic.name))
-        return len(req.offsets)
+        return len(rows)
+
+    @staticmethod
+    def _already_written(dest: Any, sp: Any, offsets: tuple[int, ...]) -> set[int]:
+        """Source offsets of ``sp`` that already have a dead letter in ``dest`` (read from the
+        DLQ-9 headers; only after a restart, for records found ARCHIVING)."""
+        from kwire.records import RecordBatch
+
+        wanted = {str(o).encode(): o for o in offsets}
+        ident = {HEADER_PREFIX + "topic": sp.topic.encode(), HEADER_PREFIX + "partition": str(sp.partition).encode(),
+                 HEADER_PREFIX + "group": sp.group_id.encode()}
+        found: set[int] = set()
+        for stored in dest.log.batches:
+            if stored.is_control or stored.producer_id != -1:
+                continue  # DLQ-7: the broker's dead letters carry no producer id
+            for r in RecordBatch(bytes(stored.data)):
+                h = {k: bytes(v) for k, v in r.headers if v is not None}
+                off = wanted.get(h.get(HEADER_PREFIX + "offset", b""))
+                if off is not None and all(h.get(k) == v for k, v in ident.items()):
+                    found.add(off)
+        return found
 
     @staticmethod
     def _originals(sp: Any, offsets: tuple[int, ...]) -> dict[int, tuple[bytes | None, bytes | None]]:
