@@ -197,6 +197,23 @@ class Storage(Subsystem):
                 f.close()
                 setattr(self, name, None)
 
+    def crash(self) -> None:
+        """The process died (``Broker.restart(crash=True)``): its files close as the kernel closes
+        a killed process's files, and nothing more is written, not even the metadata."""
+        self._closed = True
+        if self._sync is not None:
+            self._sync.cancel()
+        for w in self._writers.values():
+            with contextlib.suppress(OSError, RecordError):
+                w.close()
+        self._writers.clear()
+        for name in ("_journal", "_txn_journal", "_share_journal"):
+            f = getattr(self, name)
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.close()  # every line was flushed when written: closing adds nothing
+                setattr(self, name, None)
+
     def _schedule_sync(self) -> None:
         self._sync = self.core.deadlines.at(self.core.clock.now_ms() + SYNC_INTERVAL_MS, self._sync_due)
 
