@@ -1,4 +1,4 @@
-"""The broker's produce path, in process: µs per Produce request through ``BrokerCore.handle``.
+"""The broker's produce path, in process: CPU µs per Produce request through ``BrokerCore.handle``.
 
     python benchmarks/bench_produce_path.py [--requests 20000] [--records 10] [--repeat 9]
 
@@ -8,7 +8,8 @@ change to what runs after every handler (the persistence hooks) shows up in the 
 than in the noise of a client. Two brokers: without a data dir and with one (the segment write
 and flush per batch). Each sample sends ``--requests`` acks=all requests of one batch of
 ``--records`` 100-byte records to a 1-partition topic; the median of ``--repeat`` samples is
-reported, both brokers interleaved. Writes benchmarks/results/produce_path.json and .md when
+reported, both brokers interleaved. Also the cost of the ``before_answer`` hooks alone (the
+data dir's journal checks) per request when nothing changed. Writes benchmarks/results/produce_path.json and .md when
 ``--write`` is given (a before/after comparison is two runs of this script on two commits).
 """
 
@@ -57,18 +58,34 @@ def _frames(n: int, records: int) -> list[bytes]:
 
 
 def _sample(data_dir: str | None, frames: list[bytes]) -> float:
-    """µs per request for one fresh core."""
+    """CPU µs of this process per request for one fresh core (CPU time, not wall time: other
+    processes on a shared machine move wall time far more than the path itself)."""
     core = BrokerCore(BrokerConfig(data_dir=data_dir), ManualClock(1_750_000_000_000), handlers=load_handlers())
     try:
         core.create_topic(TOPIC, 1, 1)
         conn = core.connect(min(core.cluster.nodes))
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for f in frames:
             out = core.handle(conn, bytearray(f))
             if out.kind != "send":
                 raise RuntimeError(f"produce answered {out.kind}")
-        return (time.perf_counter() - t0) / len(frames) * 1e6
+        return (time.process_time() - t0) / len(frames) * 1e6
+    finally:
+        core.close()
+
+
+def _hooks_ns(data_dir: str, calls: int = 1_000_000) -> float:
+    """ns of CPU per run of the core's ``before_answer`` hooks when nothing changed (what every
+    Produce pays for the data dir's journals)."""
+    core = BrokerCore(BrokerConfig(data_dir=data_dir), ManualClock(1_750_000_000_000), handlers=load_handlers())
+    try:
+        hooks = list(core.before_answer)
+        t0 = time.process_time()
+        for _ in range(calls):
+            for fn in hooks:
+                fn()
+        return (time.process_time() - t0) / calls * 1e9
     finally:
         core.close()
 
@@ -86,11 +103,15 @@ def main() -> int:
         runs["memory"].append(_sample(None, frames))
         with tempfile.TemporaryDirectory(prefix="kwire-bench-") as d:
             runs["data_dir"].append(_sample(d, frames))
+    with tempfile.TemporaryDirectory(prefix="kwire-bench-") as d:
+        hooks = sorted(_hooks_ns(d) for _ in range(args.repeat))
     result: dict[str, Any] = {
+        "before_answer_ns": {"median": statistics.median(hooks), "runs": hooks},
         "requests": args.requests, "records_per_request": args.records, "repeat": args.repeat,
         "python": platform.python_version(), "machine": platform.platform(),
         "us_per_request": {k: {"median": statistics.median(v), "runs": sorted(v)} for k, v in runs.items()},
     }
+    print(f"before_answer hooks: {result['before_answer_ns']['median']:.0f} ns per request when nothing changed")
     for k, v in result["us_per_request"].items():
         spread = ", ".join(f"{x:.1f}" for x in v["runs"])
         print(f"{k:>9}: {v['median']:.1f} µs/request (median of {len(v['runs'])}: {spread})")

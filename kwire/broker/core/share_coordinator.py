@@ -122,10 +122,10 @@ class ShareCoordinator(Subsystem):
         table.register(self.manager)
         # Records entering ARCHIVING (REJECT, the delivery limit) go to the dead-letter writer.
         self.dlq = DlqWriter(core)
-        # What changed since the data dir last wrote it (``take_dirty``): share partitions by key
-        # (None: removed) and group ids (False: deleted). Empty unless share state moved.
-        self.dirty: dict[tuple[str, str, int], SharePartition | None] = {}
-        self.dirty_groups: dict[str, bool] = {}
+        # What changed since the data dir last wrote it (``take_dirty``): a share partition by its
+        # (group, topic, partition) key (None: removed), or a group id (True: made, False: deleted).
+        # Empty unless share state moved: the data dir checks it after every request.
+        self.dirty: dict[tuple[str, str, int] | str, SharePartition | bool | None] = {}
 
     # --- settings -------------------------------------------------------------------------------
     def config(self, group_id: str) -> ShareConfig:
@@ -167,7 +167,7 @@ class ShareCoordinator(Subsystem):
         if g is not None and self.table.groups.get(group_id) is not g:
             self.table.take_over(group_id)
             self.table.add(g)
-            self.dirty_groups[group_id] = True
+            self.dirty[group_id] = True
 
     def _member_removed(self, group_id: str, member_id: str) -> None:
         """Left, timed out or fenced: its session ends and every record it holds is released."""
@@ -186,7 +186,7 @@ class ShareCoordinator(Subsystem):
             sp.close()
             self.dirty[(sp.group_id, sp.topic, sp.partition)] = None
         self.partitions.drop_group(group_id)
-        self.dirty_groups[group_id] = False
+        self.dirty[group_id] = False
 
     # --- share-group offsets (the admin APIs) ----------------------------------------------------
     def group_for_offsets(self, group_id: str, *, create: bool) -> ShareGroup:
@@ -239,13 +239,15 @@ class ShareCoordinator(Subsystem):
         of one share partition (None: removed) or whether a group exists, so the last entry per
         key wins on replay (``replay``)."""
         out: list[dict[str, Any]] = []
-        for gid, exists in self.dirty_groups.items():
-            out.append({"group": gid, "exists": exists and gid in self.groups.groups})
-        for (gid, topic, partition), sp in self.dirty.items():
+        for key, value in self.dirty.items():
+            if isinstance(key, str):
+                out.append({"group": key, "exists": bool(value) and key in self.groups.groups})
+                continue
+            gid, topic, partition = key
+            sp = value if isinstance(value, SharePartition) else None
             live = sp is not None and sp.initialized and self.partitions.get(gid, topic, partition) is sp
             out.append({"sp": [gid, topic, partition], "state": sp.persisted() if live and sp is not None else None})
         self.dirty.clear()
-        self.dirty_groups.clear()
         return out
 
     @staticmethod
@@ -292,7 +294,6 @@ class ShareCoordinator(Subsystem):
         finally:
             self.dlq.resuming = False
         self.dirty.clear()
-        self.dirty_groups.clear()
 
     def fence_member(self, group_id: str, member_id: str) -> bool:
         """Fault injection: the member is removed now, as if its session had timed out."""

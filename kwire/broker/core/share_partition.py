@@ -28,6 +28,8 @@ Theory of operation
   on log-batch boundaries (AQ-3, AQ-4). Under read_committed it stops at the last stable offset
   and archives the data of aborted transactions (AQ-9).
 * The mock commits state changes at once (ST-5's mock note): nothing is ever "in transition".
+  Every change but an acquisition calls ``on_change``; with a data dir the share coordinator
+  writes the new state before the request is answered, so the write and the answer keep ST-5's order.
 """
 
 from __future__ import annotations

@@ -128,6 +128,7 @@ class Storage(Subsystem):
         self._txn_journal: Any = None  # open transactions journal, once something was written
         self._share_journal: Any = None  # open share-state journal, once something was written
         self._share: Any = None  # the share coordinator, once restored (checked after every handler)
+        self._subsystems: Any = None  # core.subsystems, once restored
         self.offline: str | None = None  # why the data dir went offline (a failed write), if it did
 
     @property
@@ -489,11 +490,11 @@ class Storage(Subsystem):
     def _before_answer(self) -> None:
         """The core's ``before_answer`` hook: what the handler or timer changed in transactions
         and share state goes to its journal. Two flag checks when nothing did (every Produce)."""
-        txn = self.core.subsystems.transactions
+        txn = self._subsystems.transactions
         if txn is not None and txn.dirty:
             self._journal_transactions()
         share = self._share
-        if share is not None and (share.dirty or share.dirty_groups):
+        if share is not None and share.dirty:
             self._journal_share()
 
     # --- share-state journal -------------------------------------------------------------------
@@ -504,7 +505,7 @@ class Storage(Subsystem):
     # any answer; the next metadata snapshot folds the lines in. Acquisition writes nothing (ST-3).
     def _journal_share(self) -> None:
         share = self._share
-        if share is None or not (share.dirty or share.dirty_groups) or self._restoring or self._closed:
+        if share is None or not share.dirty or self._restoring or self._closed:
             return
         lines = [json.dumps(e, separators=(",", ":")) for e in share.take_dirty()]
         try:
@@ -708,6 +709,7 @@ class Storage(Subsystem):
         self.core.subsystems.offsets.on_change.append(self._journal_offset)
         self.core.subsystems.offsets.on_pending.append(self._journal_pending)
         self.core.before_answer.append(self._before_answer)
+        self._subsystems = self.core.subsystems
         self._share = self.core.subsystems.share_groups
         self.save_metadata()
         if self._last_saved:  # the replayed journals are in the metadata now
