@@ -48,7 +48,9 @@ Theory of operation
   the request is answered (or right after the timer), as Kafka completes an acknowledgement only
   once the share coordinator wrote it (ST-5). Restore applies the journal over the snapshot (the
   last line per partition wins). A crash loses no confirmed acknowledgement; what was acquired
-  comes back as it was before the acquisition.
+  comes back as it was before the acquisition. A line that cannot be written fails the request
+  (COORDINATOR_NOT_AVAILABLE); unlike Kafka's rollback the in-memory change stays, and the next
+  answered request or metadata write persists it.
 """
 
 from __future__ import annotations
@@ -713,10 +715,9 @@ class Storage(Subsystem):
         self._share = self.core.subsystems.share_groups
         self.save_metadata()
         if self._last_saved:  # the replayed journals are in the metadata now
-            with contextlib.suppress(OSError):
-                (self.root / OFFSETS_JOURNAL).unlink(missing_ok=True)
-                (self.root / TXN_JOURNAL).unlink(missing_ok=True)
-                (self.root / SHARE_JOURNAL).unlink(missing_ok=True)
+            for name in (OFFSETS_JOURNAL, TXN_JOURNAL, SHARE_JOURNAL):
+                with contextlib.suppress(OSError):
+                    (self.root / name).unlink(missing_ok=True)
         self._schedule_sync()
 
     def _restore_metadata(self, meta: dict[str, Any]) -> None:

@@ -255,3 +255,39 @@ def test_restore_reads_batches_and_the_earlier_per_offset_form() -> None:
     bad = rig(10)
     with pytest.raises(ValueError):
         bad.sp.restore({"start": 0, "next": 6, "batches": [[0, 3, 0, 1], [3, 5, 4, 2]]})
+
+
+class _Full:
+    """A journal file on a full disk."""
+
+    def write(self, _text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.rule("ST-5")
+def test_an_unwritable_share_journal_fails_the_acknowledgement(tmp_path: Path) -> None:
+    """ST-5: an acknowledgement whose state cannot be written is not confirmed: the request is
+    answered COORDINATOR_NOT_AVAILABLE (Kafka's persister failing the write); the next request
+    whose answer goes out writes the partition's state again."""
+    from kwire.protocol.error_codes import ErrorCode
+
+    core = start(tmp_path)
+    produce(CoreClient(core), "t", 0, batch([b"a", b"b"]))
+    m = ShareClient(core)
+    m.heartbeat(["t"])
+    m.fetch({"t": [0]})
+    storage = core.subsystems.storage
+    storage._share_journal = _Full()
+    r = m.acknowledge({("t", 0): [(0, 0, ACCEPT)]})
+    assert r.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    m.session_epoch += 1  # the session moved on before the write failed
+    r = m.acknowledge({("t", 0): [(1, 1, ACCEPT)]})
+    assert r.error_code == 0
+    again = kill_and_restart(tmp_path)
+    assert spso(again) == 2
