@@ -177,11 +177,10 @@ class Tally:
     redelivered_after_confirm: list[tuple[int, int]] = field(default_factory=list)  # (offset, ack type)
     kills: int = 0
     unanswered_acks: int = 0  # acknowledgements in flight when the broker died
+    finished_by_limit: set[int] = field(default_factory=set)  # released at the limit, confirmed
 
     def done(self) -> bool:
         return len(self.confirmed) + len(self.finished_by_limit) >= self.records
-
-    finished_by_limit: set[int] = field(default_factory=set)  # released at the limit, confirmed
 
 
 class ShareConsumer:
@@ -340,14 +339,15 @@ class Figures:
     redelivered_confirmed: int
     dlq_records: int
     dlq_duplicated: int
+    dlq_of_accepted: int  # dead letters of records whose ACCEPT was confirmed
     lost: int
     seconds: float
 
     def line(self) -> str:
         return (f"kills {self.kills}, records {self.records}, deliveries {self.deliveries}, confirmed acks "
                 f"{self.confirmed}, acks unanswered at a kill {self.unanswered_acks}; confirmed redelivered "
-                f"{self.redelivered_confirmed}, dead letters {self.dlq_records} (duplicated {self.dlq_duplicated}), "
-                f"lost {self.lost}; {self.seconds:.1f} s")
+                f"{self.redelivered_confirmed}, dead letters {self.dlq_records} (duplicated {self.dlq_duplicated}, "
+                f"of accepted records {self.dlq_of_accepted}), lost {self.lost}; {self.seconds:.1f} s")
 
 
 def run(data_dir: Path, kills: int, seed: int = 1) -> Figures:
@@ -393,14 +393,16 @@ def run(data_dir: Path, kills: int, seed: int = 1) -> Figures:
         lost = [o for o in range(records) if o not in tally.accepted_sent and o not in letters]
         return Figures(tally.kills, records, tally.deliveries, len(tally.confirmed) + len(tally.finished_by_limit),
                        tally.unanswered_acks, len(tally.redelivered_after_confirm), sum(letters.values()),
-                       sum(n - 1 for n in letters.values() if n > 1), len(lost), time.monotonic() - t0)
+                       sum(n - 1 for n in letters.values() if n > 1),
+                       sum(1 for o, kind in tally.confirmed.items() if kind == ACCEPT and o in letters),
+                       len(lost), time.monotonic() - t0)
     finally:
         broker.stop()
 
 
 def _assert_clean(f: Figures, kills: int) -> None:
     assert f.kills == kills, f.line()
-    assert (f.redelivered_confirmed, f.dlq_duplicated, f.lost) == (0, 0, 0), f.line()
+    assert (f.redelivered_confirmed, f.dlq_duplicated, f.dlq_of_accepted, f.lost) == (0, 0, 0, 0), f.line()
 
 
 @pytest.mark.rule("ST-5, DLQ-4")
@@ -427,7 +429,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kwire-share-kill-") as d:
         f = run(Path(d) / "data", args.kills, args.seed)
     print(f.line())
-    return 0 if (f.redelivered_confirmed, f.dlq_duplicated, f.lost) == (0, 0, 0) else 1
+    return 0 if (f.redelivered_confirmed, f.dlq_duplicated, f.dlq_of_accepted, f.lost) == (0, 0, 0, 0) else 1
 
 
 if __name__ == "__main__":
