@@ -168,6 +168,7 @@ class Broker:
 
         def run() -> T:
             result = fn()
+            self.core.persist()  # a change made here is durable before the call returns, as after a request
             self.server.poke()
             return result
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kwire.client import WireClient
 from kwire.control import Broker, BrokerConfig
 from kwire.protocol.messages.metadata import MetadataRequest
@@ -41,3 +43,23 @@ def test_a_clean_restart_serves_the_same_cluster(tmp_path: Path) -> None:
         b.restart(crash=False)
         assert b.bootstrap == before
         assert [bytes(r.value) for r in b.read("t", 0)] == [b"a"]
+
+
+@pytest.mark.rule("AQ-12")
+def test_a_lock_expired_through_the_control_api_is_durable_at_once(tmp_path: Path) -> None:
+    """AQ-12: ``expire_locks`` releases as a lock expiry would, and like a timer's release it is on
+    disk when the call returns (no metadata sync on the manual clock): a crash keeps the count."""
+    from kwire.broker.core.configs import ResourceType
+    from kwire.broker.core.share_coordinator import share_coordinator
+
+    with Broker(BrokerConfig(data_dir=str(tmp_path), log_connections=False), manual_clock=True) as b:
+        b.create_topic("t", 1)
+        b.set_config("group", "sg", "share.auto.offset.reset", "earliest")
+        b.produce("t", [b"a", b"b"])
+        b.call(lambda: share_coordinator(b.core).partitions.for_fetch("sg", "t", 0).acquire("m", 10))
+        b.expire_locks("sg", "t", 0)
+        b.restart(crash=True)
+        got = b.share_state("sg", "t", 0)
+        assert got is not None
+        assert [(o["state"], o["delivery_count"]) for o in got["offsets"]] == [("AVAILABLE", 1)] * 2
+        assert b.call(lambda: b.core.configs.get(ResourceType.GROUP, "sg", "share.auto.offset.reset")) == "earliest"
