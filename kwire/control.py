@@ -68,6 +68,7 @@ class Broker:
         self.clock = clock
         self.core = BrokerCore(self.config, self.clock, handlers=load_handlers())
         self.server = BrokerServer(self.config, self.clock, self.core, on_line=on_line)
+        self._on_line = on_line
         self._token: trio.lowlevel.TrioToken | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
@@ -117,6 +118,43 @@ class Broker:
         self._thread = None
         self.core.close()  # the broker thread is gone: release files (data dir) from here
 
+    def restart(self, *, crash: bool = True, timeout: float = 30.0) -> Broker:
+        """Stop the cluster and start it again on the same ports, data dir and clock.
+
+        ``crash`` (the default) stops it as ``kill -9`` stops a process: every connection drops,
+        nothing more is written (no final metadata save, no timer), so what comes back is what the
+        data dir held at that instant; ``crash=False`` is a clean stop first. Without a data dir
+        the cluster comes back empty. The recording (``start_recording``) carries on.
+        """
+        if self._thread is None:
+            raise BrokerNotRunning("the broker is not running")
+        old = self.core
+        ports = {n.node_id: n.port for n in old.cluster.nodes.values()}
+        if self._token is not None and self._stop is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(timeout=timeout)
+        self._thread = self._token = self._stop = None
+        storage = old.subsystems.storage
+        if not crash:
+            old.close()
+        elif storage is not None:
+            storage.crash()
+        self.core = BrokerCore(self.config, self.clock, handlers=load_handlers())
+        for node_id, port in ports.items():
+            if node_id in self.core.cluster.nodes:
+                self.core.cluster.nodes[node_id].port = port
+        # One recording and one numbering of connections across the restart (the client rules
+        # key connections by id).
+        self.core.recording = old.recording
+        self.core.on_answer = old.on_answer
+        self.core._conn_ids = old._conn_ids
+        self.server = BrokerServer(self.config, self.clock, self.core, on_line=self._on_line)
+        self.server.on_progress = self._on_progress
+        self._started = threading.Event()
+        self._error = None
+        return self.start(timeout)
+
     def __enter__(self) -> Broker:
         return self.start()
 
@@ -130,6 +168,7 @@ class Broker:
 
         def run() -> T:
             result = fn()
+            self.core.persist()  # a change made here is durable before the call returns, as after a request
             self.server.poke()
             return result
 

@@ -8,12 +8,14 @@ want (``CONFORMANCE_SETTINGS``: no initial rebalance delay, short KIP-848 heartb
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kwire.clock import JumpClock
 from kwire.control import Broker, BrokerConfig
+from kwire.errors import KwireError
 
 __all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "KwireControl", "kwire_cluster"]
 
@@ -118,6 +120,12 @@ class KwireControl:
 
         b.wait_until(written, timeout=30)
 
+    def crash_restart(self) -> None:
+        """kill -9 the cluster and start it again on its data dir and ports (``Broker.restart``)."""
+        if self.broker.config.data_dir is None:
+            raise KwireError("the cluster has no data dir to come back from")
+        self.broker.restart(crash=True)
+
     def wait_share_start_offset(self, group: str, topic: str, partition: int, want: int, timeout_s: float) -> bool:
         from kwire.broker.core.share_coordinator import share_coordinator
 
@@ -157,14 +165,20 @@ class KwireControl:
 
 @contextlib.contextmanager
 def kwire_cluster(
-    brokers: int = CONFORMANCE_BROKERS, settings: Mapping[str, str] | None = None
+    brokers: int = CONFORMANCE_BROKERS, settings: Mapping[str, str] | None = None, data_dir: str | None = None
 ) -> Iterator[tuple[Broker, KwireControl]]:
-    """Start an in-process kwire cluster for conformance runs; stop it on exit."""
-    config = BrokerConfig(
-        brokers=brokers,
-        settings=dict(CONFORMANCE_SETTINGS if settings is None else settings),
-        log_connections=False,
-    )
-    # Real time, so clients' own timeouts behave, that share scenarios may jump forward.
-    with Broker(config, clock=JumpClock()) as broker:
-        yield broker, KwireControl(broker, replication_factor=brokers)
+    """Start an in-process kwire cluster for conformance runs; stop it on exit. It keeps its data
+    in ``data_dir`` (a temporary directory, removed on exit, when None), so a scenario can crash
+    and restart it (``KwireControl.crash_restart``)."""
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="kwire-conform-"))
+        config = BrokerConfig(
+            brokers=brokers,
+            settings=dict(CONFORMANCE_SETTINGS if settings is None else settings),
+            log_connections=False,
+            data_dir=data_dir,
+        )
+        # Real time, so clients' own timeouts behave, that share scenarios may jump forward.
+        with Broker(config, clock=JumpClock()) as broker:
+            yield broker, KwireControl(broker, replication_factor=brokers)

@@ -621,12 +621,18 @@ class BrokerCore:
             self._wake_all = True
 
     def _after_timer(self) -> None:
+        self.persist()
+        self.run_wakeups()
+
+    def persist(self) -> None:
+        """Run the ``before_answer`` hooks outside a request (a timer fired, the control API
+        changed state): what changed is made durable now. A failure is logged (nobody to answer);
+        the next request or timer tries again."""
         for fn in self.before_answer:
             try:
                 fn()
-            except KafkaError as exc:  # nobody to answer: the next request or timer tries again
-                log.error("persisting after a timer failed: %s", exc)
-        self.run_wakeups()
+            except KafkaError as exc:
+                log.error("persisting outside a request failed: %s", exc)
 
     def run_wakeups(self) -> None:
         """Answer the woken long polls that are ready, in the order they parked.

@@ -19,6 +19,10 @@ Theory of operation
   (KIP-1191): written to the group's dead-letter topic, then archived.
 * Leaving the group, a session timeout, fencing from the control API: the member's share session
   goes and the records it holds are released (SS-4, SS-8).
+* Persistence (with a data dir): every share-partition change but acquisition marks the partition
+  dirty; the data dir journals ``take_dirty()`` before the request's answer or after the timer
+  (ST-5: an acknowledgement is answered only once its state is written), and ``snapshot()`` with
+  the metadata. A restart replays both (``replay``, ``restore``).
 """
 
 from __future__ import annotations
@@ -118,6 +122,10 @@ class ShareCoordinator(Subsystem):
         table.register(self.manager)
         # Records entering ARCHIVING (REJECT, the delivery limit) go to the dead-letter writer.
         self.dlq = DlqWriter(core)
+        # What changed since the data dir last wrote it (``take_dirty``): a share partition by its
+        # (group, topic, partition) key (None: removed), or a group id (True: made, False: deleted).
+        # Empty unless share state moved: the data dir checks it after every request.
+        self.dirty: dict[tuple[str, str, int] | str, SharePartition | bool | None] = {}
 
     # --- settings -------------------------------------------------------------------------------
     def config(self, group_id: str) -> ShareConfig:
@@ -139,10 +147,14 @@ class ShareCoordinator(Subsystem):
                             schedule=self.core.deadlines.at, config=lambda: self.config(group_id),
                             failure_archiver=self._archive,
                             on_available=lambda _sp: self.core.wake(key))
+        sp.on_change = self._changed
         g = self.groups.get(group_id)
         if g is not None and (t.topic_id, partition) in g.start_at_zero:
             sp.initialize(0)  # a partition added to a topic the group knew starts at 0 (HB-6)
         return sp
+
+    def _changed(self, sp: SharePartition) -> None:
+        self.dirty[(sp.group_id, sp.topic, sp.partition)] = sp
 
     def _archive(self, request: Any) -> None:
         self.dlq.archive(request)
@@ -159,6 +171,7 @@ class ShareCoordinator(Subsystem):
         if g is not None and self.table.groups.get(group_id) is not g:
             self.table.take_over(group_id)
             self.table.add(g)
+            self.dirty[group_id] = True
 
     def _member_removed(self, group_id: str, member_id: str) -> None:
         """Left, timed out or fenced: its session ends and every record it holds is released."""
@@ -175,7 +188,9 @@ class ShareCoordinator(Subsystem):
             g.dead = True
         for sp in self.partitions.of_group(group_id):
             sp.close()
+            self.dirty[(sp.group_id, sp.topic, sp.partition)] = None
         self.partitions.drop_group(group_id)
+        self.dirty[group_id] = False
 
     # --- share-group offsets (the admin APIs) ----------------------------------------------------
     def group_for_offsets(self, group_id: str, *, create: bool) -> ShareGroup:
@@ -211,11 +226,16 @@ class ShareCoordinator(Subsystem):
             if sp.group_id == group_id:
                 sp.close()
                 self.partitions.remove(group_id, topic, sp.partition)
+                self.dirty[(group_id, topic, sp.partition)] = None
         g = self.groups.get(group_id)
         if g is not None and topic in self.core.cluster.topics:  # to be initialised again (HB-6)
             g.forget_topic(self.core.cluster.topics[topic].topic_id)
 
     # --- persistence ----------------------------------------------------------------------------
+    # Kafka's share coordinator writes each share-state change (SharePartition.writeShareGroupState:
+    # the state epoch, the start offset and the changed state batches) before the acknowledgement
+    # completes (ST-5). Here the data dir takes ``take_dirty()`` after every handler and timer,
+    # before anything is answered (the core's ``before_answer``), and ``snapshot()`` with the metadata.
     def snapshot(self) -> dict[str, Any]:
         """Share groups (ids) and share-partition state, for the data dir's metadata file."""
         parts: dict[str, list[Any]] = {}
@@ -227,8 +247,53 @@ class ShareCoordinator(Subsystem):
                        for gid, g in self.groups.groups.items() if g.initialized}
         return {"groups": sorted(self.groups.groups), "partitions": parts, "initialized": initialized}
 
+    def take_dirty(self) -> list[dict[str, Any]]:
+        """Journal entries for what changed since the last call: each is the whole current state
+        of one share partition (None: removed) or whether a group exists, so the last entry per
+        key wins on replay (``replay``)."""
+        out: list[dict[str, Any]] = []
+        for key, value in self.dirty.items():
+            if isinstance(key, str):
+                out.append({"group": key, "exists": bool(value) and key in self.groups.groups})
+                continue
+            gid, topic, partition = key
+            sp = value if isinstance(value, SharePartition) else None
+            live = sp is not None and sp.initialized and self.partitions.get(gid, topic, partition) is sp
+            out.append({"sp": [gid, topic, partition], "state": sp.persisted() if live and sp is not None else None})
+        self.dirty.clear()
+        return out
+
+    @staticmethod
+    def replay(saved: dict[str, Any] | None, entries: list[dict[str, Any]]) -> dict[str, Any]:
+        """``snapshot()`` output with ``take_dirty()`` entries applied in order (the data dir's
+        journal over its metadata), ready for ``restore``."""
+        groups = set((saved or {}).get("groups", ()))
+        parts: dict[tuple[str, str, int], Any] = {}
+        for gid, rows in (saved or {}).get("partitions", {}).items():
+            for topic, partition, state in rows:
+                parts[(gid, topic, int(partition))] = state
+        for e in entries:
+            if "group" in e:
+                if e["exists"]:
+                    groups.add(e["group"])
+                else:
+                    groups.discard(e["group"])
+                    parts = {k: v for k, v in parts.items() if k[0] != e["group"]}
+            else:
+                gid, topic, partition = e["sp"]
+                if e["state"] is None:
+                    parts.pop((gid, topic, int(partition)), None)
+                else:
+                    parts[(gid, topic, int(partition))] = e["state"]
+        out: dict[str, list[Any]] = {}
+        for (gid, topic, partition), state in sorted(parts.items()):
+            out.setdefault(gid, []).append([topic, partition, state])
+        # which partitions have share state (HB-6) travels with the metadata snapshot only
+        return {"groups": sorted(groups), "partitions": out, "initialized": (saved or {}).get("initialized", {})}
+
     def restore(self, saved: dict[str, Any]) -> None:
-        """Bring back ``snapshot()``: empty share groups (members rejoin) and their share partitions."""
+        """Bring back ``snapshot()``: empty share groups (members rejoin) and their share partitions.
+        ARCHIVING records found resume their dead-letter write, skipping what is already written."""
         for gid in saved.get("groups", ()):
             if self._other_group_type(gid) is None and gid not in self.groups.groups:
                 self.groups.groups[gid] = ShareGroup(gid)
@@ -240,10 +305,15 @@ class ShareCoordinator(Subsystem):
                 if g is not None and uuid.UUID(tid) in by_id:
                     g.mark_initialized(uuid.UUID(tid), ps)
         topics = self.core.cluster.topics
-        for gid, rows in saved.get("partitions", {}).items():
-            for topic, partition, state in rows:
-                if topic in topics and 0 <= partition < len(topics[topic].partitions):
-                    self.partitions.create(gid, topic, partition).restore(state)
+        self.dlq.resuming = True
+        try:
+            for gid, rows in saved.get("partitions", {}).items():
+                for topic, partition, state in rows:
+                    if topic in topics and 0 <= partition < len(topics[topic].partitions):
+                        self.partitions.create(gid, topic, partition).restore(state)
+        finally:
+            self.dlq.resuming = False
+        self.dirty.clear()
 
     def fence_member(self, group_id: str, member_id: str) -> bool:
         """Fault injection: the member is removed now, as if its session had timed out."""
@@ -253,6 +323,7 @@ class ShareCoordinator(Subsystem):
     def on_topic_deleted(self, topic: Topic) -> None:
         for sp in self.partitions.of_topic(topic.name):
             sp.close()
+            self.dirty[(sp.group_id, sp.topic, sp.partition)] = None
         self.partitions.drop_topic(topic.name)
 
     def on_metadata_changed(self) -> None:

@@ -22,11 +22,17 @@ Theory of operation
   included, fails the write at once.
 * Either way the records then go ARCHIVING → ARCHIVED (``complete_archiving``): a failed write is
   counted and logged once per (group, cause), never reported to the consumer.
+* With a data dir, ARCHIVING reaches the disk before the acknowledgement's answer and before the
+  write, ARCHIVED right after it. ARCHIVING found on restart resumes phase 2 (DLQ-4), first
+  reading the destination partition for dead letters the dead process already wrote (the
+  DLQ-9 headers name group, topic, partition and offset), so no record gets two. Kafka would
+  write such a record again (its phase 2 enqueues before it persists ARCHIVED).
 * Sans-I/O: the clock, deadlines, logs and configs are the core's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections import Counter
@@ -114,6 +120,9 @@ class DlqWriter:
         self._logged: set[tuple[str, str]] = set()
         # Fault injection: group -> (error code, remaining writes to fail; None: all).
         self.forced_failures: dict[str, list[Any]] = {}
+        # True while the share state is restored: ARCHIVING found then may have been written
+        # already (the process died between the write and ARCHIVED reaching the data dir).
+        self.resuming = False
 
     # --- phase 1 → 2 ------------------------------------------------------------------------------
     def archive(self, req: ArchiveRequest) -> None:
@@ -123,36 +132,42 @@ class DlqWriter:
             req.partition.complete_archiving(req.offsets)
             return
         now = self.core.clock.now_ms()
+        resumed = self.resuming
         # After the acknowledgement's answer (DLQ-11): phase 2 runs from the deadline heap.
-        self.core.deadlines.at(now, lambda: self._attempt(req, 1))
+        self.core.deadlines.at(now, functools.partial(self._attempt, req, 1, 0, resumed))
 
     def _enabled(self, group: str) -> bool:
         configs = self.core.configs
         return (configs.get_int(ResourceType.BROKER, "", "share.version") >= 2
                 and bool(configs.get(ResourceType.GROUP, group, "errors.deadletterqueue.topic.name")))
 
-    def _attempt(self, req: ArchiveRequest, attempt: int, start: int = 0) -> None:
-        """Write ``req.offsets[start:]`` in rounds (DLQ-7); ``attempt`` counts the current round's tries."""
+    def _attempt(self, req: ArchiveRequest, attempt: int, start: int = 0, resumed: bool = False,
+                 todo: ArchiveRequest | None = None) -> None:
+        """Write ``todo.offsets[start:]`` in rounds (DLQ-7); ``attempt`` counts the current round's
+        tries. ``todo`` is ``req`` less what a dead process already wrote (``resumed``); ``req``'s
+        offsets all go ARCHIVED at the end."""
         sp = req.partition
         group = sp.group_id
         stats = self.stats.setdefault(group, DlqStats())
-        while start < len(req.offsets):
+        if todo is None:
+            todo = self._unwritten(req) if resumed else req
+        while start < len(todo.offsets):
             try:
-                written = self._write(req, start)
+                written = self._write(todo, start)
             except KafkaError as exc:
                 if exc.code in RETRIABLE and attempt < MAX_ATTEMPTS:  # DLQ-10
                     self.core.deadlines.at(self.core.clock.now_ms() + backoff_ms(attempt),
-                                           functools.partial(self._attempt, req, attempt + 1, start))
+                                           functools.partial(self._attempt, req, attempt + 1, start, False, todo))
                     return
                 if exc.code != ErrorCode.NONE:  # a produce that was given up (not a failed precondition)
                     stats.failed_produce_requests += 1
                 cause = exc.message or self.core.error_code_name(exc.code)
-                stats.failures[cause] += len(req.offsets) - start
+                stats.failures[cause] += len(todo.offsets) - start
                 if (group, cause) not in self._logged:  # once per cause, not per record
                     self._logged.add((group, cause))
                     log.warning("share group %s: dead-letter write of %s-%d offsets %s failed: %s (the records "
                                 "are archived without a dead-letter copy)", group, sp.topic, sp.partition,
-                                list(req.offsets[start:]), cause)
+                                list(todo.offsets[start:]), cause)
                 break
             stats.records_written += written
             start += written
@@ -235,6 +250,40 @@ class DlqWriter:
         dest.log.append(bytearray(b.build()), AppendOrigin.DLQ, now_ms=now, leader_epoch=dest.leader_epoch,
                         config=config)
         return b.record_count
+
+    def _unwritten(self, req: ArchiveRequest) -> ArchiveRequest:
+        """``req`` less the records a dead process already wrote: ARCHIVING found on restart whose
+        ARCHIVED had not reached the data dir. Never a second dead letter for one record."""
+        try:
+            topic = self._destination(req.partition.group_id)
+        except KafkaError:
+            return req  # nothing can have been written there; the write fails the same way
+        dest = topic.partitions[req.partition.partition % len(topic.partitions)]
+        done = self._already_written(dest, req.partition, req.offsets)
+        keep = [i for i, off in enumerate(req.offsets) if off not in done]
+        return dataclasses.replace(req, offsets=tuple(req.offsets[i] for i in keep),
+                                   delivery_counts=tuple(req.delivery_counts[i] for i in keep),
+                                   causes=tuple(req.causes[i] for i in keep))
+
+    @staticmethod
+    def _already_written(dest: Any, sp: Any, offsets: tuple[int, ...]) -> set[int]:
+        """Source offsets of ``sp`` that already have a dead letter in ``dest`` (read from the
+        DLQ-9 headers; only after a restart, for records found ARCHIVING)."""
+        from kwire.records import RecordBatch
+
+        wanted = {str(o).encode(): o for o in offsets}
+        ident = {HEADER_PREFIX + "topic": sp.topic.encode(), HEADER_PREFIX + "partition": str(sp.partition).encode(),
+                 HEADER_PREFIX + "group": sp.group_id.encode()}
+        found: set[int] = set()
+        for stored in dest.log.batches:
+            if stored.is_control or stored.producer_id != -1:
+                continue  # DLQ-7: the broker's dead letters carry no producer id
+            for r in RecordBatch(bytes(stored.data)):
+                h = {k: bytes(v) for k, v in r.headers if v is not None}
+                off = wanted.get(h.get(HEADER_PREFIX + "offset", b""))
+                if off is not None and all(h.get(k) == v for k, v in ident.items()):
+                    found.add(off)
+        return found
 
     @staticmethod
     def _originals(sp: Any, offsets: tuple[int, ...]) -> dict[int, tuple[bytes | None, bytes | None]]:

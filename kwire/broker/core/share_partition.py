@@ -35,6 +35,8 @@ Theory of operation
   never acquired; the SPSO steps over holes between in-flight batches, and AVAILABLE records
   between the fetch offset and that first batch are archived.
 * The mock commits state changes at once (ST-5's mock note): nothing is ever "in transition".
+  Every change but an acquisition calls ``on_change``; with a data dir the share coordinator
+  writes the new state before the request is answered, so the write and the answer keep ST-5's order.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from enum import Enum, IntEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from kwire.broker.core.share_config import AutoOffsetReset, IsolationLevel, ShareConfig
 from kwire.errors import KafkaError
@@ -374,6 +376,9 @@ class SharePartition:
         # delayed share fetches of the partition after acknowledgements, releases, lock expiry
         # and DLQ archiving).
         self.on_available = on_available
+        # Called after a change the share coordinator persists (the data dir's share journal).
+        self.on_change: Callable[[SharePartition], None] | None = None
+        self.state_epoch = 0  # bumped when the start offset is reset (AlterShareGroupOffsets)
         self.initialized = False
         self.spso = 0
         self._next_new = 0  # first offset never acquired (SPEO + 1, or SPSO when nothing is in flight)
@@ -411,6 +416,7 @@ class SharePartition:
                 start_offset = log.high_watermark
         self.spso = self._next_new = max(start_offset, self.log.log_start_offset)
         self.initialized = True
+        self._changed()  # Kafka initialises the share state through the persister
 
     # --- acquisition --------------------------------------------------------------------------
     def acquire(self, member_id: str, max_records: int, *, batch_size: int | None = None,
@@ -1000,6 +1006,11 @@ class SharePartition:
         if spso > self.spso:
             self.spso = spso
         self._drop_finished()
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
 
     def _drop_finished(self) -> None:
         keep = []
@@ -1045,41 +1056,82 @@ class SharePartition:
 
     # --- persistence (what Kafka's share coordinator keeps) ---------------------------------------
     def persisted(self) -> dict[str, object]:
-        """The share state as the share coordinator writes it: the SPSO and every in-flight offset's
-        state and delivery count. ACQUIRED is never written (ST-3): it comes back AVAILABLE; ARCHIVING
-        is (DLQ-4), and its dead-letter write resumes on ``restore``."""
-        records = []
-        for first in self._firsts:
-            for off, r in self._batches[first].recs():
-                if off < self.spso:
-                    continue
-                state = r.state
-                if state is RecordState.ACQUIRED:
-                    state = RecordState.AVAILABLE
-                records.append([off, int(state), r.delivery_count])
-        return {"start": self.spso, "next": self._next_new, "records": records}
+        """The share state as Kafka's share coordinator keeps it (ShareSnapshotValue): the state
+        epoch, the SPSO and state batches ``[first, last, state, delivery count]`` covering every
+        in-flight offset from the SPSO on, equal neighbours merged (PersisterStateBatchCombiner).
 
-    def restore(self, saved: dict[str, object]) -> None:
-        """Load ``persisted()`` output (a broker restarting on its data dir)."""
+        Acquisition is never written (ST-3, SharePartition.acquire writes nothing): an ACQUIRED
+        record is kept as it was before, AVAILABLE with one delivery fewer, so it comes back as
+        Kafka's does after a crash (a record acquired for the first time has count 0: delivered
+        as new). ARCHIVING is written (DLQ-4) and its dead-letter write resumes on ``restore``.
+        """
+        batches: list[list[int]] = []
+
+        def add(first: int, last: int, r: _Rec) -> None:
+            state, count = int(r.state), r.delivery_count
+            if r.state is RecordState.ACQUIRED:
+                state, count = int(RecordState.AVAILABLE), count - 1
+            prev = batches[-1] if batches else None
+            if prev is not None and prev[1] == first - 1 and prev[2] == state and prev[3] == count:
+                prev[1] = last
+            else:
+                batches.append([first, last, state, count])
+
+        for first in self._firsts:
+            b = self._batches[first]
+            if b.last < self.spso:
+                continue
+            if b.offsets is None:
+                assert b.whole is not None
+                add(max(b.first, self.spso), b.last, b.whole)
+                continue
+            for off, r in b.offsets.items():
+                if off >= self.spso:
+                    add(off, off, r)
+        return {"state_epoch": self.state_epoch, "start": self.spso, "next": self._next_new, "batches": batches}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Load ``persisted()`` output (a broker restarting on its data dir); the per-offset
+        ``records`` form of earlier data dirs is read too.
+
+        Raises:
+            ValueError: state batches out of order or overlapping (Kafka refuses such a state on
+                initialisation too); the partition is then left empty.
+        """
         self.close()
         self._firsts.clear()
         self._batches.clear()
-        self.spso = max(int(saved["start"]), self.log.log_start_offset)  # type: ignore[call-overload]
-        self._next_new = max(int(saved["next"]), self.spso)  # type: ignore[call-overload]
-        run: list[tuple[int, _Rec]] = []
+        self.state_epoch = int(saved.get("state_epoch", 0))
+        self.spso = max(int(saved["start"]), self.log.log_start_offset)
+        self._next_new = max(int(saved["next"]), self.spso)
+        if "batches" in saved:
+            prev_last = self.spso - 1
+            for first, last, state, count in saved["batches"]:
+                first, last = max(int(first), self.spso), int(last)
+                if last < first:
+                    continue
+                if first <= prev_last:
+                    self._firsts.clear()
+                    self._batches.clear()
+                    raise ValueError(f"state batch {first}-{last} overlaps the one before it")
+                prev_last = last
+                self._insert(_Batch(first, last, _Rec(RecordState(state), int(count))))
+                self._next_new = max(self._next_new, last + 1)
+        else:
+            run: list[tuple[int, _Rec]] = []
 
-        def flush() -> None:
-            if run:
-                self._insert(_Batch(run[0][0], run[-1][0], None, dict(run)))
-                run.clear()
+            def flush() -> None:
+                if run:
+                    self._insert(_Batch(run[0][0], run[-1][0], None, dict(run)))
+                    run.clear()
 
-        for off, state, count in saved["records"]:  # type: ignore[attr-defined]
-            if off < self.spso:
-                continue
-            if run and off != run[-1][0] + 1:
-                flush()
-            run.append((int(off), _Rec(RecordState(state), int(count))))
-        flush()
+            for off, state, count in saved["records"]:
+                if off < self.spso:
+                    continue
+                if run and off != run[-1][0] + 1:
+                    flush()
+                run.append((int(off), _Rec(RecordState(state), int(count))))
+            flush()
         self.initialized = True
         self._advance_start()
         # DLQ-4: ARCHIVING found on reload resumes phase 2; the cause follows from the count.
@@ -1097,12 +1149,14 @@ class SharePartition:
 
     def reset(self, start_offset: int) -> None:
         """AlterShareGroupOffsets: forget every in-flight record and start again at ``start_offset``
-        (never below the log start)."""
+        (never below the log start), in a new state epoch as Kafka's initializeState writes it."""
         self.close()
         self._firsts.clear()
         self._batches.clear()
         self.spso = self._next_new = max(start_offset, self.log.log_start_offset)
+        self.state_epoch += 1 if self.initialized else 0
         self.initialized = True
+        self._changed()
 
     def lag(self) -> int:
         """Records from the start offset to the high watermark not yet finished (DescribeShareGroupOffsets v1)."""

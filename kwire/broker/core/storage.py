@@ -8,6 +8,8 @@ Layout of ``BrokerConfig.data_dir``::
                                                  altered SCRAM credentials, transactional ids
                                                  and their state, share groups and their
                                                  share-partition state
+    kwire-offsets.journal, kwire-transactions.journal, kwire-share.journal
+                                                 changes since the metadata was written
     <topic>-<partition>/00000000000000000000.log the batches, back to back, as a broker writes them
 
 Theory of operation
@@ -37,11 +39,18 @@ Theory of operation
   snapshot (a torn last line is reported and skipped); a metadata write that includes the
   offsets empties it. The metadata is re-checked every ``SYNC_INTERVAL_MS`` of broker time (a
   deadline), which keeps the journal short.
-* Share-partition state (the start offset, each in-flight offset's state and delivery count,
-  as Kafka's share coordinator persists it; ACQUIRED comes back AVAILABLE, ST-3) is part of the
-  metadata snapshot, so it is at most ``SYNC_INTERVAL_MS`` of broker time behind: after a crash
-  an acknowledgement of that last moment may be lost and its record delivered again (at least
-  once, as with a real broker's lost acknowledgement). A clean stop loses nothing.
+* Share-partition state (the state epoch, the start offset, state batches with delivery state
+  and count, as Kafka's share coordinator persists them; acquisition is never written, ST-3) is
+  part of the metadata snapshot, and every change between snapshots (acknowledgements, releases,
+  lock expiry, session release, start-offset moves, dead-letter progress: ARCHIVING, then
+  ARCHIVED after the write) is appended to ``kwire-share.journal`` from the core's
+  ``before_answer`` hook, one line per changed share partition holding its whole state, before
+  the request is answered (or right after the timer), as Kafka completes an acknowledgement only
+  once the share coordinator wrote it (ST-5). Restore applies the journal over the snapshot (the
+  last line per partition wins). A crash loses no confirmed acknowledgement; what was acquired
+  comes back as it was before the acquisition. A line that cannot be written fails the request
+  (COORDINATOR_NOT_AVAILABLE); unlike Kafka's rollback the in-memory change stays, and the next
+  answered request or metadata write persists it.
 """
 
 from __future__ import annotations
@@ -85,6 +94,7 @@ log = logging.getLogger("kwire.broker.storage")
 METADATA_FILE = "kwire-metadata.json"
 OFFSETS_JOURNAL = "kwire-offsets.journal"
 TXN_JOURNAL = "kwire-transactions.journal"
+SHARE_JOURNAL = "kwire-share.journal"
 METADATA_VERSION = 1
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 # How often (broker clock) the metadata is re-checked and rewritten when it changed; each rewrite
@@ -118,6 +128,9 @@ class Storage(Subsystem):
         self._closed = False
         self._journal: Any = None  # open offsets journal (text file), once something was written
         self._txn_journal: Any = None  # open transactions journal, once something was written
+        self._share_journal: Any = None  # open share-state journal, once something was written
+        self._share: Any = None  # the share coordinator, once restored (checked after every handler)
+        self._subsystems: Any = None  # core.subsystems, once restored
         self.offline: str | None = None  # why the data dir went offline (a failed write), if it did
 
     @property
@@ -165,6 +178,14 @@ class Storage(Subsystem):
         if not self._restoring:
             self.save_metadata()
 
+    def on_disconnect(self, conn_id: int) -> None:
+        # A dropped connection released its share sessions' records (SS-8; storage runs last):
+        # written now, as after a handler, not with the next request.
+        try:
+            self._journal_share()
+        except KafkaError as exc:  # nobody to answer: the next request or timer tries again
+            log.error("persisting after a disconnect failed: %s", exc)
+
     def on_close(self) -> None:
         if self._sync is not None:
             self._sync.cancel()
@@ -173,10 +194,27 @@ class Storage(Subsystem):
         for w in self._writers.values():
             w.close()
         self._writers.clear()
-        for name in ("_journal", "_txn_journal"):
+        for name in ("_journal", "_txn_journal", "_share_journal"):
             f = getattr(self, name)
             if f is not None:
                 f.close()
+                setattr(self, name, None)
+
+    def crash(self) -> None:
+        """The process died (``Broker.restart(crash=True)``): its files close as the kernel closes
+        a killed process's files, and nothing more is written, not even the metadata."""
+        self._closed = True
+        if self._sync is not None:
+            self._sync.cancel()
+        for w in self._writers.values():
+            with contextlib.suppress(OSError, RecordError):
+                w.close()
+        self._writers.clear()
+        for name in ("_journal", "_txn_journal", "_share_journal"):
+            f = getattr(self, name)
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.close()  # every line was flushed when written: closing adds nothing
                 setattr(self, name, None)
 
     def _schedule_sync(self) -> None:
@@ -386,6 +424,10 @@ class Storage(Subsystem):
 
     def save_metadata(self) -> None:
         """Rewrite the metadata file (temporary file, then rename) if its content changed."""
+        # Share changes not journaled yet go to the journal first, so its last line per share
+        # partition is what the snapshot holds even if the process dies before the journal is emptied.
+        with contextlib.suppress(KafkaError):
+            self._journal_share()
         data = json.dumps(self.snapshot(), indent=1, sort_keys=True)
         if data == self._last_saved:
             return
@@ -398,7 +440,8 @@ class Storage(Subsystem):
             return
         self._last_saved = data
         # The snapshot holds every committed offset and transaction: the journals' lines are in it now.
-        for f, name in ((self._journal, OFFSETS_JOURNAL), (self._txn_journal, TXN_JOURNAL)):
+        for f, name in ((self._journal, OFFSETS_JOURNAL), (self._txn_journal, TXN_JOURNAL),
+                        (self._share_journal, SHARE_JOURNAL)):
             if f is None:
                 continue
             try:
@@ -447,6 +490,66 @@ class Storage(Subsystem):
             return
         self._txn_write([json.dumps({"txn": tid, "meta": meta}, sort_keys=True)
                          for tid, meta in txn.take_dirty().items()])
+
+    def _before_answer(self) -> None:
+        """The core's ``before_answer`` hook: what the handler or timer changed in transactions
+        and share state goes to its journal. Two flag checks when nothing did (every Produce)."""
+        txn = self._subsystems.transactions
+        if txn is not None and txn.dirty:
+            self._journal_transactions()
+        share = self._share
+        if share is not None and share.dirty:
+            self._journal_share()
+
+    # --- share-state journal -------------------------------------------------------------------
+    # Kafka completes a share acknowledgement (and a release, a lock expiry, a dead-letter step)
+    # only after the share coordinator wrote the new state to __share_group_state (ST-5,
+    # SharePartition.writeShareGroupState). Here each changed share partition's whole state
+    # becomes a line of ``kwire-share.journal`` (flushed) after the handler or timer and before
+    # any answer; the next metadata snapshot folds the lines in. Acquisition writes nothing (ST-3).
+    def _journal_share(self) -> None:
+        share = self._share
+        if share is None or not share.dirty or self._restoring or self._closed:
+            return
+        lines = [json.dumps(e, separators=(",", ":")) for e in share.take_dirty()]
+        try:
+            if self._share_journal is None:
+                self._share_journal = open(self.root / SHARE_JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._share_journal.write("".join(line + "\n" for line in lines))
+            self._share_journal.flush()
+        except OSError as exc:
+            # Kafka's persister fails the acknowledgement when the state cannot be written
+            # (a failed __share_group_state append: COORDINATOR_NOT_AVAILABLE to the client).
+            log.error("data dir %s: cannot append to %s: %s", self.root, SHARE_JOURNAL, exc)
+            self._share_journal = None
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot write the share-state journal: {exc}") from None
+
+    def _replay_share_journal(self, saved: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The snapshot's share state with the journal's lines applied (a torn last line is
+        reported and ignored, with anything after it)."""
+        path = self.root / SHARE_JOURNAL
+        if not path.exists():
+            return saved
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            self._report(f"{path} is unreadable ({exc}); share-state changes since the last metadata write are lost")
+            return saved
+        entries: list[dict[str, Any]] = []
+        for n, line in enumerate(lines, 1):
+            try:
+                e = json.loads(line)
+                if not isinstance(e, dict) or not ("group" in e or "sp" in e):
+                    raise ValueError("not a share-state entry")
+            except ValueError as exc:
+                self._report(f"{path} line {n} unreadable ({exc}); later lines ignored")
+                break
+            entries.append(e)
+        if not entries:
+            return saved
+        from kwire.broker.core.share_coordinator import ShareCoordinator
+
+        return ShareCoordinator.replay(saved, entries)
 
     def _journal_pending(self, group: str, producer_id: int, tp: Any, committed: Any) -> None:
         if self._restoring or self._closed:
@@ -609,12 +712,14 @@ class Storage(Subsystem):
             self._restoring = False
         self.core.subsystems.offsets.on_change.append(self._journal_offset)
         self.core.subsystems.offsets.on_pending.append(self._journal_pending)
-        self.core.before_answer.append(self._journal_transactions)
+        self.core.before_answer.append(self._before_answer)
+        self._subsystems = self.core.subsystems
+        self._share = self.core.subsystems.share_groups
         self.save_metadata()
         if self._last_saved:  # the replayed journals are in the metadata now
-            with contextlib.suppress(OSError):
-                (self.root / OFFSETS_JOURNAL).unlink(missing_ok=True)
-                (self.root / TXN_JOURNAL).unlink(missing_ok=True)
+            for name in (OFFSETS_JOURNAL, TXN_JOURNAL, SHARE_JOURNAL):
+                with contextlib.suppress(OSError):
+                    (self.root / name).unlink(missing_ok=True)
         self._schedule_sync()
 
     def _restore_metadata(self, meta: dict[str, Any]) -> None:
@@ -647,9 +752,11 @@ class Storage(Subsystem):
                 core.subsystems.transactions.dirty.clear()  # all of it goes into the metadata below
             except (KeyError, TypeError, ValueError) as exc:
                 self._report(f"transaction state unreadable, transactional ids start afresh: {exc}")
-        if meta.get("share_groups") and core.subsystems.share_groups is not None:
+        if core.subsystems.share_groups is not None:
             try:
-                core.subsystems.share_groups.restore(meta["share_groups"])
+                shared = self._replay_share_journal(meta.get("share_groups"))
+                if shared:
+                    core.subsystems.share_groups.restore(shared)
             except (KeyError, TypeError, ValueError) as exc:
                 self._report(f"share-group state unreadable, share groups start afresh: {exc}")
         self._restore_producer_ids(int(meta.get("next_producer_id", 0)))

@@ -15,6 +15,10 @@ configs the scenario controls (kwire's control API; other targets skip).
 * ``share_empty_first_assignment``: a new group's first heartbeat is answered with epoch 1 and an
   empty assignment, as Kafka answers it before the share state is initialised (HB-6); the
   consumer keeps polling and still gets every record, each once.
+* ``share_crash_after_ack``: the broker is killed (kill -9: nothing written after the answer) right
+  after a commitSync of ACCEPTs and a REJECT returned, and restarted on its data dir and ports; the
+  consumer carries on with two new records: nothing accepted or rejected comes back, and the
+  rejected record has exactly one dead letter.
 * ``dlq_read`` (every client, not only share consumers): kwire writes a share group's dead-letter
   record (KIP-1191); the client reads the DLQ topic as any topic and sees the ``__dlq.errors.*``
   headers in order.
@@ -30,7 +34,7 @@ from kwire.conformance.clients.share import SHARE_CLIENTS, Delivered, ShareMembe
 from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, unique_name
 from kwire.errors import ConformanceError
 
-__all__ = ["ShareControl", "SHARE_SCENARIOS"]
+__all__ = ["CrashControl", "ShareControl", "SHARE_SCENARIOS"]
 
 LOCK_MS = 30_000
 SESSION_MS = 45_000
@@ -66,6 +70,15 @@ class ShareControl(Protocol):
     def describe_share_group(self, group: str) -> dict[str, Any] | None:
         """The group's members ({"members": {id: {"member_epoch", "assignment", ...}}}), or None."""
         ...
+
+
+@runtime_checkable
+class CrashControl(Protocol):
+    """A broker the scenario may kill (as kill -9 does) and start again on its data dir and ports."""
+
+    name: str
+
+    def crash_restart(self) -> None: ...
 
 
 def _prepare(adapter: ClientAdapter, bootstrap: str, control: BrokerControl,
@@ -299,6 +312,44 @@ def share_empty_first_assignment(adapter: ClientAdapter, bootstrap: str, control
         return {"first_epoch": 1, "accepted": len(seen)}
 
     return _run("share_empty_first_assignment", adapter, bootstrap, control, body)
+def share_crash_after_ack(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """A broker crash right after a confirmed acknowledgement: nothing confirmed comes back."""
+    if not isinstance(control, CrashControl):
+        return ScenarioResult.skipped(adapter.name, "share_crash_after_ack",
+                                      f"{control.name} cannot crash and restart the broker")
+
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        dlq = f"dlq.{group}"
+        ctl.enable_dlq(group, dlq)
+        ctl.produce_values(topic, [b"%d" % i for i in range(6)])
+        c = member()
+        got = {r.offset: r for r in c.poll_until(6)}
+        _check(sorted(got) == list(range(6)), f"first deliveries {sorted(got)}")
+        for off in (0, 1, 2, 4, 5):
+            c.ack(got[off], "ACCEPT")
+        c.ack(got[3], "REJECT")
+        results = c.commit()
+        _check(all(line.endswith(" ok") for line in results), f"commitSync before the crash: {results}")
+        assert isinstance(control, CrashControl)
+        control.crash_restart()  # kill -9 right after the answer
+        ctl.produce_values(topic, [b"6", b"7"])
+        after: list[Delivered] = []
+        deadline = time.monotonic() + 90
+        while not ctl.wait_share_start_offset(group, topic, 0, 8, 0.05):
+            _check(time.monotonic() < deadline, f"after the crash: {after} in 90 s, 6 and 7 expected")
+            for r in c.poll(300):
+                after.append(r)
+                _check(r.offset >= 6, f"offset {r.offset} came back after its acknowledgement was confirmed")
+                c.ack(r, "ACCEPT")
+                c.commit()
+        _check(sorted(r.offset for r in after) == [6, 7], f"after the crash: {after}")
+        extra = c.poll(500)
+        _check(not extra, f"delivered after everything was acknowledged: {extra}")
+        letters = ctl.dead_letters(dlq)
+        _check(letters == [(3, "Offset rejected by client.")], f"dead letters {letters}")
+        return {"after_crash": [r.offset for r in after]}
+
+    return _run("share_crash_after_ack", adapter, bootstrap, control, body)
 
 
 DLQ_HEADERS = ["__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
@@ -336,5 +387,6 @@ SHARE_SCENARIOS = {
     "share_commit": share_commit,
     "share_dlq": share_dlq,
     "share_empty_first_assignment": share_empty_first_assignment,
+    "share_crash_after_ack": share_crash_after_ack,
     "dlq_read": dlq_read,
 }
