@@ -212,6 +212,8 @@ BROKER_CONFIGS = _defs(
     ConfigDef("offsets.retention.minutes", "10080", "int", min_value=1),
     ConfigDef("transaction.max.timeout.ms", "900000", "int", min_value=1),
     ConfigDef("transactional.id.expiration.ms", "604800000", "int", min_value=1),
+    # TX-17: how often the coordinator scans for timed-out transactions
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "int", min_value=1),
     ConfigDef("delete.topic.enable", "true", "boolean"),
     ConfigDef("log.retention.ms", "604800000", "long"),
     ConfigDef("log.retention.bytes", "-1", "long"),
@@ -248,6 +250,9 @@ BROKER_CONFIGS = _defs(
     ConfigDef("group.share.max.heartbeat.interval.ms", "15000", "int", min_value=1),
     ConfigDef("transaction.version", "2", "int", min_value=0, max_value=2),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
+    # TX-15: broker time between EndTxn's answer and the markers (0: the next tick); widens the
+    # PrepareCommit/PrepareAbort window for tests
+    ConfigDef("kwire.transaction.marker.delay.ms", "0", "int", min_value=0),
 )
 
 def _kafka_broker_configs() -> tuple[dict[str, ConfigDef], frozenset[str]]:
