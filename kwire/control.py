@@ -367,6 +367,19 @@ class Broker:
 
         return int(self.call(run))
 
+    def txn_stats(self) -> dict[str, Any]:
+        """The transaction coordinator's counters: transactional ids by state, markers still to
+        write, and how often it answered CONCURRENT_TRANSACTIONS, by request (TX-15: clients that
+        met the window between EndTxn's answer and the markers and retried)."""
+
+        def run() -> dict[str, Any]:
+            s = self._txn_coordinator().statistics()
+            return {"coordinator_epoch": s.coordinator_epoch, "transactional_ids": s.transactional_ids,
+                    "by_state": dict(s.by_state), "pending_markers": s.pending_markers,
+                    "concurrent_transactions": dict(s.concurrent_transactions)}
+
+        return self._peek(run)
+
     def _txn_coordinator(self) -> Any:
         from kwire.broker.core.txn_coordinator import txn_coordinator
 

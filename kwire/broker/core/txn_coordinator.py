@@ -333,6 +333,8 @@ class TxnCoordinatorStats:
     transactional_ids: int
     by_state: dict[str, int]
     pending_markers: int
+    # CONCURRENT_TRANSACTIONS answered, by request (TX-15: a client met the window and retried)
+    concurrent_transactions: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True, frozen=True)
@@ -426,6 +428,13 @@ class TransactionCoordinator(Subsystem):
         self.marker_hold_ms: int | None = None
         self.markers_held = False
         self._held: set[str] = set()
+        # CONCURRENT_TRANSACTIONS answers by request name (``statistics``)
+        self.concurrent_answers: dict[str, int] = {}
+
+    def _note(self, request: str, code: int) -> int:
+        if code == ErrorCode.CONCURRENT_TRANSACTIONS:
+            self.concurrent_answers[request] = self.concurrent_answers.get(request, 0) + 1
+        return code
 
     # --- the one place state changes ------------------------------------------------------------
     def _move(self, meta: TransactionMetadata, trigger: Trigger) -> None:
@@ -465,6 +474,15 @@ class TransactionCoordinator(Subsystem):
                 transaction is being aborted, retry), PRODUCER_FENCED or INVALID_PRODUCER_EPOCH
                 below v4 (TX-4).
         """
+        try:
+            return self._init_producer_id(transactional_id, timeout_ms, api_version, producer_id, producer_epoch)
+        except KafkaError as exc:
+            self._note("InitProducerId", exc.code)
+            raise
+
+    def _init_producer_id(self, transactional_id: str, timeout_ms: int, api_version: int = 5,
+                          producer_id: int = NO_PRODUCER_ID,
+                          producer_epoch: int = NO_PRODUCER_EPOCH) -> ProducerIdAndEpoch:
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id must not be empty")  # TX-1
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
@@ -562,6 +580,15 @@ class TransactionCoordinator(Subsystem):
             KafkaError: one code for every partition (TX-11): INVALID_PRODUCER_ID_MAPPING,
                 PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below v2), CONCURRENT_TRANSACTIONS.
         """
+        try:
+            self._add_partitions(transactional_id, producer_id, producer_epoch, partitions, api_version, transaction_version)
+        except KafkaError as exc:
+            self._note("AddPartitionsToTxn", exc.code)
+            raise
+
+    def _add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                        partitions: Iterable[TopicPartition], api_version: int = 3,
+                        transaction_version: int | None = None) -> None:
         tps = set(partitions)
         try:
             meta = self._check_add(transactional_id, producer_id, producer_epoch)
@@ -594,7 +621,7 @@ class TransactionCoordinator(Subsystem):
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
         except KafkaError as exc:
-            return {tp: exc.code for tp in tps}
+            return {tp: self._note("AddPartitionsToTxn", exc.code) for tp in tps}
         return {tp: (ErrorCode.NONE if tp in meta.partitions else ErrorCode.TRANSACTION_ABORTABLE) for tp in tps}
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str,
@@ -631,6 +658,14 @@ class TransactionCoordinator(Subsystem):
                 (a fenced producer), CONCURRENT_TRANSACTIONS, TRANSACTION_ABORTABLE (v4, offsets
                 partition not in the transaction) or INVALID_TXN_STATE (v0-3).
         """
+        try:
+            self._verify_txn_offset_commit(transactional_id, producer_id, producer_epoch, group_id, api_version)
+        except KafkaError as exc:
+            self._note("TxnOffsetCommit", exc.code)
+            raise
+
+    def _verify_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                  group_id: str, api_version: int) -> None:
         tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.settings().offsets_topic_partitions))
         tv = tv_for_request("txn_offset_commit", api_version)
         code = self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=tv >= 2,
@@ -691,16 +726,17 @@ class TransactionCoordinator(Subsystem):
         if leader_has_open_txn:
             return ErrorCode.NONE
         add = tv_for_request("produce", produce_version) >= 2
-        code = self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=add,
-                                   generic_errors=produce_version >= 11)
+        code = self._note("Produce", self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=add,
+                                                         generic_errors=produce_version >= 11))
         if code == ErrorCode.CONCURRENT_TRANSACTIONS and not add:
             # ReplicaManager: before TV2 a retriable verification error becomes NOT_ENOUGH_REPLICAS,
             # which older clients retry (TV2 clients get CONCURRENT_TRANSACTIONS as it is)
             return ErrorCode.NOT_ENOUGH_REPLICAS
         return code
 
-    def check_produce(self, ctx: Any, partition: Partition, info: BatchInfo) -> int:
-        """Produce's hook (handlers/produce.py): 0, or the error code for this partition (TX-13, TX-8)."""
+    def check_produce(self, ctx: Any, partition: Partition, info: BatchInfo, transactional_id: str | None = None) -> int:
+        """Produce's hook (handlers/produce.py): 0, or the error code for this partition (TX-13, TX-8).
+        ``transactional_id`` is the request's (verification asks the coordinator about that id)."""
         if not info.is_transactional or info.producer_id < 0:
             return ErrorCode.NONE
         entry = partition.producers.entries.get(info.producer_id)
@@ -709,7 +745,7 @@ class TransactionCoordinator(Subsystem):
         open_txn = (entry is not None and entry.txn_first_offset is not None
                     and entry.epoch == info.producer_epoch)
         code = self.verify_append(info.producer_id, info.producer_epoch, (partition.topic, partition.index),
-                                  ctx.api_version, open_txn)
+                                  ctx.api_version, open_txn, transactional_id)
         if (code == ErrorCode.NONE and not open_txn and tv_for_request("produce", ctx.api_version) >= 2
                 and info.base_sequence != 0 and (entry is None or not entry.batches)):
             # TX-8 (ProducerAppendInfo.checkSequence): a TV2 transactional producer that the leader
@@ -726,6 +762,14 @@ class TransactionCoordinator(Subsystem):
             KafkaError: INVALID_REQUEST, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED
                 (INVALID_PRODUCER_EPOCH below v2), CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE.
         """
+        try:
+            return self._end_txn(transactional_id, producer_id, producer_epoch, commit, api_version)
+        except KafkaError as exc:
+            self._note("EndTxn", exc.code)
+            raise
+
+    def _end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                 api_version: int = 4) -> ProducerIdAndEpoch:
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id must not be empty")
         tv = tv_for_request("end_txn", api_version)
@@ -1104,7 +1148,8 @@ class TransactionCoordinator(Subsystem):
         for meta in self.transactions.values():
             by_state[meta.state.kafka_name] = by_state.get(meta.state.kafka_name, 0) + 1
         return TxnCoordinatorStats(self.coordinator_epoch, len(self.transactions), dict(sorted(by_state.items())),
-                                   sum(len(m.pending_markers) for m in self.transactions.values()))
+                                   sum(len(m.pending_markers) for m in self.transactions.values()),
+                                   dict(sorted(self.concurrent_answers.items())))
 
     def on_close(self) -> None:
         for meta in self.transactions.values():

@@ -6,6 +6,10 @@ leader, KIP-951, v10+); exactly one magic-2 batch (TX-10, RB-5: legacy sets → 
 or up-converted when ``kwire.legacy.produce.upconvert`` is on); CRC → CORRUPT_MESSAGE;
 control batches → INVALID_RECORD; zstd before v7 → UNSUPPORTED_COMPRESSION_TYPE; over
 ``max.message.bytes`` → MESSAGE_TOO_LARGE; producer id/epoch/sequence checks (TX-6..TX-8).
+Transactional batches without a TransactionalId → TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
+every partition (KafkaApis); a transactional batch is verified with the coordinator first
+(TX-13: CONCURRENT_TRANSACTIONS while its last transaction's markers are out, TX-15, as
+NOT_ENOUGH_REPLICAS before v12).
 Offsets and the leader epoch are written into the batch in place (no re-encode);
 LogAppendTime topics get the broker time. acks=0 gets no response, and one that failed for any
 partition closes the connection instead; acks outside {-1,0,1} → INVALID_REQUIRED_ACKS.
@@ -14,6 +18,7 @@ Deviations: acks=all waits for no replica (single-replica storage).
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType
@@ -74,14 +79,14 @@ def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
     return bytearray(records)
 
 
-def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
+def _append(ctx: RequestContext, p: Partition, records: Any, transactional_id: str | None = None) -> PR:
     core = ctx.core
     buf = _single_batch(ctx, records)
     txn = core.subsystems.transactions
     verify = None
     if txn is not None:
         def verify(info: BatchInfo) -> None:  # TX-13: the transaction's verification, before producer state
-            code = txn.check_produce(ctx, p, info)
+            code = txn.check_produce(ctx, p, info, transactional_id)
             if code:
                 raise KafkaError(code)
     res = p.log.append(buf, AppendOrigin.CLIENT, now_ms=ctx.now_ms, leader_epoch=p.leader_epoch,
@@ -96,7 +101,10 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     if req.acks not in (-1, 0, 1):
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
     txn = core.subsystems.transactions
-    if req.transactional_id is not None and txn is None:
+    if (req.transactional_id is not None and txn is None) or (
+            req.transactional_id is None and _has_transactional_records(req)):
+        # KafkaApis.handleProduceRequest: transactional records need a transactional id this
+        # principal may write (none given, or no coordinator to own it, is unauthorized)
         if req.acks == 0:
             _close_unanswered(ctx, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
             return None
@@ -127,7 +135,7 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
                     leaders.add(p.leader_id)
                 continue
             try:
-                ok = _append(ctx, p, pd.records)
+                ok = _append(ctx, p, pd.records, req.transactional_id)
             except KafkaError as exc:
                 r.error_code = exc.code
                 r.error_message = exc.message or error_message(exc.code)
@@ -149,6 +157,29 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     if leaders and ctx.api_version >= 10:
         resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
     return resp
+
+
+_ATTRIBUTES = struct.Struct(">h")
+
+
+def _has_transactional_records(req: ProduceRequest) -> bool:
+    """RequestUtils.hasTransactionalRecords: some magic-2 batch of the request has the
+    transactional bit (read from the batch headers only)."""
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            records = pd.records
+            if records is None:
+                continue
+            view = memoryview(records)
+            pos, end = 0, len(view)
+            while pos + 23 <= end:  # base offset, length, leader epoch, magic, crc, attributes
+                length = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
+                if view[pos + 16] == 2 and _ATTRIBUTES.unpack_from(view, pos + 21)[0] & 0x10:
+                    return True
+                if length <= 0:
+                    break
+                pos += 12 + length
+    return False
 
 
 def _close_unanswered(ctx: RequestContext, errors: str) -> None:
