@@ -212,6 +212,9 @@ BROKER_CONFIGS = _defs(
     ConfigDef("offsets.retention.minutes", "10080", "int", min_value=1),
     ConfigDef("transaction.max.timeout.ms", "900000", "int", min_value=1),
     ConfigDef("transactional.id.expiration.ms", "604800000", "int", min_value=1),
+    # TX-15: how a leader retries a TV2 produce's verification that met CONCURRENT_TRANSACTIONS
+    ConfigDef("add.partitions.to.txn.retry.backoff.ms", "20", "int", min_value=1),
+    ConfigDef("add.partitions.to.txn.retry.backoff.max.ms", "100", "int", min_value=0),
     # TX-17: how often the coordinator scans for timed-out transactions
     ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "int", min_value=1),
     ConfigDef("delete.topic.enable", "true", "boolean"),

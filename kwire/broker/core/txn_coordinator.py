@@ -734,6 +734,17 @@ class TransactionCoordinator(Subsystem):
             return ErrorCode.NOT_ENOUGH_REPLICAS
         return code
 
+    def verification_concurrent(self, transactional_id: str) -> bool:
+        """Would a produce's verification for this id answer CONCURRENT_TRANSACTIONS now (its last
+        transaction's markers are still out, TX-15)? The leader then retries it (handlers/produce.py);
+        each such answer counts in ``statistics`` as the coordinator's answer to the leader would."""
+        meta = self.transactions.get(transactional_id)
+        busy = meta is not None and meta.state is not S.DEAD and (
+            meta.pending_state is not None or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT))
+        if busy:
+            self._note("Produce", ErrorCode.CONCURRENT_TRANSACTIONS)
+        return busy
+
     def check_produce(self, ctx: Any, partition: Partition, info: BatchInfo, transactional_id: str | None = None) -> int:
         """Produce's hook (handlers/produce.py): 0, or the error code for this partition (TX-13, TX-8).
         ``transactional_id`` is the request's (verification asks the coordinator about that id)."""

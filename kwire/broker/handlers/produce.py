@@ -18,6 +18,7 @@ Deviations: acks=all waits for no replica (single-replica storage).
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ API_KEY = ApiKey.PRODUCE
 VERSIONS = (3, 13)
 
 PR = ProduceResponse_PartitionProduceResponse
+log = logging.getLogger("kwire.broker")
 
 
 def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
@@ -96,11 +98,9 @@ def _append(ctx: RequestContext, p: Partition, records: Any, transactional_id: s
 
 
 def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
-    core = ctx.core
-    by_id = ctx.api_version >= 13
     if req.acks not in (-1, 0, 1):
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
-    txn = core.subsystems.transactions
+    txn = ctx.core.subsystems.transactions
     if (req.transactional_id is not None and txn is None) or (
             req.transactional_id is None and _has_transactional_records(req)):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id this
@@ -109,6 +109,75 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
             _close_unanswered(ctx, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
             return None
         return error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if _verification_must_wait(ctx, req):
+        _retry_verification(ctx, req, ctx.core.clock.now_ms() + _config(ctx, "add.partitions.to.txn.retry.backoff.max.ms"))
+        return None
+    return _produce(ctx, req)
+
+
+def _config(ctx: RequestContext, key: str) -> int:
+    return int(ctx.core.configs.get_int(ResourceType.BROKER, "", key))
+
+
+def _verification_must_wait(ctx: RequestContext, req: ProduceRequest) -> bool:
+    """ReplicaManager.appendRecordsWithTransactionVerification: a TV2 produce (v12+) whose
+    verification (the implicit add) meets CONCURRENT_TRANSACTIONS (the transactional id's last
+    transaction still has markers out, TX-15) is retried by the leader every
+    ``add.partitions.to.txn.retry.backoff.ms`` until ``add.partitions.to.txn.retry.backoff.max.ms``
+    has passed, and only then answered; older produces get the error at once."""
+    txn = ctx.core.subsystems.transactions
+    if txn is None or req.transactional_id is None or req.acks == 0 or ctx.api_version < 12:
+        return False
+    concurrent = getattr(txn, "verification_concurrent", None)
+    if concurrent is None or not _has_transactional_records(req) or not _needs_verification(ctx, req):
+        return False
+    return bool(concurrent(req.transactional_id))
+
+
+def _needs_verification(ctx: RequestContext, req: ProduceRequest) -> bool:
+    """Some transactional batch of the request goes to a partition where the leader has no open
+    transaction of its producer at its epoch (UnifiedLog.maybeStartTransactionVerification)."""
+    for td in req.topic_data:
+        topic, _ = resolve_topic(ctx, td.name, td.topic_id, ctx.api_version >= 13)
+        if topic is None:
+            continue  # answered per partition by the append path
+        for pd in td.partition_data:
+            if not 0 <= pd.index < len(topic.partitions) or pd.records is None or len(pd.records) < 61:
+                continue
+            view = memoryview(pd.records)
+            pid = int.from_bytes(view[43:51], "big", signed=True)
+            epoch = int.from_bytes(view[51:53], "big", signed=True)
+            entry = topic.partitions[pd.index].producers.entries.get(pid)
+            if entry is None or entry.txn_first_offset is None or entry.epoch != epoch:
+                return True
+    return False
+
+
+def _retry_verification(ctx: RequestContext, req: ProduceRequest, give_up_ms: int) -> None:
+    """Hold the request and try again after the backoff; past ``give_up_ms`` run it as it is
+    (its verification then answers CONCURRENT_TRANSACTIONS per partition)."""
+    reply = ctx.defer()
+    core = ctx.core
+    backoff = max(1, _config(ctx, "add.partitions.to.txn.retry.backoff.ms"))
+
+    def retry() -> None:
+        now = core.clock.now_ms()
+        if now < give_up_ms and _verification_must_wait(ctx, req):
+            core.deadlines.at(min(now + backoff, give_up_ms), retry)
+            return
+        try:
+            response = _produce(ctx, req)
+        except Exception:  # noqa: BLE001 - a failed retry costs this request, not the timer
+            log.exception("retrying a produce after CONCURRENT_TRANSACTIONS failed")
+            response = error_response(ctx, req, ErrorCode.UNKNOWN_SERVER_ERROR)
+        reply.send(response)
+
+    core.deadlines.at(core.clock.now_ms() + backoff, retry)
+
+
+def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+    core = ctx.core
+    by_id = ctx.api_version >= 13
     responses = []
     leaders: set[int] = set()
     for td in req.topic_data:

@@ -114,25 +114,49 @@ def test_tv1_end_txn_answers_at_prepare_commit_and_the_window_holds_until_the_ma
     assert end(c, "a", pid, ep, False, 3).error_code == E.INVALID_TXN_STATE  # the opposite one
 
 
+def produce_request(tid: str, pid: int, epoch: int, seq: int, partition: int, value: bytes) -> ProduceRequest:
+    records = batch([value], producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True)
+    return ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=records)])])
+
+
 @pytest.mark.rule("TX-15, TX-16")
 def test_tv2_producer_that_begins_its_next_transaction_at_once_meets_concurrent_transactions():
     """TX-15, TX-16: EndTxn v5 answers the bumped epoch at PrepareCommit; the producer's next
-    transaction at that epoch (Produce v12's implicit add, TxnOffsetCommit v5's) and a retried
-    EndTxn (TV2 checks the pending transition first) get CONCURRENT_TRANSACTIONS until the
-    markers; then the same requests succeed and nothing of either transaction is lost."""
+    transaction at that epoch meets the window: TxnOffsetCommit v5's implicit add and a retried
+    EndTxn (TV2 checks the pending transition first) get CONCURRENT_TRANSACTIONS, and Produce v12 is
+    held by the leader, which retries its verification every add.partitions.to.txn.retry.backoff.ms
+    (20) up to add.partitions.to.txn.retry.backoff.max.ms (100) before answering
+    CONCURRENT_TRANSACTIONS (ReplicaManager.appendRecordsWithTransactionVerification,
+    maybeRetryOnConcurrentTransactions). Once the markers land the same requests succeed, and a
+    produce held meanwhile is appended; nothing of either transaction is lost."""
     core, c = core_with_topics()
+    coord = txn_coordinator(core)
+    assert coord is not None
     a = init(c, "a")
     pid, ep = a.producer_id, a.producer_epoch
     assert produce(c, "a", pid, ep, 0, 12, value=b"first").error_code == 0
+    coord.hold_markers()
     bumped = end(c, "a", pid, ep, True, 5)
     assert (bumped.error_code, bumped.producer_epoch) == (0, ep + 1)
-    assert produce(c, "a", pid, ep + 1, 0, 12, partition=1, value=b"second").error_code == E.CONCURRENT_TRANSACTIONS
+    assert c.send(produce_request("a", pid, ep + 1, 0, 1, b"second"), 12) is None  # held by the leader
+    core.advance(99)
+    assert c.deferred() == []
+    core.advance(1)
+    (gave_up,) = c.deferred()
+    assert gave_up.responses[0].partition_responses[0].error_code == E.CONCURRENT_TRANSACTIONS
+    assert coord.statistics().concurrent_transactions["Produce"] == 6  # at 0, 20, 40, 60, 80, 100 ms
     assert txn_offset_commit(c, "a", pid, ep + 1, 5, 5) == E.CONCURRENT_TRANSACTIONS
     assert end(c, "a", pid, ep, True, 5).error_code == E.CONCURRENT_TRANSACTIONS  # retry of the commit
-    core.advance(0)
-    again = end(c, "a", pid, ep, True, 5)  # the retry, now that CompleteCommit is reached
-    assert (again.error_code, again.producer_epoch) == (0, ep + 1)
-    assert produce(c, "a", pid, ep + 1, 0, 12, partition=1, value=b"second").error_code == 0
+    assert core.cluster.topics["t"].partitions[1].log.log_end_offset == 0
+    assert c.send(produce_request("a", pid, ep + 1, 0, 1, b"second"), 12) is None
+    core.advance(20)
+    coord.release_markers()
+    core.advance(20)  # the markers on the tick, then the leader's next retry verifies and appends
+    (appended,) = c.deferred()
+    assert appended.responses[0].partition_responses[0].error_code == 0
+    assert describe_state(c, "a") == "Ongoing"  # the next transaction, at the bumped epoch
+    assert end(c, "a", pid, ep, True, 5).error_code == E.PRODUCER_FENCED  # too late for a retry now
     assert txn_offset_commit(c, "a", pid, ep + 1, 5, 5) == 0
     assert end(c, "a", pid, ep + 1, True, 5).producer_epoch == ep + 2
     core.advance(0)
