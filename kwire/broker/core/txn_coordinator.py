@@ -24,16 +24,27 @@ Theory of operation
   ``snapshot()``/``restore()`` give persistence a JSON-able picture of all of it. So a
   Prepare* state is what a crash in the middle of a commit leaves behind, and ``restore``
   completes it by writing the markers again (Kafka's coordinator does the same on load).
-* EndTxn: Ongoing -> Prepare* -> markers -> Complete*. The markers are written at once; a
-  partition whose marker fails stays pending and is retried on the clock every
-  ``MARKER_RETRY_BACKOFF_MS`` (the transaction stays in Prepare*, EndTxn retries answer
-  CONCURRENT_TRANSACTIONS, TX-15). Offsets staged by TxnOffsetCommit become visible (or are
-  dropped) in the same step that writes the markers' Complete state (TX-23).
+* EndTxn: Ongoing -> Prepare* (answered here, as Kafka answers once Prepare* is logged) ->
+  markers -> Complete*. From the answer until the last marker the id is pending Complete*
+  (Kafka's ``prepareComplete``), and its AddPartitionsToTxn, produce verification, EndTxn and
+  InitProducerId get CONCURRENT_TRANSACTIONS in Kafka's check order (TX-15); the partitions'
+  LSO stays at the transaction's first offset and staged offsets stay pending. The markers go
+  out on the scheduler: ``marker_delay_ms`` after the answer (``kwire.transaction.marker.delay.ms``,
+  0: the next tick), or as ``hold_markers``/``release_markers`` say (tests widen the window). A
+  partition whose marker fails stays pending and is retried every ``MARKER_RETRY_BACKOFF_MS``.
+  Offsets staged by TxnOffsetCommit become visible (or are dropped) in the same step that
+  writes the markers' Complete state (TX-23).
 * Consumer-offset "partitions": Kafka adds ``__consumer_offsets-N`` (N from the group id's
   hash) to the transaction and writes a marker there. kwire has no such log: the partition
   is listed in the transaction (DescribeTransactions shows it) but is not given to the
   ``MarkerWriter``; its "marker" is the offset store's ``complete``.
-* Timeouts (TX-17) and ``transactional.id.expiration.ms`` are deadlines on the scheduler.
+* Timeouts (TX-17): Kafka's ``abortTimedOutTransactions`` scan, every
+  ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (10 s) from start-up, fences
+  and aborts every Ongoing transaction whose start + timeout is before now; kwire keeps that
+  phase and arms the timer only while a transaction is Ongoing. The fence's abort uses the
+  server's transaction version: under TV2 one epoch bump with the old epoch kept as last epoch
+  (so the fenced producer's InitProducerId(pid, old epoch) is a retry), before TV2 the bumped
+  epoch with no last epoch. ``transactional.id.expiration.ms`` is a deadline per id.
 * TV1 or TV2 (TX-24): as in Kafka, each request's version decides (EndTxn v5+, Produce v12+,
   TxnOffsetCommit v5+ are TV2 clients: ``tv_for_request``); the finalized
   ``transaction.version`` feature is what clients read in ApiVersions to pick those versions
@@ -42,11 +53,11 @@ Theory of operation
 
 Deviations (kept on purpose)
 ----------------------------
-* Kafka scans for timed-out transactions every 10 s
-  (``transaction.abort.timed.out.transaction.cleanup.interval.ms``) and for expired ids every
-  hour; kwire fires at the exact deadline, so ``advance`` by the timeout is enough in tests.
-* A fenced transaction (InitProducerId over an Ongoing one, or a timeout) is aborted with the
-  bumped epoch and ``last_producer_epoch`` reset in both versions (Kafka's TV1 behaviour).
+* Kafka scans for expired transactional ids every hour
+  (``transactional.id.expiration.ms`` checked by ``transaction.remove.expired.transaction.cleanup.interval.ms``);
+  kwire forgets an idle id at its exact expiry.
+* A restart writes the markers of a Prepare* transaction at once (Kafka hands them to its
+  marker channel on load), so a restart inside a held window completes the transaction.
 """
 
 from __future__ import annotations

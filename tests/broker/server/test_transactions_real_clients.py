@@ -252,6 +252,7 @@ def test_a_restart_on_the_data_dir_keeps_transactions(tmp_path: Path) -> None:
         again.begin_transaction()
         again.produce("t", b"c3", partition=0)
         again.commit_transaction(20)
+        second.wait_until(lambda core: core.subsystems.transactions.transactions["durable"].pending_state is None)
         resumed = {r["transactional_id"]: r for r in second.transactions()}["durable"]
         assert resumed["state_name"] == "CompleteCommit"
         assert (resumed["producer_id"], resumed["producer_epoch"]) > (
@@ -287,6 +288,8 @@ def test_a_failed_marker_write_holds_the_transaction_until_its_retry() -> None:
         p.produce("t", b"c0", partition=0)
         p.produce("t", b"c1", partition=1)
         p.commit_transaction(20)
+        # answered at PrepareCommit; the markers go out on the next tick, partition 0's fails
+        b.wait_until(lambda core: core.subsystems.transactions.transactions["mk"].pending_markers == {("t", 0)})
         row = _txn_row(b, "mk")
         assert (row["state_name"], row["pending_markers"]) == ("PrepareCommit", [["t", 0]])
         held, done = b.partition_state("t", 0), b.partition_state("t", 1)
