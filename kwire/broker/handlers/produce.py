@@ -142,9 +142,9 @@ def _needs_verification(ctx: RequestContext, req: ProduceRequest) -> bool:
         if topic is None:
             continue  # answered per partition by the append path
         for pd in td.partition_data:
-            if not 0 <= pd.index < len(topic.partitions) or pd.records is None or len(pd.records) < 61:
+            view = _view(pd.records)
+            if not 0 <= pd.index < len(topic.partitions) or view is None or len(view) < 61:
                 continue
-            view = memoryview(pd.records)
             pid = int.from_bytes(view[43:51], "big", signed=True)
             epoch = int.from_bytes(view[51:53], "big", signed=True)
             entry = topic.partitions[pd.index].producers.entries.get(pid)
@@ -231,15 +231,19 @@ def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None
 _ATTRIBUTES = struct.Struct(">h")
 
 
+def _view(records: object) -> memoryview | None:
+    """A request's records as bytes to peek at (a request never carries a RecordChain)."""
+    return memoryview(records) if isinstance(records, bytes | bytearray | memoryview) else None
+
+
 def _has_transactional_records(req: ProduceRequest) -> bool:
     """RequestUtils.hasTransactionalRecords: some magic-2 batch of the request has the
     transactional bit (read from the batch headers only)."""
     for td in req.topic_data:
         for pd in td.partition_data:
-            records = pd.records
-            if records is None:
+            view = _view(pd.records)
+            if view is None:
                 continue
-            view = memoryview(records)
             pos, end = 0, len(view)
             while pos + 23 <= end:  # base offset, length, leader epoch, magic, crc, attributes
                 length = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
