@@ -882,7 +882,7 @@ class TransactionCoordinator(Subsystem):
 
         What the caller answers is in effect now (Kafka answers EndTxn once Prepare* is in the
         transaction log). Until every marker is written the id is pending Complete*:
-        ``_send_markers`` runs on the broker clock, ``marker_delay_ms`` after this (the next
+        ``_write_markers`` runs on the broker clock, ``marker_delay_ms`` after this (the next
         tick by default) or when ``release_markers`` lets held markers go.
         """
         self._move(meta, T.COMMIT if commit else T.ABORT)
