@@ -369,8 +369,9 @@ class Broker:
 
     def txn_stats(self) -> dict[str, Any]:
         """The transaction coordinator's counters: transactional ids by state, markers still to
-        write, and how often it answered CONCURRENT_TRANSACTIONS, by request (TX-15: clients that
-        met the window between EndTxn's answer and the markers and retried)."""
+        write, and how often clients were answered CONCURRENT_TRANSACTIONS, by request (TX-15:
+        clients that met the window between EndTxn's answer and the markers; a TV2 produce counts
+        once its leader gives up retrying, 100 ms)."""
 
         def run() -> dict[str, Any]:
             s = self._txn_coordinator().statistics()

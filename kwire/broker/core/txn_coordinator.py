@@ -344,7 +344,7 @@ class TxnCoordinatorStats:
     transactional_ids: int
     by_state: dict[str, int]
     pending_markers: int
-    # CONCURRENT_TRANSACTIONS answered, by request (TX-15: a client met the window and retried)
+    # CONCURRENT_TRANSACTIONS answered to clients, by request (TX-15: a client met the window)
     concurrent_transactions: dict[str, int] = field(default_factory=dict)
 
 
@@ -747,14 +747,11 @@ class TransactionCoordinator(Subsystem):
 
     def verification_concurrent(self, transactional_id: str) -> bool:
         """Would a produce's verification for this id answer CONCURRENT_TRANSACTIONS now (its last
-        transaction's markers are still out, TX-15)? The leader then retries it (handlers/produce.py);
-        each such answer counts in ``statistics`` as the coordinator's answer to the leader would."""
+        transaction's markers are still out, TX-15)? The leader then holds the produce and retries
+        (handlers/produce.py); only the answer the client finally gets counts in ``statistics``."""
         meta = self.transactions.get(transactional_id)
-        busy = meta is not None and meta.state is not S.DEAD and (
+        return meta is not None and meta.state is not S.DEAD and (
             meta.pending_state is not None or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT))
-        if busy:
-            self._note("Produce", ErrorCode.CONCURRENT_TRANSACTIONS)
-        return busy
 
     def check_produce(self, ctx: Any, partition: Partition, info: BatchInfo, transactional_id: str | None = None) -> int:
         """Produce's hook (handlers/produce.py): 0, or the error code for this partition (TX-13, TX-8).

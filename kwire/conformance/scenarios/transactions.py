@@ -18,6 +18,7 @@ offsets sent in the transaction stay pending until then.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -173,7 +174,8 @@ class TxnWindowControl(Protocol):
         """How many CONCURRENT_TRANSACTIONS answers the coordinator has given so far."""
 
 
-WINDOW_HOLD_MS = 1_500
+WINDOW_HOLD_MS = 15_000  # the longest the markers are held while the client retries
+WINDOW_RETRIES = 3  # CONCURRENT_TRANSACTIONS answers before they are let go
 UNSTABLE_OFFSET_COMMIT = 88
 
 
@@ -221,14 +223,18 @@ def txn_commit_then_next(adapter: ClientAdapter, bootstrap: str, control: Broker
         producer.begin()
         producer.send(first)
         before = control.concurrent_transactions()
-        control.hold_txn_markers(WINDOW_HOLD_MS)
+        control.hold_txn_markers()
         started = time.monotonic()
+        releaser = threading.Thread(target=_release_after_retries, args=(control, before), daemon=True)
         try:
-            producer.commit()  # answered at PrepareCommit: the markers wait WINDOW_HOLD_MS
+            producer.commit()  # answered at PrepareCommit: the markers wait
+            releaser.start()  # until the client met CONCURRENT_TRANSACTIONS a few times
             producer.begin()
             producer.send(second)  # the next transaction: CONCURRENT_TRANSACTIONS until the markers land
         finally:
             control.release_txn_markers()
+            if releaser.is_alive():
+                releaser.join(timeout=1)
         waited = time.monotonic() - started
         producer.commit()
         producer.stop()
@@ -251,6 +257,15 @@ def txn_commit_then_next(adapter: ClientAdapter, bootstrap: str, control: Broker
                                      f"read_committed read {_show(got)}, both transactions committed {_show(want)}")
     return ScenarioResult.passed(adapter.name, scenario, topic=topic, concurrent_transactions=retried,
                                  window_s=round(waited, 2))
+
+
+def _release_after_retries(control: TxnWindowControl, before: int) -> None:
+    """Let the held markers go once the client has been answered CONCURRENT_TRANSACTIONS
+    ``WINDOW_RETRIES`` times (it walked its retry path), or after ``WINDOW_HOLD_MS`` at most."""
+    deadline = time.monotonic() + WINDOW_HOLD_MS / 1000
+    while time.monotonic() < deadline and control.concurrent_transactions() - before < WINDOW_RETRIES:
+        time.sleep(0.02)
+    control.release_txn_markers()
 
 
 def txn_read_committed_window(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
