@@ -225,16 +225,18 @@ def txn_commit_then_next(adapter: ClientAdapter, bootstrap: str, control: Broker
         before = control.concurrent_transactions()
         control.hold_txn_markers()
         started = time.monotonic()
-        releaser = threading.Thread(target=_release_after_retries, args=(control, before), daemon=True)
+        done = threading.Event()
+        releaser = threading.Thread(target=_release_after_retries, args=(control, before, done), daemon=True)
         try:
             producer.commit()  # answered at PrepareCommit: the markers wait
             releaser.start()  # until the client met CONCURRENT_TRANSACTIONS a few times
             producer.begin()
             producer.send(second)  # the next transaction: CONCURRENT_TRANSACTIONS until the markers land
         finally:
-            control.release_txn_markers()
+            done.set()
             if releaser.is_alive():
-                releaser.join(timeout=1)
+                releaser.join()
+            control.release_txn_markers()
         waited = time.monotonic() - started
         producer.commit()
         producer.stop()
@@ -259,13 +261,18 @@ def txn_commit_then_next(adapter: ClientAdapter, bootstrap: str, control: Broker
                                  window_s=round(waited, 2))
 
 
-def _release_after_retries(control: TxnWindowControl, before: int) -> None:
+def _release_after_retries(control: TxnWindowControl, before: int, done: threading.Event) -> None:
     """Let the held markers go once the client has been answered CONCURRENT_TRANSACTIONS
-    ``WINDOW_RETRIES`` times (it walked its retry path), or after ``WINDOW_HOLD_MS`` at most."""
+    ``WINDOW_RETRIES`` times (it walked its retry path), after ``WINDOW_HOLD_MS`` at most, or
+    not at all when the scenario is done first (it releases them itself)."""
     deadline = time.monotonic() + WINDOW_HOLD_MS / 1000
-    while time.monotonic() < deadline and control.concurrent_transactions() - before < WINDOW_RETRIES:
-        time.sleep(0.02)
-    control.release_txn_markers()
+    while not done.is_set() and time.monotonic() < deadline:
+        if control.concurrent_transactions() - before >= WINDOW_RETRIES:
+            control.release_txn_markers()
+            return
+        done.wait(0.02)
+    if not done.is_set():
+        control.release_txn_markers()
 
 
 def txn_read_committed_window(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
