@@ -382,6 +382,52 @@ class Broker:
 
         self.call(run)
 
+    def hold_txn_markers(self, hold_ms: int | None = None) -> None:
+        """Widen the window between EndTxn's answer and the transaction markers (TX-15). Kafka
+        answers EndTxn once PrepareCommit/PrepareAbort is logged and writes the markers after;
+        until they land the partitions' LSO stays put, staged offsets stay pending and the id's
+        AddPartitionsToTxn, produce verification, EndTxn and InitProducerId get
+        CONCURRENT_TRANSACTIONS. kwire writes them on the next broker tick
+        (``kwire.transaction.marker.delay.ms`` later); from this call on, transactions that end
+        keep their markers ``hold_ms`` of broker time (``advance`` moves it on a manual or jump
+        clock) or, with None, until ``release_txn_markers()``."""
+
+        def run() -> None:
+            self._txn_coordinator().hold_markers(hold_ms)
+
+        self.call(run)
+
+    def release_txn_markers(self) -> int:
+        """End ``hold_txn_markers``: the markers that wait are written on the next broker tick
+        (each transaction then completes); returns how many transactions were waiting."""
+
+        def run() -> int:
+            return self._txn_coordinator().release_markers()
+
+        return int(self.call(run))
+
+    def txn_stats(self) -> dict[str, Any]:
+        """The transaction coordinator's counters: transactional ids by state, markers still to
+        write, and how often clients were answered CONCURRENT_TRANSACTIONS, by request (TX-15:
+        clients that met the window between EndTxn's answer and the markers; a TV2 produce counts
+        once its leader gives up retrying, 100 ms)."""
+
+        def run() -> dict[str, Any]:
+            s = self._txn_coordinator().statistics()
+            return {"coordinator_epoch": s.coordinator_epoch, "transactional_ids": s.transactional_ids,
+                    "by_state": dict(s.by_state), "pending_markers": s.pending_markers,
+                    "concurrent_transactions": dict(s.concurrent_transactions)}
+
+        return self._peek(run)
+
+    def _txn_coordinator(self) -> Any:
+        from kwire.broker.core.txn_coordinator import txn_coordinator
+
+        coord = txn_coordinator(self.core)
+        if coord is None:
+            raise KwireError("this broker has no transaction coordinator")
+        return coord
+
     def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
         """One partition's offsets as the broker holds them: log start, high watermark, last stable
         offset (TX-20) and the open transactions (producer id, epoch, first offset)."""

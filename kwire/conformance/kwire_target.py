@@ -76,6 +76,16 @@ class KwireControl:
         members = {mid[-8:]: m.get("assignment") for mid, m in got.get("members", {}).items()}
         return f"broker: group {got.get('state')}, members {members}, requests so far {asked}"
 
+    # --- transactions (kwire.conformance.scenarios.transactions.TxnWindowControl) --------------
+    def hold_txn_markers(self, hold_ms: int | None = None) -> None:
+        self.broker.hold_txn_markers(hold_ms)
+
+    def release_txn_markers(self) -> int:
+        return self.broker.release_txn_markers()
+
+    def concurrent_transactions(self) -> int:
+        return sum(self.broker.txn_stats()["concurrent_transactions"].values())
+
     # --- share groups (kwire.conformance.scenarios.share.ShareControl) -------------------------
     def produce_values(self, topic: str, values: list[bytes]) -> None:
         self.broker.produce(topic, list(values))

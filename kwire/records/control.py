@@ -86,7 +86,7 @@ def build_control_batch(
         raise RecordEncodeError(f"unknown control record type {marker}") from None
     if kind not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
         raise RecordEncodeError(f"{kind.name} is not a transaction marker")
-    if producer_id < 0:
+    if producer_id == -1:  # MemoryRecordsBuilder.appendEndTxnMarker (any other value is written as given)
         raise RecordEncodeError("a transaction marker needs a producer id")
     try:
         value = _END_TXN_VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch)

@@ -99,6 +99,36 @@ def test_transactions_read_committed_sees_each_committed_record_once(
     _run("transactions", client, kwire_target)
 
 
+@pytest.mark.rule("TX-15, TX-20, TX-23")
+@pytest.mark.parametrize("scenario", ["txn_commit_then_next", "txn_read_committed_window", "txn_offsets_window"])
+@pytest.mark.parametrize("client", CLIENTS)
+def test_transactions_through_a_held_prepare_commit_window(
+    client: str, scenario: str, kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """TX-15: the broker holds a commit's markers (TransactionCoordinator answers EndTxn at
+    PrepareCommit, TransactionMarkerChannelManager writes them later): the client's next
+    transaction retries CONCURRENT_TRANSACTIONS and loses nothing; read_committed sees nothing of
+    the commit until the markers land, then all of it (TX-20); offsets sent in the transaction
+    stay pending, RequireStable OffsetFetch answering UNSTABLE_OFFSET_COMMIT (TX-23)."""
+    _run(scenario, client, kwire_target)
+
+
+@pytest.mark.rule("TX-15")
+def test_window_scenario_is_not_blind_to_a_broker_that_writes_markers_at_once(
+    kwire_target: tuple[Broker, KwireControl], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TX-15: against a broker whose hold does nothing (markers written at once, as kwire did
+    before), the read_committed window scenario fails: the consumer reads the held commit."""
+    adapter = get_adapter("confluent_kafka")
+    if adapter.unavailable_reason() is not None:
+        pytest.skip(adapter.unavailable_reason() or "")
+    broker, control = kwire_target
+    monkeypatch.setattr(KwireControl, "hold_txn_markers", lambda self, hold_ms=None: None)
+    result = run_scenario("txn_read_committed_window", adapter, broker.bootstrap, control)
+    assert result.outcome is Outcome.FAIL
+    assert "only the first transaction" in result.reason
+
+
 @pytest.mark.rule("TX-21")
 def test_transactions_scenario_catches_a_consumer_that_reads_aborted_records(
     kwire_target: tuple[Broker, KwireControl], monkeypatch: pytest.MonkeyPatch

@@ -240,6 +240,11 @@ BROKER_CONFIGS = _defs(
     ConfigDef("offsets.retention.minutes", "10080", "int", min_value=1),
     ConfigDef("transaction.max.timeout.ms", "900000", "int", min_value=1),
     ConfigDef("transactional.id.expiration.ms", "604800000", "int", min_value=1),
+    # TX-15: how a leader retries a TV2 produce's verification that met CONCURRENT_TRANSACTIONS
+    ConfigDef("add.partitions.to.txn.retry.backoff.ms", "20", "int", min_value=1),
+    ConfigDef("add.partitions.to.txn.retry.backoff.max.ms", "100", "int", min_value=0),
+    # TX-17: how often the coordinator scans for timed-out transactions
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "int", min_value=1),
     ConfigDef("delete.topic.enable", "true", "boolean"),
     ConfigDef("log.retention.ms", "604800000", "long"),
     ConfigDef("log.retention.bytes", "-1", "long"),
@@ -285,6 +290,9 @@ BROKER_CONFIGS = _defs(
                   "broker clock; until then a share group assigns them to nobody (HB-6)."),
     ConfigDef("transaction.version", "2", "int", min_value=0, max_value=2),
     ConfigDef("kwire.legacy.produce.upconvert", "false", "boolean"),
+    # TX-15: broker time between EndTxn's answer and the markers (0: the next tick); widens the
+    # PrepareCommit/PrepareAbort window for tests
+    ConfigDef("kwire.transaction.marker.delay.ms", "0", "int", min_value=0),
 )
 
 # Kafka's list broker configs whose ValidList refuses the empty list (anyNonDuplicateValues(false, _)

@@ -304,6 +304,9 @@ class PartitionLog:
             if coordinator_epoch < entry.coordinator_epoch:
                 raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
                                  f"coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}")
+        elif producer_id >= 0 and producer_epoch < -1:  # below a new entry's NO_PRODUCER_EPOCH (checkProducerEpoch)
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                             f"marker epoch {producer_epoch} of producer {producer_id} is negative")
         kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
         buf = bytearray(build_control_batch(kind, producer_id, producer_epoch, coordinator_epoch, 0, now_ms))
         return self.append(buf, AppendOrigin.COORDINATOR, now_ms=now_ms, leader_epoch=leader_epoch, config=config)

@@ -24,16 +24,27 @@ Theory of operation
   ``snapshot()``/``restore()`` give persistence a JSON-able picture of all of it. So a
   Prepare* state is what a crash in the middle of a commit leaves behind, and ``restore``
   completes it by writing the markers again (Kafka's coordinator does the same on load).
-* EndTxn: Ongoing -> Prepare* -> markers -> Complete*. The markers are written at once; a
-  partition whose marker fails stays pending and is retried on the clock every
-  ``MARKER_RETRY_BACKOFF_MS`` (the transaction stays in Prepare*, EndTxn retries answer
-  CONCURRENT_TRANSACTIONS, TX-15). Offsets staged by TxnOffsetCommit become visible (or are
-  dropped) in the same step that writes the markers' Complete state (TX-23).
+* EndTxn: Ongoing -> Prepare* (answered here, as Kafka answers once Prepare* is logged) ->
+  markers -> Complete*. From the answer until the last marker the id is pending Complete*
+  (Kafka's ``prepareComplete``), and its AddPartitionsToTxn, produce verification, EndTxn and
+  InitProducerId get CONCURRENT_TRANSACTIONS in Kafka's check order (TX-15); the partitions'
+  LSO stays at the transaction's first offset and staged offsets stay pending. The markers go
+  out on the scheduler: ``marker_delay_ms`` after the answer (``kwire.transaction.marker.delay.ms``,
+  0: the next tick), or as ``hold_markers``/``release_markers`` say (tests widen the window). A
+  partition whose marker fails stays pending and is retried every ``MARKER_RETRY_BACKOFF_MS``.
+  Offsets staged by TxnOffsetCommit become visible (or are dropped) in the same step that
+  writes the markers' Complete state (TX-23).
 * Consumer-offset "partitions": Kafka adds ``__consumer_offsets-N`` (N from the group id's
   hash) to the transaction and writes a marker there. kwire has no such log: the partition
   is listed in the transaction (DescribeTransactions shows it) but is not given to the
   ``MarkerWriter``; its "marker" is the offset store's ``complete``.
-* Timeouts (TX-17) and ``transactional.id.expiration.ms`` are deadlines on the scheduler.
+* Timeouts (TX-17): Kafka's ``abortTimedOutTransactions`` scan, every
+  ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (10 s) from start-up, fences
+  and aborts every Ongoing transaction whose start + timeout is before now; kwire keeps that
+  phase and arms the timer only while a transaction is Ongoing. The fence's abort uses the
+  server's transaction version: under TV2 one epoch bump with the old epoch kept as last epoch
+  (so the fenced producer's InitProducerId(pid, old epoch) is a retry), before TV2 the bumped
+  epoch with no last epoch. ``transactional.id.expiration.ms`` is a deadline per id.
 * TV1 or TV2 (TX-24): as in Kafka, each request's version decides (EndTxn v5+, Produce v12+,
   TxnOffsetCommit v5+ are TV2 clients: ``tv_for_request``); the finalized
   ``transaction.version`` feature is what clients read in ApiVersions to pick those versions
@@ -42,11 +53,11 @@ Theory of operation
 
 Deviations (kept on purpose)
 ----------------------------
-* Kafka scans for timed-out transactions every 10 s
-  (``transaction.abort.timed.out.transaction.cleanup.interval.ms``) and for expired ids every
-  hour; kwire fires at the exact deadline, so ``advance`` by the timeout is enough in tests.
-* A fenced transaction (InitProducerId over an Ongoing one, or a timeout) is aborted with the
-  bumped epoch and ``last_producer_epoch`` reset in both versions (Kafka's TV1 behaviour).
+* Kafka scans for expired transactional ids every hour
+  (``transactional.id.expiration.ms`` checked by ``transaction.remove.expired.transaction.cleanup.interval.ms``);
+  kwire forgets an idle id at its exact expiry.
+* A restart writes the markers of a Prepare* transaction at once (Kafka hands them to its
+  marker channel on load), so a restart inside a held window completes the transaction.
 """
 
 from __future__ import annotations
@@ -94,6 +105,7 @@ __all__ = [
     "DEFAULT_TRANSACTION_MAX_TIMEOUT_MS",
     "DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS",
     "MARKER_RETRY_BACKOFF_MS",
+    "DEFAULT_ABORT_TIMED_OUT_INTERVAL_MS",
 ]
 
 NO_PRODUCER_ID = -1  # RecordBatch.NO_PRODUCER_ID
@@ -104,6 +116,7 @@ DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # TX-2: transaction.max.timeout.ms
 DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expiration.ms (7 days)
 DEFAULT_OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions
 MARKER_RETRY_BACKOFF_MS = 100  # retry.backoff.ms of the coordinator's marker channel
+DEFAULT_ABORT_TIMED_OUT_INTERVAL_MS = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
 OFFSETS_TOPIC = "__consumer_offsets"
 
 TopicPartition = tuple[str, int]
@@ -226,6 +239,10 @@ class TxnCoordinatorConfig:
     transactional_id_expiration_ms: int = DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS
     transaction_version: int = 2  # TX-24: the finalized feature level (0, 1 or 2)
     offsets_topic_partitions: int = DEFAULT_OFFSETS_TOPIC_PARTITIONS
+    # TX-17: transaction.abort.timed.out.transaction.cleanup.interval.ms
+    abort_timed_out_interval_ms: int = DEFAULT_ABORT_TIMED_OUT_INTERVAL_MS
+    # TX-15: kwire.transaction.marker.delay.ms: how long after EndTxn is answered the markers go out
+    marker_delay_ms: int = 0
 
 
 @dataclass(slots=True, frozen=True)
@@ -252,10 +269,11 @@ class TransactionMetadata:
     start_ms: int = -1
     last_update_ms: int = -1
     transaction_version: int = 0  # of the last transition (clientTransactionVersion)
-    pending_state: TransactionState | None = None  # a transition in progress (markers being written)
+    # A transition in progress: Complete* while the markers are being written (TX-15: the
+    # requests of this id answer CONCURRENT_TRANSACTIONS until they are all written).
+    pending_state: TransactionState | None = None
     # scheduler handles (not persisted)
-    timeout_handle: Cancellable | None = field(default=None, repr=False, compare=False)
-    retry_handle: Cancellable | None = field(default=None, repr=False, compare=False)
+    marker_handle: Cancellable | None = field(default=None, repr=False, compare=False)
     expire_handle: Cancellable | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -326,6 +344,8 @@ class TxnCoordinatorStats:
     transactional_ids: int
     by_state: dict[str, int]
     pending_markers: int
+    # CONCURRENT_TRANSACTIONS answered to clients, by request (TX-15: a client met the window)
+    concurrent_transactions: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True, frozen=True)
@@ -410,6 +430,22 @@ class TransactionCoordinator(Subsystem):
         # Transactional ids changed since persistence last took them (``take_dirty``): what Kafka
         # appends to __transaction_state before it answers.
         self.dirty: set[str] = set()
+        # TX-17: the timed-out-transaction scan runs every abort_timed_out_interval_ms from here
+        # (Kafka's fixed-rate scheduler from start-up); armed only while a transaction is Ongoing.
+        self._scan_anchor_ms = clock.now_ms()
+        self._scan_handle: Cancellable | None = None
+        # TX-15 widening (``hold_markers``): markers of transactions that end wait this long
+        # instead of marker_delay_ms, or (held) until ``release_markers``.
+        self.marker_hold_ms: int | None = None
+        self.markers_held = False
+        self._held: set[str] = set()
+        # CONCURRENT_TRANSACTIONS answers by request name (``statistics``)
+        self.concurrent_answers: dict[str, int] = {}
+
+    def _note(self, request: str, code: int) -> int:
+        if code == ErrorCode.CONCURRENT_TRANSACTIONS:
+            self.concurrent_answers[request] = self.concurrent_answers.get(request, 0) + 1
+        return code
 
     # --- the one place state changes ------------------------------------------------------------
     def _move(self, meta: TransactionMetadata, trigger: Trigger) -> None:
@@ -449,6 +485,15 @@ class TransactionCoordinator(Subsystem):
                 transaction is being aborted, retry), PRODUCER_FENCED or INVALID_PRODUCER_EPOCH
                 below v4 (TX-4).
         """
+        try:
+            return self._init_producer_id(transactional_id, timeout_ms, api_version, producer_id, producer_epoch)
+        except KafkaError as exc:
+            self._note("InitProducerId", exc.code)
+            raise
+
+    def _init_producer_id(self, transactional_id: str, timeout_ms: int, api_version: int = 5,
+                          producer_id: int = NO_PRODUCER_ID,
+                          producer_epoch: int = NO_PRODUCER_EPOCH) -> ProducerIdAndEpoch:
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id must not be empty")  # TX-1
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
@@ -524,6 +569,19 @@ class TransactionCoordinator(Subsystem):
             raise KafkaError(ErrorCode.PRODUCER_FENCED)  # TX-11
         return meta
 
+    def _check_add(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TransactionMetadata:
+        """handleAddPartitionsToTransaction's checks, in its order: a pending transition (markers
+        being written) first, then the producer id and epoch, then the Prepare states (TX-11, TX-15)."""
+        if not transactional_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id must not be empty")
+        meta = self.transactions.get(transactional_id)
+        if meta is not None and meta.state is not S.DEAD and meta.pending_state is not None:
+            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS, "the transaction's markers are being written")
+        meta = self._check_member(transactional_id, producer_id, producer_epoch)
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)  # TX-11
+        return meta
+
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                        partitions: Iterable[TopicPartition], api_version: int = 3,
                        transaction_version: int | None = None) -> None:
@@ -533,11 +591,18 @@ class TransactionCoordinator(Subsystem):
             KafkaError: one code for every partition (TX-11): INVALID_PRODUCER_ID_MAPPING,
                 PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below v2), CONCURRENT_TRANSACTIONS.
         """
+        try:
+            self._add_partitions(transactional_id, producer_id, producer_epoch, partitions, api_version, transaction_version)
+        except KafkaError as exc:
+            self._note("AddPartitionsToTxn", exc.code)
+            raise
+
+    def _add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                        partitions: Iterable[TopicPartition], api_version: int = 3,
+                        transaction_version: int | None = None) -> None:
         tps = set(partitions)
         try:
-            meta = self._check_member(transactional_id, producer_id, producer_epoch)
-            if meta.pending_state is not None or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)  # TX-11
+            meta = self._check_add(transactional_id, producer_id, producer_epoch)
         except KafkaError as exc:
             raise KafkaError(_fenced(exc.code, api_version, 2), exc.message) from None
         tv = transaction_version if transaction_version is not None else tv_for_request(
@@ -554,7 +619,7 @@ class TransactionCoordinator(Subsystem):
             meta.partitions.clear()
             meta.groups.clear()
             self._cancel(meta, "expire_handle")
-            self._schedule_timeout(meta)
+            self._arm_scan()
         meta.partitions |= tps
         meta.transaction_version = tv
 
@@ -567,7 +632,7 @@ class TransactionCoordinator(Subsystem):
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
         except KafkaError as exc:
-            return {tp: exc.code for tp in tps}
+            return {tp: self._note("AddPartitionsToTxn", exc.code) for tp in tps}
         return {tp: (ErrorCode.NONE if tp in meta.partitions else ErrorCode.TRANSACTION_ABORTABLE) for tp in tps}
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str,
@@ -604,6 +669,14 @@ class TransactionCoordinator(Subsystem):
                 (a fenced producer), CONCURRENT_TRANSACTIONS, TRANSACTION_ABORTABLE (v4, offsets
                 partition not in the transaction) or INVALID_TXN_STATE (v0-3).
         """
+        try:
+            self._verify_txn_offset_commit(transactional_id, producer_id, producer_epoch, group_id, api_version)
+        except KafkaError as exc:
+            self._note("TxnOffsetCommit", exc.code)
+            raise
+
+    def _verify_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                  group_id: str, api_version: int) -> None:
         tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.settings().offsets_topic_partitions))
         tv = tv_for_request("txn_offset_commit", api_version)
         code = self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=tv >= 2,
@@ -630,16 +703,18 @@ class TransactionCoordinator(Subsystem):
         if transactional_id is None:
             transactional_id = self._by_producer_id.get(producer_id, "")
         meta = self.transactions.get(transactional_id) if transactional_id else None
-        if meta is None or meta.state is S.DEAD or meta.producer_id != producer_id:
-            code: int = ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        elif meta.producer_epoch != producer_epoch:
-            code = ErrorCode.PRODUCER_FENCED
-        elif add:
-            if meta.pending_state is not None or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                code = ErrorCode.CONCURRENT_TRANSACTIONS
-            else:
+        code: int
+        if add:  # handleAddPartitionsToTransaction
+            try:
+                meta = self._check_add(transactional_id or "", producer_id, producer_epoch)
                 self._add(meta, {tp}, 2)
                 code = ErrorCode.NONE
+            except KafkaError as exc:
+                code = ErrorCode.INVALID_PRODUCER_ID_MAPPING if exc.code == ErrorCode.INVALID_REQUEST else exc.code
+        elif meta is None or meta.state is S.DEAD or meta.producer_id != producer_id:
+            code = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif meta.producer_epoch != producer_epoch:
+            code = ErrorCode.PRODUCER_FENCED
         elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             code = ErrorCode.CONCURRENT_TRANSACTIONS
         else:
@@ -662,18 +737,40 @@ class TransactionCoordinator(Subsystem):
         if leader_has_open_txn:
             return ErrorCode.NONE
         add = tv_for_request("produce", produce_version) >= 2
-        return self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=add,
-                                   generic_errors=produce_version >= 11)
+        code = self._note("Produce", self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, add=add,
+                                                         generic_errors=produce_version >= 11))
+        if code == ErrorCode.CONCURRENT_TRANSACTIONS and not add:
+            # ReplicaManager: before TV2 a retriable verification error becomes NOT_ENOUGH_REPLICAS,
+            # which older clients retry (TV2 clients get CONCURRENT_TRANSACTIONS as it is)
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        return code
 
-    def check_produce(self, ctx: Any, partition: Partition, info: BatchInfo) -> int:
-        """Produce's hook (handlers/produce.py): 0, or the error code for this partition (TX-13)."""
+    def verification_concurrent(self, transactional_id: str) -> bool:
+        """Would a produce's verification for this id answer CONCURRENT_TRANSACTIONS now (its last
+        transaction's markers are still out, TX-15)? The leader then holds the produce and retries
+        (handlers/produce.py); only the answer the client finally gets counts in ``statistics``."""
+        meta = self.transactions.get(transactional_id)
+        return meta is not None and meta.state is not S.DEAD and (
+            meta.pending_state is not None or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT))
+
+    def check_produce(self, ctx: Any, partition: Partition, info: BatchInfo, transactional_id: str | None = None) -> int:
+        """Produce's hook (handlers/produce.py): 0, or the error code for this partition (TX-13, TX-8).
+        ``transactional_id`` is the request's (verification asks the coordinator about that id)."""
         if not info.is_transactional or info.producer_id < 0:
             return ErrorCode.NONE
         entry = partition.producers.entries.get(info.producer_id)
+        if entry is not None and info.producer_epoch < entry.epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH  # maybeStartTransactionVerification refuses it first
         open_txn = (entry is not None and entry.txn_first_offset is not None
                     and entry.epoch == info.producer_epoch)
-        return self.verify_append(info.producer_id, info.producer_epoch, (partition.topic, partition.index),
-                                  ctx.api_version, open_txn)
+        code = self.verify_append(info.producer_id, info.producer_epoch, (partition.topic, partition.index),
+                                  ctx.api_version, open_txn, transactional_id)
+        if (code == ErrorCode.NONE and not open_txn and tv_for_request("produce", ctx.api_version) >= 2
+                and info.base_sequence != 0 and (entry is None or not entry.batches)):
+            # TX-8 (ProducerAppendInfo.checkSequence): a TV2 transactional producer that the leader
+            # has no batches of starts at sequence 0 (the verification entry supports epoch bumps)
+            return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        return code
 
     # --- EndTxn (TX-15, TX-16) ----------------------------------------------------------------
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
@@ -684,6 +781,14 @@ class TransactionCoordinator(Subsystem):
             KafkaError: INVALID_REQUEST, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED
                 (INVALID_PRODUCER_EPOCH below v2), CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE.
         """
+        try:
+            return self._end_txn(transactional_id, producer_id, producer_epoch, commit, api_version)
+        except KafkaError as exc:
+            self._note("EndTxn", exc.code)
+            raise
+
+    def _end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                 api_version: int = 4) -> ProducerIdAndEpoch:
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "the transactional id must not be empty")
         tv = tv_for_request("end_txn", api_version)
@@ -705,7 +810,7 @@ class TransactionCoordinator(Subsystem):
         if producer_epoch != meta.producer_epoch:
             raise KafkaError(ErrorCode.PRODUCER_FENCED)
         if meta.pending_state is not None:
-            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
+            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS, "the transaction's markers are being written")
         current = ProducerIdAndEpoch(meta.producer_id, meta.producer_epoch)
         state = meta.state
         if state is S.ONGOING:
@@ -732,12 +837,14 @@ class TransactionCoordinator(Subsystem):
         else:
             valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
         is_retry = retry_on_bump or retry_on_overflow
+        if meta.pending_state is not None:
+            # TV2 checks this first: the markers of the last end are still being written (the
+            # producer may already hold the id that only the Complete state installs).
+            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS, "the transaction's markers are being written")
         if meta.producer_id != producer_id and not retry_on_overflow:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if not valid_epoch:
             raise KafkaError(ErrorCode.PRODUCER_FENCED)
-        if meta.pending_state is not None:
-            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
         bad = KafkaError(ErrorCode.INVALID_TXN_STATE,
                          f"cannot {'commit' if commit else 'abort'} a transaction in state {state.kafka_name}")
         if state is S.ONGOING:
@@ -768,9 +875,14 @@ class TransactionCoordinator(Subsystem):
 
     def _prepare_end(self, meta: TransactionMetadata, commit: bool, *, tv: int, bump: bool,
                      nothing_added: bool = False) -> ProducerIdAndEpoch:
-        """Ongoing (or, TV2 abort, Empty/Complete*) -> Prepare*, then write the markers."""
+        """Ongoing (or, TV2 abort, Empty/Complete*) -> Prepare*; the markers go out later (TX-15).
+
+        What the caller answers is in effect now (Kafka answers EndTxn once Prepare* is in the
+        transaction log). Until every marker is written the id is pending Complete*:
+        ``_write_markers`` runs on the broker clock, ``marker_delay_ms`` after this (the next
+        tick by default) or when ``release_markers`` lets held markers go.
+        """
         self._move(meta, T.COMMIT if commit else T.ABORT)
-        self._cancel(meta, "timeout_handle")
         self._cancel(meta, "expire_handle")
         meta.transaction_version = tv
         if bump:
@@ -787,28 +899,102 @@ class TransactionCoordinator(Subsystem):
         response = (ProducerIdAndEpoch(meta.next_producer_id, 0) if meta.next_producer_id != NO_PRODUCER_ID
                     else ProducerIdAndEpoch(meta.producer_id, meta.producer_epoch))
         meta.pending_markers = {tp for tp in meta.partitions if tp[0] != OFFSETS_TOPIC}
-        self._write_markers(meta)
+        meta.pending_state = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
+        self._schedule_markers(meta)
         return response
 
     # --- fencing and timeouts (TX-3, TX-17) ---------------------------------------------------
     def _fence_and_abort(self, meta: TransactionMetadata) -> None:
-        """Bump the epoch of an Ongoing transaction and abort it with that epoch."""
+        """Fence the producer of an Ongoing transaction and abort it (InitProducerId over it, or
+        its timeout): Ongoing -> PrepareEpochFence -> PrepareAbort."""
         self._move(meta, T.FENCE)
-        meta.producer_epoch += 1
-        meta.last_producer_epoch = NO_PRODUCER_EPOCH
-        self._prepare_end(meta, False, tv=meta.transaction_version, bump=False)
+        self._abort_fenced(meta, bumped=False)
 
-    def _schedule_timeout(self, meta: TransactionMetadata) -> None:
-        self._cancel(meta, "timeout_handle")
-        pid, start = meta.producer_id, meta.start_ms
+    def _abort_fenced(self, meta: TransactionMetadata, *, bumped: bool) -> None:
+        """The abort after a fence, with the server's transaction version as Kafka's coordinator
+        uses (``transactionVersionLevel``). TV2: one bump, the old epoch kept as last epoch, so
+        the fenced producer's InitProducerId(pid, old epoch) is a retry (TX-17). Before TV2: the
+        bumped epoch with no last epoch (endTransactionWithTV1's epoch fence). ``bumped``: a
+        restore found PrepareEpochFence persisted by an earlier kwire (the epoch already up)."""
+        if self._feature() >= 2 and not bumped:
+            self._prepare_end(meta, False, tv=2, bump=True)
+            return
+        if not bumped:
+            meta.producer_epoch += 1
+            meta.last_producer_epoch = NO_PRODUCER_EPOCH
+        self._prepare_end(meta, False, tv=0, bump=False)
 
-        def fire() -> None:
-            meta.timeout_handle = None
-            if (self.transactions.get(meta.transactional_id) is meta and meta.state is S.ONGOING
-                    and meta.producer_id == pid and meta.start_ms == start and meta.pending_state is None):
-                self._fence_and_abort(meta)  # TX-17
+    def _arm_scan(self) -> None:
+        """TX-17: make sure the timed-out-transaction scan is due at its next tick.
 
-        meta.timeout_handle = self.schedule(start + meta.timeout_ms, fire)
+        Kafka runs ``abortTimedOutTransactions`` at a fixed rate from start-up; kwire keeps that
+        phase (ticks at anchor + k * interval) but arms the timer only while some transaction is
+        Ongoing, so an idle broker has no timer.
+        """
+        if self._scan_handle is not None:
+            return
+        interval = max(1, self.settings().abort_timed_out_interval_ms)
+        now = self.clock.now_ms()
+        ticks = (now - self._scan_anchor_ms) // interval + 1
+        self._scan_handle = self.schedule(self._scan_anchor_ms + ticks * interval, self._scan_timed_out)
+
+    def _scan_timed_out(self) -> None:
+        """abortTimedOutTransactions: every Ongoing transaction without a pending transition whose
+        start + timeout is before now is fenced and aborted (TransactionStateManager.timedOutTransactions)."""
+        self._scan_handle = None
+        now = self.clock.now_ms()
+        for tid in sorted(self.transactions):
+            meta = self.transactions[tid]
+            if meta.state is S.ONGOING and meta.pending_state is None and meta.start_ms + meta.timeout_ms < now:
+                self._fence_and_abort(meta)
+        if any(m.state is S.ONGOING for m in self.transactions.values()):
+            self._arm_scan()
+
+    def _schedule_markers(self, meta: TransactionMetadata) -> None:
+        """The marker channel picks the transaction up: on the next tick, ``marker_delay_ms`` (or
+        the ``hold_markers`` time) later, or, held, when ``release_markers`` is called."""
+        self._cancel(meta, "marker_handle")
+        if self.markers_held:
+            self._held.add(meta.transactional_id)
+            return
+        delay = self.marker_hold_ms if self.marker_hold_ms is not None else self.settings().marker_delay_ms
+        self._arm_markers(meta, self.clock.now_ms() + max(0, delay))
+
+    def _arm_markers(self, meta: TransactionMetadata, at_ms: int) -> None:
+        def send() -> None:
+            meta.marker_handle = None
+            if self.transactions.get(meta.transactional_id) is meta and meta.pending_state is not None:
+                self._write_markers(meta)
+
+        meta.marker_handle = self.schedule(at_ms, send)
+
+    def hold_markers(self, hold_ms: int | None = None) -> None:
+        """Widen the PrepareCommit/PrepareAbort window for tests (TX-15): markers of transactions
+        that end from now on go out ``hold_ms`` of broker time after EndTxn is answered, or, with
+        None, not before ``release_markers``."""
+        if hold_ms is None:
+            self.markers_held = True
+        else:
+            if hold_ms < 0:
+                raise ValueError("hold_ms must be >= 0")
+            self.marker_hold_ms = hold_ms
+
+    def release_markers(self) -> int:
+        """End ``hold_markers``: every transaction whose markers wait (held, or for a hold time)
+        has them written on the next tick; returns how many transactions that is."""
+        self.markers_held = False
+        self.marker_hold_ms = None
+        waiting = set(self._held)
+        self._held.clear()
+        waiting |= {tid for tid, m in self.transactions.items()
+                    if m.pending_state is not None and m.marker_handle is not None}
+        now = self.clock.now_ms()
+        for tid in sorted(waiting):
+            meta = self.transactions.get(tid)
+            if meta is not None and meta.pending_state is not None:
+                self._cancel(meta, "marker_handle")
+                self._arm_markers(meta, now)
+        return len(waiting)
 
     def _schedule_expiry(self, meta: TransactionMetadata) -> None:
         """transactional.id.expiration.ms: an idle id (Empty/Complete*) is forgotten."""
@@ -836,35 +1022,29 @@ class TransactionCoordinator(Subsystem):
 
     # --- markers (TX-18) ----------------------------------------------------------------------
     def _write_markers(self, meta: TransactionMetadata) -> None:
+        """The marker channel's send: the pending partitions get their markers; a partition that
+        fails is retried every ``MARKER_RETRY_BACKOFF_MS`` (the id stays pending meanwhile)."""
         commit = meta.state is S.PREPARE_COMMIT
         if meta.pending_markers:
-            meta.pending_state = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
             try:
                 result = self.markers.write_markers(meta.producer_id, meta.producer_epoch, commit,
                                                     self.coordinator_epoch, sorted(meta.pending_markers),
                                                     transaction_version=meta.transaction_version)
             except KwireError:  # the writer failed as a whole: every marker is retried
                 result = {}
-            finally:
-                meta.pending_state = None
             meta.pending_markers -= {tp for tp, code in result.items() if code == ErrorCode.NONE}
         if meta.pending_markers:
-            self._cancel(meta, "retry_handle")
-
-            def retry() -> None:
-                meta.retry_handle = None
-                if self.transactions.get(meta.transactional_id) is meta and meta.state in (
-                        S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                    self._write_markers(meta)
-
-            meta.retry_handle = self.schedule(self.clock.now_ms() + MARKER_RETRY_BACKOFF_MS, retry)
+            self._arm_markers(meta, self.clock.now_ms() + MARKER_RETRY_BACKOFF_MS)
             return
         self._complete(meta, commit)
 
     def _complete(self, meta: TransactionMetadata, commit: bool) -> None:
         """Every marker is written: staged offsets settle and the state becomes Complete* (TX-23)."""
+        self._cancel(meta, "marker_handle")
+        self._held.discard(meta.transactional_id)
         for group_id in sorted(meta.groups):
             self.offsets.complete(group_id, meta.producer_id, commit)
+        meta.pending_state = None
         self._move(meta, T.MARKERS_DONE)
         if meta.next_producer_id != NO_PRODUCER_ID:  # TV2 epoch overflow: the new id takes over
             self._by_producer_id.pop(meta.producer_id, None)
@@ -933,9 +1113,8 @@ class TransactionCoordinator(Subsystem):
         markers written again (to every partition: which ones succeeded before is not trusted)
         and completes.
         """
-        for meta in self.transactions.values():
-            for slot in ("timeout_handle", "retry_handle", "expire_handle"):
-                self._cancel(meta, slot)
+        self.on_close()
+        self._held.clear()
         self.transactions = {}
         self._by_producer_id = {}
         self.coordinator_epoch = int(data.get("coordinator_epoch", 0)) + 1
@@ -946,13 +1125,15 @@ class TransactionCoordinator(Subsystem):
         for tid in sorted(self.transactions):
             meta = self.transactions[tid]
             if meta.state is S.ONGOING:
-                self._schedule_timeout(meta)
+                self._arm_scan()
             elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 meta.pending_markers = {tp for tp in meta.partitions if tp[0] != OFFSETS_TOPIC}
+                meta.pending_state = S.COMPLETE_COMMIT if meta.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
                 self._write_markers(meta)
             elif meta.state is S.PREPARE_EPOCH_FENCE:
-                # the abort after a fence never got logged: do it now (epoch already bumped)
-                self._prepare_end(meta, False, tv=meta.transaction_version, bump=False)
+                # the abort after a fence never got logged: do it now (an older kwire had bumped
+                # the epoch when it moved to PrepareEpochFence; this one moves on in the same step)
+                self._abort_fenced(meta, bumped=True)
             elif meta.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
                 self._schedule_expiry(meta)
 
@@ -967,7 +1148,6 @@ class TransactionCoordinator(Subsystem):
             before = len(meta.pending_markers)
             meta.pending_markers = {tp for tp in meta.pending_markers if tp[0] != name}
             if before and not meta.pending_markers and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                self._cancel(meta, "retry_handle")
                 self._complete(meta, meta.state is S.PREPARE_COMMIT)
 
     def inspect(self) -> list[dict[str, Any]]:
@@ -987,12 +1167,16 @@ class TransactionCoordinator(Subsystem):
         for meta in self.transactions.values():
             by_state[meta.state.kafka_name] = by_state.get(meta.state.kafka_name, 0) + 1
         return TxnCoordinatorStats(self.coordinator_epoch, len(self.transactions), dict(sorted(by_state.items())),
-                                   sum(len(m.pending_markers) for m in self.transactions.values()))
+                                   sum(len(m.pending_markers) for m in self.transactions.values()),
+                                   dict(sorted(self.concurrent_answers.items())))
 
     def on_close(self) -> None:
         for meta in self.transactions.values():
-            for slot in ("timeout_handle", "retry_handle", "expire_handle"):
+            for slot in ("marker_handle", "expire_handle"):
                 self._cancel(meta, slot)
+        if self._scan_handle is not None:
+            self._scan_handle.cancel()
+            self._scan_handle = None
 
     def producer_transactional_id(self, producer_id: int) -> str | None:
         return self._by_producer_id.get(producer_id)
@@ -1008,7 +1192,9 @@ def settings_from(configs: Any) -> Callable[[], TxnCoordinatorConfig]:
             return int(configs.get_int(ResourceType.BROKER, "", key))
 
         return TxnCoordinatorConfig(get("transaction.max.timeout.ms"), get("transactional.id.expiration.ms"),
-                                    get("transaction.version"), get("offsets.topic.num.partitions"))
+                                    get("transaction.version"), get("offsets.topic.num.partitions"),
+                                    get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+                                    get("kwire.transaction.marker.delay.ms"))
 
     return read
 

@@ -4,8 +4,9 @@ Behaviour: v0–3 (client form) carry one transaction; v4+ (what a partition lea
 verify or add, TX-12) carry several, each answered on its own. Per transaction: not its
 coordinator → NOT_COORDINATOR on every partition; an unknown topic or partition →
 UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for the rest (TX-11); then
-the coordinator's one verdict for all of them (TX-11: INVALID_PRODUCER_ID_MAPPING,
-PRODUCER_FENCED, CONCURRENT_TRANSACTIONS; success → Ongoing). VerifyOnly (v4+) only checks
+the coordinator's one verdict for all of them (TX-11: CONCURRENT_TRANSACTIONS first while the
+last EndTxn's markers are still being written (TX-15), then INVALID_PRODUCER_ID_MAPPING,
+PRODUCER_FENCED, CONCURRENT_TRANSACTIONS in Prepare*; success → Ongoing). VerifyOnly (v4+) only checks
 membership: TRANSACTION_ABORTABLE for a partition not in the transaction (TX-12).
 Version notes: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2; v4+ come from TV2 clients'
 leaders (the transaction is recorded as TV2).

@@ -4,7 +4,10 @@ Behaviour: not the transactional id's coordinator → NOT_COORDINATOR; then the 
 TV1 rules (TX-15: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS while
 markers are written, INVALID_TXN_STATE for the opposite result or no transaction, a retry of
 the same result succeeds) or, v5 (a TV2 client, whatever the finalized level), TV2 (TX-16: every end bumps
-the epoch and the response carries the new producer id and epoch).
+the epoch and the response carries the new producer id and epoch; CONCURRENT_TRANSACTIONS is
+checked first). The answer goes out with PrepareCommit/PrepareAbort recorded; the markers are
+written after it, on the next broker tick (``kwire.transaction.marker.delay.ms``,
+``Broker.hold_txn_markers``), then the state is Complete* (TX-15).
 Version notes: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2; v5 adds ProducerId and
 ProducerEpoch to the response (-1 on error).
 Deviations: none.

@@ -5,7 +5,8 @@ is INVALID_REQUEST. v3+: an idempotent producer passing its id and epoch gets th
 bumped (KIP-360; a new id once the epoch is exhausted); exactly one of them -1 →
 INVALID_REQUEST (TX-4). Transactional ids go to the transaction coordinator when one is
 installed (TX-2..TX-4: INVALID_TRANSACTION_TIMEOUT, then NOT_COORDINATOR on the wrong broker,
-CONCURRENT_TRANSACTIONS, PRODUCER_FENCED / INVALID_PRODUCER_EPOCH below v4); without it they
+CONCURRENT_TRANSACTIONS while an EndTxn's or a fence's markers are out (TX-15, TX-3),
+PRODUCER_FENCED / INVALID_PRODUCER_EPOCH below v4); without it they
 are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 

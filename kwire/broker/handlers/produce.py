@@ -6,6 +6,10 @@ leader, KIP-951, v10+); exactly one magic-2 batch (TX-10, RB-5: legacy sets → 
 or up-converted when ``kwire.legacy.produce.upconvert`` is on); CRC → CORRUPT_MESSAGE;
 control batches → INVALID_RECORD; zstd before v7 → UNSUPPORTED_COMPRESSION_TYPE; over
 ``max.message.bytes`` → MESSAGE_TOO_LARGE; producer id/epoch/sequence checks (TX-6..TX-8).
+Transactional batches without a TransactionalId → TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
+every partition (KafkaApis); a transactional batch is verified with the coordinator first
+(TX-13: CONCURRENT_TRANSACTIONS while its last transaction's markers are out, TX-15, as
+NOT_ENOUGH_REPLICAS before v12).
 Offsets and the leader epoch are written into the batch in place (no re-encode);
 LogAppendTime topics get the broker time. acks=0 gets no response, and one that failed for any
 partition closes the connection instead; acks outside {-1,0,1} → INVALID_REQUIRED_ACKS.
@@ -14,6 +18,8 @@ Deviations: acks=all waits for no replica (single-replica storage).
 
 from __future__ import annotations
 
+import logging
+import struct
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType
@@ -38,6 +44,7 @@ API_KEY = ApiKey.PRODUCE
 VERSIONS = (3, 13)
 
 PR = ProduceResponse_PartitionProduceResponse
+log = logging.getLogger("kwire.broker")
 
 
 def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
@@ -74,14 +81,14 @@ def _single_batch(ctx: RequestContext, records: Any) -> bytearray | memoryview:
     return bytearray(records)
 
 
-def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
+def _append(ctx: RequestContext, p: Partition, records: Any, transactional_id: str | None = None) -> PR:
     core = ctx.core
     buf = _single_batch(ctx, records)
     txn = core.subsystems.transactions
     verify = None
     if txn is not None:
         def verify(info: BatchInfo) -> None:  # TX-13: the transaction's verification, before producer state
-            code = txn.check_produce(ctx, p, info)
+            code = txn.check_produce(ctx, p, info, transactional_id)
             if code:
                 raise KafkaError(code)
     res = p.log.append(buf, AppendOrigin.CLIENT, now_ms=ctx.now_ms, leader_epoch=p.leader_epoch,
@@ -91,16 +98,86 @@ def _append(ctx: RequestContext, p: Partition, records: Any) -> PR:
 
 
 def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
-    core = ctx.core
-    by_id = ctx.api_version >= 13
     if req.acks not in (-1, 0, 1):
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
-    txn = core.subsystems.transactions
-    if req.transactional_id is not None and txn is None:
+    txn = ctx.core.subsystems.transactions
+    if (req.transactional_id is not None and txn is None) or (
+            req.transactional_id is None and _has_transactional_records(req)):
+        # KafkaApis.handleProduceRequest: transactional records need a transactional id this
+        # principal may write (none given, or no coordinator to own it, is unauthorized)
         if req.acks == 0:
             _close_unanswered(ctx, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
             return None
         return error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if _verification_must_wait(ctx, req):
+        _retry_verification(ctx, req, ctx.core.clock.now_ms() + _config(ctx, "add.partitions.to.txn.retry.backoff.max.ms"))
+        return None
+    return _produce(ctx, req)
+
+
+def _config(ctx: RequestContext, key: str) -> int:
+    return int(ctx.core.configs.get_int(ResourceType.BROKER, "", key))
+
+
+def _verification_must_wait(ctx: RequestContext, req: ProduceRequest) -> bool:
+    """ReplicaManager.appendRecordsWithTransactionVerification: a TV2 produce (v12+) whose
+    verification (the implicit add) meets CONCURRENT_TRANSACTIONS (the transactional id's last
+    transaction still has markers out, TX-15) is retried by the leader every
+    ``add.partitions.to.txn.retry.backoff.ms`` until ``add.partitions.to.txn.retry.backoff.max.ms``
+    has passed, and only then answered; older produces get the error at once."""
+    txn = ctx.core.subsystems.transactions
+    if txn is None or req.transactional_id is None or req.acks == 0 or ctx.api_version < 12:
+        return False
+    concurrent = getattr(txn, "verification_concurrent", None)
+    if concurrent is None or not _has_transactional_records(req) or not _needs_verification(ctx, req):
+        return False
+    return bool(concurrent(req.transactional_id))
+
+
+def _needs_verification(ctx: RequestContext, req: ProduceRequest) -> bool:
+    """Some transactional batch of the request goes to a partition where the leader has no open
+    transaction of its producer at its epoch (UnifiedLog.maybeStartTransactionVerification)."""
+    for td in req.topic_data:
+        topic, _ = resolve_topic(ctx, td.name, td.topic_id, ctx.api_version >= 13)
+        if topic is None:
+            continue  # answered per partition by the append path
+        for pd in td.partition_data:
+            view = _view(pd.records)
+            if not 0 <= pd.index < len(topic.partitions) or view is None or len(view) < 61:
+                continue
+            pid = int.from_bytes(view[43:51], "big", signed=True)
+            epoch = int.from_bytes(view[51:53], "big", signed=True)
+            entry = topic.partitions[pd.index].producers.entries.get(pid)
+            if entry is None or entry.txn_first_offset is None or entry.epoch != epoch:
+                return True
+    return False
+
+
+def _retry_verification(ctx: RequestContext, req: ProduceRequest, give_up_ms: int) -> None:
+    """Hold the request and try again after the backoff; past ``give_up_ms`` run it as it is
+    (its verification then answers CONCURRENT_TRANSACTIONS per partition)."""
+    reply = ctx.defer()
+    core = ctx.core
+    backoff = max(1, _config(ctx, "add.partitions.to.txn.retry.backoff.ms"))
+
+    def retry() -> None:
+        now = core.clock.now_ms()
+        if now < give_up_ms and _verification_must_wait(ctx, req):
+            core.deadlines.at(min(now + backoff, give_up_ms), retry)
+            return
+        try:
+            response = _produce(ctx, req)
+        except Exception:  # noqa: BLE001 - a failed retry costs this request, not the timer
+            log.exception("retrying a produce after CONCURRENT_TRANSACTIONS failed")
+            response = error_response(ctx, req, ErrorCode.UNKNOWN_SERVER_ERROR)
+        reply.send(response)
+
+    core.deadlines.at(core.clock.now_ms() + backoff, retry)
+
+
+def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+    core = ctx.core
+    by_id = ctx.api_version >= 13
     responses = []
     leaders: set[int] = set()
     for td in req.topic_data:
@@ -127,7 +204,7 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
                     leaders.add(p.leader_id)
                 continue
             try:
-                ok = _append(ctx, p, pd.records)
+                ok = _append(ctx, p, pd.records, req.transactional_id)
             except KafkaError as exc:
                 r.error_code = exc.code
                 r.error_message = exc.message or error_message(exc.code)
@@ -149,6 +226,33 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     if leaders and ctx.api_version >= 10:
         resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
     return resp
+
+
+_ATTRIBUTES = struct.Struct(">h")
+
+
+def _view(records: object) -> memoryview | None:
+    """A request's records as bytes to peek at (a request never carries a RecordChain)."""
+    return memoryview(records) if isinstance(records, bytes | bytearray | memoryview) else None
+
+
+def _has_transactional_records(req: ProduceRequest) -> bool:
+    """RequestUtils.hasTransactionalRecords: some magic-2 batch of the request has the
+    transactional bit (read from the batch headers only)."""
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            view = _view(pd.records)
+            if view is None:
+                continue
+            pos, end = 0, len(view)
+            while pos + 23 <= end:  # base offset, length, leader epoch, magic, crc, attributes
+                length = int.from_bytes(view[pos + 8:pos + 12], "big", signed=True)
+                if view[pos + 16] == 2 and _ATTRIBUTES.unpack_from(view, pos + 21)[0] & 0x10:
+                    return True
+                if length <= 0:
+                    break
+                pos += 12 + length
+    return False
 
 
 def _close_unanswered(ctx: RequestContext, errors: str) -> None:

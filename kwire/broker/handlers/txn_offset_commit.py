@@ -8,7 +8,8 @@ TV2 adds it; INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH for a fenced pr
 CONCURRENT_TRANSACTIONS), then the group (v3+ member id and generation: UNKNOWN_MEMBER_ID,
 ILLEGAL_GENERATION, FENCED_INSTANCE_ID), then metadata over 4096 bytes →
 OFFSET_METADATA_TOO_LARGE. Accepted offsets are staged and become visible when the
-transaction commits; OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT meanwhile.
+transaction's markers are written (after EndTxn's answer, TX-15); OffsetFetch with
+RequireStable answers UNSTABLE_OFFSET_COMMIT meanwhile.
 Version notes: v2+ CommittedLeaderEpoch; v3+ GenerationId, MemberId, GroupInstanceId.
 Deviations: v6 (topic ids) is not served.
 """

@@ -8,7 +8,10 @@ goes through the partition log's one append path with the leader's checks (TX-19
 producer epoch → INVALID_PRODUCER_EPOCH, a TV2 marker at the open transaction's epoch →
 INVALID_PRODUCER_EPOCH, an older coordinator epoch → TRANSACTION_COORDINATOR_FENCED); an unknown
 partition → UNKNOWN_TOPIC_OR_PARTITION, one this broker does not lead → NOT_LEADER_OR_FOLLOWER,
-an offline log → KAFKA_STORAGE_ERROR. A marker for a ``__consumer_offsets`` partition completes
+an offline log → KAFKA_STORAGE_ERROR. A marker with producer id -1 or epoch -1 that names a
+partition the broker has fails the whole request with UNKNOWN_SERVER_ERROR on every partition
+(Kafka's marker builder refuses it); any other producer id below -1 is written as given, a
+control batch no producer state tracks (``hasProducerId`` is false), as Kafka writes it. A marker for a ``__consumer_offsets`` partition completes
 the producer's staged offsets of the groups on that partition (the group coordinator's
 ``completeTransaction``).
 Version notes: v0 was removed upstream; TransactionVersion (v2) decides the TV2 epoch rule.
@@ -17,9 +20,16 @@ Deviations: none; with no ACLs in kwire, there is no CLUSTER_AUTHORIZATION_FAILE
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.txn_coordinator import OFFSETS_TOPIC, offsets_partition_for, txn_coordinator
+from kwire.broker.core.txn_coordinator import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    OFFSETS_TOPIC,
+    offsets_partition_for,
+    txn_coordinator,
+)
 from kwire.broker.handlers._common import leader_error
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -37,6 +47,7 @@ API_KEY = ApiKey.WRITE_TXN_MARKERS
 VERSIONS = (1, 2)
 
 R = WriteTxnMarkersResponse
+log = logging.getLogger("kwire.broker")
 
 
 def _offsets_marker(ctx: RequestContext, index: int, producer_id: int, commit: bool) -> int:
@@ -71,9 +82,27 @@ def _one(ctx: RequestContext, marker: WriteTxnMarkersRequest_WritableTxnMarker, 
     return ErrorCode.NONE  # the log's append listeners wake waiting fetches
 
 
+def _exists(ctx: RequestContext, topic: str, index: int) -> bool:
+    if topic == OFFSETS_TOPIC:
+        coord = txn_coordinator(ctx.core)
+        return 0 <= index < (coord.settings().offsets_topic_partitions if coord is not None else 50)
+    t = ctx.core.cluster.topics.get(topic)
+    return t is not None and 0 <= index < len(t.partitions)
+
+
 def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     markers = []
     for m in req.markers:
+        if (m.producer_id == NO_PRODUCER_ID or m.producer_epoch == NO_PRODUCER_EPOCH) and any(
+                _exists(ctx, t.name, i) for t in m.topics for i in t.partition_indexes):
+            # KafkaApis builds the marker batch (MemoryRecords.withEndTransactionMarker) for the
+            # partitions it has; MemoryRecordsBuilder refuses producer id -1 or epoch -1 with an
+            # IllegalArgumentException, and the request fails whole: every partition of every
+            # marker UNKNOWN_SERVER_ERROR (WriteTxnMarkersRequest.getErrorResponse). Markers before
+            # this one stay written.
+            log.warning("WriteTxnMarkers: a marker with producer id %d epoch %d cannot be written; "
+                        "answering UNKNOWN_SERVER_ERROR", m.producer_id, m.producer_epoch)
+            return error_response(ctx, req, ErrorCode.UNKNOWN_SERVER_ERROR)
         topics = [R.WritableTxnMarkerTopicResult(name=t.name, partitions=[
             R.WritableTxnMarkerPartitionResult(partition_index=i, error_code=_one(ctx, m, t.name, i))
             for i in t.partition_indexes]) for t in m.topics]

@@ -651,9 +651,11 @@ async def _aio_member(cmd: Cmd) -> None:
 
 
 def _txn_loop(cmd: Cmd, begin: Callable[[], None], send: Callable[[list[Cmd]], list[tuple[int, int]]],
-              commit: Callable[[], None], abort: Callable[[], None]) -> None:
-    """Serve begin/send/commit/abort commands one at a time, each answered with a ``txn`` event
-    (``txn_failed`` with the client's message when the step raised)."""
+              commit: Callable[[], None], abort: Callable[[], None],
+              send_offsets: Callable[[str, list[tuple[str, int, int]]], None] | None = None) -> None:
+    """Serve begin/send/send_offsets/commit/abort commands one at a time, each answered with a
+    ``txn`` event (``txn_failed`` with the client's message when the step raised).
+    ``send_offsets(group, [(topic, partition, offset)])`` is the client's sendOffsetsToTransaction."""
     deadline = time.monotonic() + cmd["timeout_ms"] / 1000
     stdin = StdinCommands()
     emit(event="ready")
@@ -670,6 +672,11 @@ def _txn_loop(cmd: Cmd, begin: Callable[[], None], send: Callable[[list[Cmd]], l
                 recs = list(c.get("records") or ())
                 for rec, (part, off) in zip(recs, send(recs), strict=True):
                     emit(event="produced", seq=rec.get("seq"), partition=part, offset=off)
+            elif op == "send_offsets":
+                if send_offsets is None:
+                    raise ValueError("this driver has no send_offsets")
+                send_offsets(str(c["group"]), [(str(o["topic"]), int(o["partition"]), int(o["offset"]))
+                                               for o in c.get("offsets") or ()])
             else:
                 steps[op]()
             emit(event="txn", step=op)
@@ -703,8 +710,19 @@ def ck_txn_producer(cmd: Cmd) -> None:
             raise KafkaException(f"delivery failed: {out}")
         return [r for r in out if isinstance(r, tuple)]
 
+    def send_offsets(group: str, offsets: list[tuple[str, int, int]]) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        # the group's metadata comes from a consumer of that group (librdkafka has no other way)
+        c = Consumer({"bootstrap.servers": cmd["bootstrap"], "group.id": group})
+        try:
+            meta = c.consumer_group_metadata()
+        finally:
+            c.close()
+        p.send_offsets_to_transaction([TopicPartition(t, part, off) for t, part, off in offsets], meta, timeout_s)
+
     _txn_loop(cmd, p.begin_transaction, send, lambda: p.commit_transaction(timeout_s),
-              lambda: p.abort_transaction(timeout_s))
+              lambda: p.abort_transaction(timeout_s), send_offsets)
     p.flush(1)
     emit(event="closed")
 
@@ -727,8 +745,15 @@ def kp_txn_producer(cmd: Cmd) -> None:
         p.flush(timeout=timeout_s)
         return [(md.partition, md.offset) for md in (f.get(timeout=timeout_s) for f in futures)]
 
+    def send_offsets(group: str, offsets: list[tuple[str, int, int]]) -> None:
+        from kafka import TopicPartition
+        from kafka.structs import OffsetAndMetadata
+
+        p.send_offsets_to_transaction({TopicPartition(t, part): OffsetAndMetadata(off, "", -1)
+                                       for t, part, off in offsets}, group)
+
     try:
-        _txn_loop(cmd, p.begin_transaction, send, p.commit_transaction, p.abort_transaction)
+        _txn_loop(cmd, p.begin_transaction, send, p.commit_transaction, p.abort_transaction, send_offsets)
     finally:
         p.close(timeout=5)
     emit(event="closed")
@@ -760,9 +785,14 @@ async def _aio_txn_producer(cmd: Cmd) -> None:
         # _txn_loop is synchronous: it runs in a worker thread and hands each step to this loop.
         return lambda *a: asyncio.run_coroutine_threadsafe(coro_fn(*a), loop).result(60)
 
+    async def send_offsets(group: str, offsets: list[tuple[str, int, int]]) -> None:
+        from aiokafka.structs import TopicPartition
+
+        await p.send_offsets_to_transaction({TopicPartition(t, part): off for t, part, off in offsets}, group)
+
     try:
         await loop.run_in_executor(None, _txn_loop, cmd, sync(begin), sync(send),
-                                   sync(p.commit_transaction), sync(p.abort_transaction))
+                                   sync(p.commit_transaction), sync(p.abort_transaction), sync(send_offsets))
     finally:
         await p.stop()
     emit(event="closed")

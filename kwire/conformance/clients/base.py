@@ -318,6 +318,12 @@ class TxnProducerSession(_Session):
         self._step({"op": "send", "records": wire}, timeout_s)
         return self.acks[before:]
 
+    def send_offsets(self, group: str, offsets: Mapping[tuple[str, int], int], timeout_s: float = 30.0) -> None:
+        """sendOffsetsToTransaction: ``offsets`` ((topic, partition) -> next offset) for ``group``
+        ride in the open transaction (TX-23)."""
+        self._step({"op": "send_offsets", "group": group, "offsets": [
+            {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())]}, timeout_s)
+
     def commit(self, timeout_s: float = 30.0) -> None:
         self._step({"op": "commit"}, timeout_s)
 
@@ -349,6 +355,9 @@ class ClientAdapter(ABC):
     supported_ops: ClassVar[frozenset[str]] = frozenset({"produce", "consume", "member", "producer", "txn_producer"})
     # Why the client has no transactional producer this harness can drive step by step (None: it has).
     no_transactions: ClassVar[str | None] = None
+    # A client whose only transactions are one per produce run, committed at exit (kcat's
+    # -X transactional.id): scenarios that need no more than that use ``produce`` with it.
+    txn_commit_at_exit: ClassVar[bool] = False
     # Consumer settings that make the client read committed records only (KIP-98 read_committed).
     read_committed_config: ClassVar[Mapping[str, Any]] = {"isolation.level": "read_committed"}
 

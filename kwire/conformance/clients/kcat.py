@@ -23,6 +23,7 @@ class KcatAdapter(ClientAdapter):
         "abort nor interleave transactions (its commit is tested in tests/broker/server/"
         "test_transactions_real_clients.py)"
     )
+    txn_commit_at_exit = True
 
     def unavailable_reason(self) -> str | None:
         if shutil.which("kcat") is None and shutil.which("kafkacat") is None:

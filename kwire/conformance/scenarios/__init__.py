@@ -23,7 +23,7 @@ from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, group_migration, kip848_group
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
-from kwire.conformance.scenarios.transactions import transactions
+from kwire.conformance.scenarios.transactions import WINDOW_SCENARIOS, transactions
 from kwire.errors import ConformanceError
 
 __all__ = [
@@ -45,6 +45,7 @@ SCENARIOS: dict[str, Scenario] = {
     "group_migration": group_migration,
     "failover": failover,
     "transactions": transactions,
+    **WINDOW_SCENARIOS,
     **SHARE_SCENARIOS,
 }
 
@@ -57,6 +58,7 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "group_migration": frozenset({"produce", "member"}),
     "failover": frozenset({"producer", "consume"}),
     "transactions": frozenset({"txn_producer", "consume"}),
+    **{name: frozenset({"txn_producer", "consume"}) for name in WINDOW_SCENARIOS},
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
     **{name: frozenset() for name in SHARE_SCENARIOS},
 }

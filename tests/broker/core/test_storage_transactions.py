@@ -67,6 +67,7 @@ def test_a_crash_in_the_middle_of_a_commit_completes_it_on_restart(tmp_path: Pat
     assert coord is not None
     coord.markers.forced_failures.append(["t", 0, E.NOT_LEADER_OR_FOLLOWER, None])  # type: ignore[attr-defined]
     assert end(c, "crash", pid, epoch).error_code == 0
+    core.advance(0)  # the next tick: the markers go out, partition 0's fails
     assert state(core, "crash") == "PrepareCommit"
     assert (tmp_path / TXN_JOURNAL).read_text().strip()
     # kill -9: no close(), no time passes, so only the journal holds the step
@@ -99,6 +100,8 @@ def test_offsets_staged_in_a_transaction_survive_a_crash_and_appear_at_its_commi
     assert store.get("g", "t", 0) is None and store.is_pending("g", "t", 0)
     assert state(core2, "eos") == "Ongoing"
     assert end(c2, "eos", pid, epoch).error_code == 0
+    assert store.get("g", "t", 0) is None  # pending until the markers (TX-15)
+    core2.advance(0)
     got = store.get("g", "t", 0)
     assert got is not None and got.offset == 7
     core3, _ = start(tmp_path)  # and the commit itself is durable

@@ -102,6 +102,9 @@ def test_init_over_ongoing_transaction_aborts_it_and_answers_concurrent_transact
     the retry gets a further-bumped epoch."""
     got = open_txn(h, tps=(TP0, TP1))
     assert code_of(h.coord.init_producer_id, "tx", 60_000) == E.CONCURRENT_TRANSACTIONS
+    assert h.state("tx") == "PREPARE_ABORT"  # the abort's markers go out on the next tick
+    assert code_of(h.coord.init_producer_id, "tx", 60_000) == E.CONCURRENT_TRANSACTIONS
+    h.flush()
     call = h.markers.calls[-1]
     assert (call.commit, call.producer_epoch, call.partitions) == (False, got.producer_epoch + 1, (TP0, TP1))
     assert h.state("tx") == "COMPLETE_ABORT"
@@ -115,6 +118,7 @@ def test_init_while_markers_pending_is_concurrent_transactions(h):
     got = open_txn(h)
     h.markers.failures[TP0] = 1
     h.coord.end_txn("tx", got.producer_id, got.producer_epoch, commit=True, api_version=3)
+    h.flush()
     assert h.state("tx") == "PREPARE_COMMIT"
     assert code_of(h.coord.init_producer_id, "tx", 60_000) == E.CONCURRENT_TRANSACTIONS
     assert h.coord.transactions["tx"].producer_epoch == got.producer_epoch
@@ -271,6 +275,8 @@ def test_tv1_commit_writes_markers_then_completes(h):
     got = open_txn(h, tps=(TP1, TP0))
     resp = h.coord.end_txn("tx", got.producer_id, got.producer_epoch, commit=True, api_version=3)
     assert resp == got  # TV1: no bump
+    assert h.state("tx") == "PREPARE_COMMIT" and h.markers.calls == []  # answered before the markers
+    h.flush()
     assert h.markers.calls[-1].partitions == (TP0, TP1) and h.markers.calls[-1].commit
     assert h.markers.calls[-1].producer_epoch == got.producer_epoch
     assert h.state("tx") == "COMPLETE_COMMIT"
@@ -295,6 +301,7 @@ def test_tv1_end_txn_matrix(h):
     assert code_of(end, "tx", pid, ep + 1, True, 1) == E.INVALID_PRODUCER_EPOCH
     assert h.state("tx") == "ONGOING"
     end("tx", pid, ep, False, 3)
+    h.flush()
     assert end("tx", pid, ep, False, 3) == got  # retry
     assert code_of(end, "tx", pid, ep, True, 3) == E.INVALID_TXN_STATE
     assert len(h.markers.calls) == 1
@@ -302,14 +309,16 @@ def test_tv1_end_txn_matrix(h):
 
 @pytest.mark.rule("TX-15")
 def test_failed_marker_keeps_prepare_and_retries_on_the_clock(h):
-    """TX-15: while a marker fails the transaction stays in PrepareCommit (EndTxn retry ->
-    CONCURRENT_TRANSACTIONS, opposite -> INVALID_TXN_STATE); only failed partitions are retried."""
+    """TX-15: while a marker fails the transaction stays in PrepareCommit, pending CompleteCommit,
+    so an EndTxn of either result is CONCURRENT_TRANSACTIONS (endTransactionWithTV1 checks the
+    pending transition before the state); only failed partitions are retried."""
     got = open_txn(h, tps=(TP0, TP1))
     h.markers.failures[TP1] = 2
     h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 3)
+    h.flush()
     assert h.state("tx") == "PREPARE_COMMIT"
     assert code_of(h.coord.end_txn, "tx", got.producer_id, got.producer_epoch, True, 3) == E.CONCURRENT_TRANSACTIONS
-    assert code_of(h.coord.end_txn, "tx", got.producer_id, got.producer_epoch, False, 3) == E.INVALID_TXN_STATE
+    assert code_of(h.coord.end_txn, "tx", got.producer_id, got.producer_epoch, False, 3) == E.CONCURRENT_TRANSACTIONS
     h.advance(MARKER_RETRY_BACKOFF_MS - 1)
     assert len(h.markers.calls) == 1
     h.advance(1)
@@ -327,6 +336,7 @@ def test_tv2_end_bumps_epoch_and_retry_is_recognised(h):
     h.coord.verify_append(got.producer_id, got.producer_epoch, TP0, 12, False)
     resp = h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 5)
     assert resp.producer_id == got.producer_id and resp.producer_epoch == got.producer_epoch + 1
+    h.flush()
     assert h.markers.calls[-1].producer_epoch == resp.producer_epoch
     assert h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 5) == resp  # retry
     assert h.coord.transactions["tx"].producer_epoch == resp.producer_epoch
@@ -342,18 +352,22 @@ def test_tv2_end_matrix(h):
     end = h.coord.end_txn
     assert code_of(end, "tx", pid, ep, True, 5) == E.INVALID_TXN_STATE
     r1 = end("tx", pid, ep, False, 5)
+    h.flush()
     assert r1.producer_epoch == ep + 1 and h.state("tx") == "COMPLETE_ABORT"
     assert h.markers.calls == []  # nothing was in the transaction
     assert end("tx", pid, ep, False, 5) == r1  # retry
     assert code_of(end, "tx", pid, r1.producer_epoch, True, 5) == E.INVALID_TXN_STATE
     r2 = end("tx", pid, r1.producer_epoch, False, 5)
+    h.flush()
     assert r2.producer_epoch == ep + 2
     assert code_of(end, "tx", pid, ep + 7, False, 5) == E.PRODUCER_FENCED
     h.coord.verify_append(pid, r2.producer_epoch, TP0, 12, False)
     r3 = end("tx", pid, r2.producer_epoch, True, 5)
+    h.flush()
     assert h.state("tx") == "COMPLETE_COMMIT"
     assert code_of(end, "tx", pid, r2.producer_epoch, False, 5) == E.INVALID_TXN_STATE  # abort retry of commit
     r4 = end("tx", pid, r3.producer_epoch, False, 5)
+    h.flush()
     assert r4.producer_epoch == r3.producer_epoch + 1 and h.state("tx") == "COMPLETE_ABORT"
 
 
@@ -366,6 +380,7 @@ def test_tv2_epoch_overflow_rotates_producer_id(h):
     h.coord.verify_append(got.producer_id, MAX_EPOCH, TP0, 12, False)
     resp = h.coord.end_txn("tx", got.producer_id, MAX_EPOCH, True, 5)
     assert resp.producer_id != got.producer_id and resp.producer_epoch == 0
+    h.flush()
     call = h.markers.calls[-1]
     assert (call.producer_id, call.producer_epoch) == (got.producer_id, MAX_EPOCH + 1)
     meta = h.coord.transactions["tx"]
@@ -375,13 +390,18 @@ def test_tv2_epoch_overflow_rotates_producer_id(h):
 
 
 @pytest.mark.rule("TX-17")
-def test_timeout_aborts_with_epoch_bump(h):
-    """TX-17: an Ongoing transaction past start + timeout is aborted by the coordinator with a bumped
-    epoch, which fences the producer."""
+def test_timeout_aborts_on_the_coordinators_scan_with_epoch_bump(h):
+    """TX-17: an Ongoing transaction whose start + timeout is before now is aborted by the next
+    scan (TransactionCoordinator.abortTimedOutTransactions every
+    transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s, from start-up;
+    TransactionStateManager.timedOutTransactions), not at the exact deadline; the bumped epoch
+    fences the producer."""
     got = open_txn(h, timeout_ms=10_000)
-    h.advance(9_999)
+    h.advance(10_000)  # the scan at 10 s: start + timeout is not before now
     assert h.state("tx") == "ONGOING"
-    h.advance(1)
+    h.advance(9_999)  # past the deadline, but no scan yet
+    assert h.state("tx") == "ONGOING" and h.markers.calls == []
+    h.advance(1)  # the scan at 20 s
     assert h.state("tx") == "COMPLETE_ABORT"
     call = h.markers.calls[-1]
     assert (call.commit, call.producer_epoch, call.partitions) == (False, got.producer_epoch + 1, (TP0,))
@@ -389,15 +409,58 @@ def test_timeout_aborts_with_epoch_bump(h):
 
 
 @pytest.mark.rule("TX-17")
+def test_scan_interval_follows_the_config():
+    """TX-17: the scan runs at the configured interval (here 1 s) on the broker clock."""
+    h = TxnHarness(abort_timed_out_interval_ms=1_000)
+    open_txn(h, timeout_ms=2_500)
+    h.advance(2_999)
+    assert h.state("tx") == "ONGOING"
+    h.advance(1)
+    assert h.state("tx") == "COMPLETE_ABORT"
+
+
+@pytest.mark.rule("TX-17")
+def test_tv2_timeout_keeps_the_old_epoch_so_init_with_it_is_a_retry(h):
+    """TX-17: under TV2 the coordinator's fence bumps once and keeps the old epoch as last producer
+    epoch (TransactionCoordinator.endTransaction with isEpochFence, TransactionMetadata
+    .prepareAbortOrCommit), so InitProducerId(pid, old epoch) is a retry answered with the current
+    epoch (prepareIncrementProducerEpoch), not PRODUCER_FENCED; markers are TV2 at the new epoch."""
+    got = open_txn(h, timeout_ms=1_000)
+    h.advance(10_000)
+    meta = h.coord.transactions["tx"]
+    assert (meta.state, meta.producer_epoch, meta.last_producer_epoch) == (
+        TransactionState.COMPLETE_ABORT, got.producer_epoch + 1, got.producer_epoch)
+    again = h.coord.init_producer_id("tx", 60_000, 5, got.producer_id, got.producer_epoch)
+    assert (again.producer_id, again.producer_epoch) == (got.producer_id, got.producer_epoch + 1)
+    assert h.coord.transactions["tx"].producer_epoch == got.producer_epoch + 1  # no second bump
+
+
+@pytest.mark.rule("TX-17")
+def test_tv1_timeout_fences_the_old_epoch():
+    """TX-17: with transaction.version below 2 the fence is endTransactionWithTV1's: the bumped
+    epoch with no last epoch, so InitProducerId(pid, old epoch) is PRODUCER_FENCED."""
+    h = TxnHarness(transaction_version=1)
+    got = open_txn(h, timeout_ms=1_000)
+    h.advance(10_000)
+    meta = h.coord.transactions["tx"]
+    assert (meta.state, meta.producer_epoch, meta.last_producer_epoch) == (
+        TransactionState.COMPLETE_ABORT, got.producer_epoch + 1, -1)
+    assert code_of(h.coord.init_producer_id, "tx", 60_000, 5, got.producer_id, got.producer_epoch) == \
+        E.PRODUCER_FENCED
+
+
+@pytest.mark.rule("TX-17")
 def test_ended_transaction_does_not_time_out(h):
-    """TX-17: the timeout only applies to an Ongoing transaction; a new one gets its own deadline."""
+    """TX-17: the timeout only applies to an Ongoing transaction; a new one is timed from its own start."""
     got = open_txn(h, timeout_ms=10_000)
     h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 3)
     h.advance(5_000)
     h.coord.add_partitions("tx", got.producer_id, got.producer_epoch, [TP1])
-    h.advance(6_000)
+    h.advance(6_000)  # the scan at 10 s: the first transaction ended, the second started at 5 s
     assert h.state("tx") == "ONGOING"
-    h.advance(4_000)
+    h.advance(4_000)  # 15 s: past the second one's deadline, before the next scan
+    assert h.state("tx") == "ONGOING"
+    h.advance(5_000)  # the scan at 20 s
     assert h.state("tx") == "COMPLETE_ABORT"
     assert [c.commit for c in h.markers.calls] == [True, False]
 
@@ -410,6 +473,7 @@ def test_markers_skip_offsets_partition_and_carry_coordinator_epoch(h):
     h.coord.add_offsets("tx", got.producer_id, got.producer_epoch, "g")
     assert (OFFSETS_TOPIC, offsets_partition_for("g")) in h.coord.transactions["tx"].partitions
     h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 3)
+    h.flush()
     call = h.markers.calls[-1]
     assert call.partitions == (TP0,) and call.coordinator_epoch == h.coord.coordinator_epoch
 
@@ -438,6 +502,8 @@ def test_aborted_txn_offsets_vanish(h):
     h.coord.add_offsets("tx", got.producer_id, got.producer_epoch, "g")
     h.coord.txn_offset_commit("tx", got.producer_id, got.producer_epoch, "g", {("in", 0): CommittedOffset(7)}, 3)
     h.coord.end_txn("tx", got.producer_id, got.producer_epoch, False, 3)
+    assert h.coord.is_offset_pending("g", "in", 0)  # until the markers
+    h.flush()
     assert h.offsets.get("g", "in", 0) is None and not h.coord.is_offset_pending("g", "in", 0)
 
 
@@ -459,6 +525,7 @@ def test_txn_offset_commit_v5_adds_offsets_partition_under_tv2(h):
     assert (OFFSETS_TOPIC, offsets_partition_for("g")) in h.coord.transactions["tx"].partitions
     resp = h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 5)
     assert resp.producer_epoch == got.producer_epoch + 1
+    h.flush()
     assert h.offsets.get("g", "in", 0).offset == 9
 
 
@@ -473,6 +540,7 @@ def test_request_versions_choose_the_flow_whatever_the_feature_level(h):
     assert h.coord.verify_append(got.producer_id, got.producer_epoch, TP0, 11, False) == E.TRANSACTION_ABORTABLE
     h.coord.add_partitions("tx", got.producer_id, got.producer_epoch, [TP0], api_version=3)
     assert h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 4) == got
+    h.flush()
     assert h.coord.transactions["tx"].transaction_version == 0
     h.coord.add_partitions("tx", got.producer_id, got.producer_epoch, [TP0], api_version=3)
     bumped = h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 5)
@@ -556,7 +624,7 @@ def test_snapshot_restore_round_trip_and_prepare_commit_completes(h):
     assert h.markers.calls[0].partitions == (TP0,) and h.markers.calls[0].coordinator_epoch == 1
     assert h.offsets.get("g", "in", 0).offset == 5
     assert fresh.transactions["o"].state is TransactionState.ONGOING
-    h.advance(20_000)
+    h.advance(30_000)  # the fresh coordinator's scan at 30 s: started at 0 with 20 s
     assert fresh.transactions["o"].state is TransactionState.COMPLETE_ABORT
     assert fresh.transactions["o"].producer_epoch == ongoing.producer_epoch + 1
     assert fresh.producer_transactional_id(got.producer_id) == "c"
@@ -583,6 +651,7 @@ def test_deleted_topic_releases_pending_markers(h):
     got = open_txn(h, tps=(TP0, ("u", 0)))
     h.markers.failures[TP0] = 99
     h.coord.end_txn("tx", got.producer_id, got.producer_epoch, True, 3)
+    h.flush()
     assert h.state("tx") == "PREPARE_COMMIT"
     h.coord.on_topic_deleted(SimpleNamespace(name="t"))
     assert h.state("tx") == "COMPLETE_COMMIT"
@@ -601,9 +670,9 @@ def _to_state(h: TxnHarness, state: str):
     if state == "ONGOING":
         return pid, ep
     commit = state.endswith("COMMIT")
-    if state.startswith("PREPARE"):
-        h.markers.fail_all = True
     h.coord.end_txn("tx", pid, ep, commit, 3)
+    if state.startswith("COMPLETE"):
+        h.flush()  # Prepare*: the window before the markers (TX-15)
     return pid, ep
 
 
@@ -650,7 +719,7 @@ def test_every_state_and_request_is_a_table_move_or_an_error_without_change(stat
         isinstance(result, dict) and any(result.values()))
     fence = state == "ONGOING" and request_name.startswith("init")
     if fence:
-        assert result == E.CONCURRENT_TRANSACTIONS and h.state("tx") == "COMPLETE_ABORT"
+        assert result == E.CONCURRENT_TRANSACTIONS and h.state("tx") == "PREPARE_ABORT"
     elif failed or not moves:
         assert moves == []
         assert json.dumps(h.coord.transactions["tx"].to_json(), sort_keys=True) == before

@@ -81,5 +81,9 @@ class TxnHarness:
         """Step the clock through every deadline due within ``ms`` (each fires at its own time)."""
         self.deadlines.run_until(self.clock.now_ms() + ms, self.clock)
 
+    def flush(self) -> None:
+        """The next tick: deadlines due now fire (the markers an EndTxn left for later, TX-15)."""
+        self.advance(0)
+
     def state(self, tid: str) -> str:
         return self.coord.transactions[tid].state.name

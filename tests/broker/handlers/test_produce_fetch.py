@@ -275,14 +275,20 @@ def test_all_compression_codecs_are_stored_and_served() -> None:
 
 @pytest.mark.rule("TX-10")
 def test_client_control_batches_and_missing_sequences_are_invalid_record() -> None:
-    """TX-10: clients may not write control batches; a batch with a producer id needs a sequence."""
+    """TX-10: clients may not write control batches; a batch with a producer id needs a sequence.
+    A marker (transactional) in a Produce without TransactionalId is refused before that, as
+    KafkaApis.handleProduceRequest refuses transactional records: TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
     from kwire.records import ControlRecordType, build_control_batch
+    from kwire.records.control import control_key
 
     core, _ = make_core()
     core.create_topic("t", 1)
     c = CoreClient(core)
     marker = build_control_batch(ControlRecordType.COMMIT, producer_id=5, producer_epoch=0, coordinator_epoch=0)
-    assert pr(produce(c, "t", 0, marker)).error_code == ErrorCode.INVALID_RECORD
+    assert pr(produce(c, "t", 0, marker)).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    bare = BatchBuilder(0, producer_id=5, producer_epoch=0, base_sequence=0, is_control=True)
+    bare.append(b"\x00\x00\x00\x00\x00\x00", control_key(ControlRecordType.COMMIT), ())
+    assert pr(produce(c, "t", 0, bare.build())).error_code == ErrorCode.INVALID_RECORD
     no_seq = batch([b"a"], producer_id=5, producer_epoch=0, base_sequence=-1)
     assert pr(produce(c, "t", 0, no_seq)).error_code == ErrorCode.INVALID_RECORD
     assert core.cluster.topics["t"].partitions[0].log.log_end_offset == 0

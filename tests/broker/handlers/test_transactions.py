@@ -149,6 +149,8 @@ def test_end_txn_v5_returns_bumped_epoch_and_markers_are_asked_for():
     produce_txn(c, "a", a.producer_id, a.producer_epoch, 0, 12)
     resp = end(c, "a", a.producer_id, a.producer_epoch, True, 5)
     assert (resp.error_code, resp.producer_id, resp.producer_epoch) == (0, a.producer_id, a.producer_epoch + 1)
+    assert markers.calls == []  # answered before the markers (TX-15)
+    c.core.advance(0)
     assert markers.calls[-1].partitions == (("t", 0),) and markers.calls[-1].producer_epoch == resp.producer_epoch
     bad = end(c, "a", a.producer_id, a.producer_epoch + 5, True, 5)
     assert (bad.error_code, bad.producer_id, bad.producer_epoch) == (E.PRODUCER_FENCED, -1, -1)
@@ -192,6 +194,8 @@ def test_txn_offset_commit_unstable_until_commit():
 
     assert fetch() == (E.UNSTABLE_OFFSET_COMMIT, -1)
     assert end(c, "a", a.producer_id, a.producer_epoch, True, 3).error_code == 0
+    assert fetch() == (E.UNSTABLE_OFFSET_COMMIT, -1)  # PrepareCommit: the markers are not out yet (TX-15)
+    core.advance(0)
     assert fetch() == (0, 17)
 
 
@@ -274,12 +278,13 @@ def test_describe_producers_reports_open_transaction():
 
 @pytest.mark.rule("TX-17")
 def test_timeout_on_the_core_clock_fences_the_producer():
-    """TX-17: on the core's clock (``core.advance``) an Ongoing transaction is aborted at its
-    deadline with a bumped epoch; the old epoch's EndTxn is then PRODUCER_FENCED."""
+    """TX-17: on the core's clock (``core.advance``) an Ongoing transaction is aborted by the
+    coordinator's scan (every 10 s from start-up) after its deadline, with a bumped epoch; the
+    old epoch's EndTxn is then PRODUCER_FENCED."""
     core, _, markers, c = txn_core()
     a = init(c, "a", version=3, timeout_ms=30_000)
     add_v3(c, "a", a.producer_id, a.producer_epoch, {"t": [0]})
-    core.advance(29_999)
+    core.advance(39_999)  # the scan at 30 s finds start + timeout not before now
     assert markers.calls == []
     core.advance(1)
     assert (markers.calls[-1].commit, markers.calls[-1].producer_epoch) == (False, a.producer_epoch + 1)

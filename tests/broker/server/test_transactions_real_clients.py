@@ -129,13 +129,14 @@ def test_a_second_instance_fences_the_first(broker: Broker) -> None:
 
 @pytest.mark.rule("TX-17")
 def test_a_transaction_times_out_on_the_broker_clock(broker: Broker) -> None:
-    """TX-17: an Ongoing transaction past transaction.timeout.ms is aborted by the coordinator (epoch
-    bumped): jumped past it, the producer's commit fails and read_committed sees nothing of it."""
+    """TX-17: an Ongoing transaction past transaction.timeout.ms is aborted by the coordinator's next
+    scan (every 10 s of broker time; epoch bumped): jumped past both, the producer's commit fails
+    and read_committed sees nothing of it."""
     p = producer(broker, "slow", **{"transaction.timeout.ms": 10_000})
     p.begin_transaction()
     p.produce("t", b"late", partition=0)
     p.flush(20)
-    broker.advance(11_000)
+    broker.advance(20_001)
     with pytest.raises(ck.KafkaException):
         p.commit_transaction(10)
     assert read_all(broker, "read_committed", 0, timeout_s=3) == []
@@ -227,6 +228,8 @@ def test_a_restart_on_the_data_dir_keeps_transactions(tmp_path: Path) -> None:
         p.send_offsets_to_transaction([ck.TopicPartition("t", 0, 2)], group.consumer_group_metadata(), 20)
         p.commit_transaction(20)
         group.close()
+        # EndTxn is answered at PrepareCommit; the markers follow on the next tick (TX-15)
+        first.wait_until(lambda core: core.subsystems.transactions.transactions["durable"].pending_state is None)
         before = {r["transactional_id"]: r for r in first.transactions()}
     finally:
         first.stop()
@@ -249,6 +252,7 @@ def test_a_restart_on_the_data_dir_keeps_transactions(tmp_path: Path) -> None:
         again.begin_transaction()
         again.produce("t", b"c3", partition=0)
         again.commit_transaction(20)
+        second.wait_until(lambda core: core.subsystems.transactions.transactions["durable"].pending_state is None)
         resumed = {r["transactional_id"]: r for r in second.transactions()}["durable"]
         assert resumed["state_name"] == "CompleteCommit"
         assert (resumed["producer_id"], resumed["producer_epoch"]) > (
@@ -284,6 +288,8 @@ def test_a_failed_marker_write_holds_the_transaction_until_its_retry() -> None:
         p.produce("t", b"c0", partition=0)
         p.produce("t", b"c1", partition=1)
         p.commit_transaction(20)
+        # answered at PrepareCommit; the markers go out on the next tick, partition 0's fails
+        b.wait_until(lambda core: core.subsystems.transactions.transactions["mk"].pending_markers == {("t", 0)})
         row = _txn_row(b, "mk")
         assert (row["state_name"], row["pending_markers"]) == ("PrepareCommit", [["t", 0]])
         held, done = b.partition_state("t", 0), b.partition_state("t", 1)
@@ -384,14 +390,15 @@ def test_java_zombie_is_fenced_by_a_second_instance(broker: Broker) -> None:
 
 @pytest.mark.rule("TX-17")
 def test_java_transaction_times_out_on_the_broker_clock(broker: Broker) -> None:
-    """TX-17: the broker clock jumps past transaction.timeout.ms while the Java producer holds an
-    open transaction: the coordinator aborts it and the producer's commit fails."""
+    """TX-17: the broker clock jumps past transaction.timeout.ms and the coordinator's next scan
+    (every 10 s) while the Java producer holds an open transaction: the coordinator aborts it and
+    the producer's commit fails."""
     proc = _java_txn("timeout", broker.bootstrap)
     try:
         assert proc.stdout is not None and proc.stdin is not None
         line = proc.stdout.readline()
         assert line.strip() == "sent", (line, proc.stderr.read()[-3000:] if proc.stderr else "")
-        broker.advance(11_000)
+        broker.advance(20_001)
         assert {t["transactional_id"]: t["state_name"] for t in broker.transactions()}["slow"] == "CompleteAbort"
         proc.stdin.write("go\n")
         proc.stdin.flush()

@@ -26,6 +26,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -185,7 +186,8 @@ public final class KwireJavaClient {
         emit(obj("event", "closed"));
     }
 
-    // A transactional producer driven one step at a time: begin, send (flushed), commit, abort.
+    // A transactional producer driven one step at a time: begin, send (flushed), send_offsets
+    // (sendOffsetsToTransaction for a group), commit, abort.
     private static void txnProducer(Map<String, Object> cmd) throws InterruptedException {
         long deadline = System.currentTimeMillis() + num(cmd, "timeout_ms", 120000);
         String topic = str(cmd, "topic", null);
@@ -201,6 +203,16 @@ public final class KwireJavaClient {
                         case "begin": producer.beginTransaction(); break;
                         case "commit": producer.commitTransaction(); break;
                         case "abort": producer.abortTransaction(); break;
+                        case "send_offsets": {
+                            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                            for (Object o : asList(c.get("offsets"))) {
+                                Map<String, Object> m = asMap(o);
+                                offsets.put(new TopicPartition(str(m, "topic", null), (int) num(m, "partition", 0)),
+                                            new OffsetAndMetadata(num(m, "offset", 0)));
+                            }
+                            producer.sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(str(c, "group", null)));
+                            break;
+                        }
                         case "send": {
                             List<Object> recs = asList(c.get("records"));
                             List<Future<RecordMetadata>> futures = new ArrayList<>();

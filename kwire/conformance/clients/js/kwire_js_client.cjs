@@ -85,7 +85,8 @@ class Assignment {
 }
 
 // A transactional producer driven one step at a time (op txn_producer): ``steps`` gives the
-// client's begin/send/commit/abort; each step is answered with a "txn" or "txn_failed" event.
+// client's begin/send/send_offsets/commit/abort (a step gets its command); each step is answered
+// with a "txn" or "txn_failed" event.
 async function txnLoop(cmd, next, steps) {
   const deadline = Date.now() + cmd.timeout_ms
   for (;;) {
@@ -96,7 +97,7 @@ async function txnLoop(cmd, next, steps) {
         const placed = await steps.send(c.records || [])
         c.records.forEach((r, i) => emit({ event: 'produced', seq: r.seq, partition: placed[i][0], offset: placed[i][1] }))
       } else if (c.op in steps && c.op !== 'send') {
-        await steps[c.op]()
+        await steps[c.op](c)
       } else {
         throw new Error(`unknown step ${c.op}`)
       }
@@ -261,6 +262,17 @@ const kafkajs = {
           const n = seen.get(r.partition) || 0n
           seen.set(r.partition, n + 1n)
           return [r.partition, Number(base.get(r.partition) + n)]
+        })
+      },
+      send_offsets: async (c) => {
+        const topics = new Map()
+        for (const o of c.offsets) {
+          if (!topics.has(o.topic)) topics.set(o.topic, [])
+          topics.get(o.topic).push({ partition: o.partition, offset: String(o.offset) })
+        }
+        await txn.sendOffsets({
+          consumerGroupId: c.group,
+          topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
         })
       },
       commit: async () => { await txn.commit(); txn = null },
@@ -441,6 +453,19 @@ const kafkats = {
             const item = await box.take()
             if (item.step.op === 'commit') { item.resolve(); return }
             if (item.step.op === 'abort') { item.resolve(); throw ABORT }
+            if (item.step.op === 'send_offsets') {
+              try {
+                await tx.sendOffsets({
+                  groupId: item.step.group,
+                  offsets: item.step.offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset) })),
+                })
+                item.resolve()
+              } catch (e) {
+                item.reject(e)
+                throw e
+              }
+              continue
+            }
             try {
               const res = await tx.send(cmd.topic, jsMessages(item.step.records))
               const list = Array.isArray(res) ? res : [res]
@@ -455,6 +480,7 @@ const kafkats = {
         await Promise.race([begun, ended])
       },
       send: async (records) => inbox.put({ op: 'send', records }),
+      send_offsets: async (c) => inbox.put({ op: 'send_offsets', group: c.group, offsets: c.offsets }),
       commit: async () => {
         await inbox.put({ op: 'commit' })
         await ended // the commit (EndTxn) happens after the callback resolves
