@@ -12,6 +12,9 @@ configs the scenario controls (kwire's control API; other targets skip).
 * ``share_commit``: explicit acknowledgement committed synchronously, then asynchronously.
 * ``share_dlq``: a rejected record and one released until the delivery limit each land in the
   group's dead-letter topic once (KIP-1191); the consumer's acknowledgements all succeed.
+* ``share_ack_after_leave``: a member holding records drops out of the group (its session times
+  out on the broker clock while the locks still run); its acknowledgements are still accepted,
+  because a share session outlives group membership (SS-9).
 * ``dlq_read`` (every client, not only share consumers): kwire writes a share group's dead-letter
   record (KIP-1191); the client reads the DLQ topic as any topic and sees the ``__dlq.errors.*``
   headers in order.
@@ -260,6 +263,26 @@ def share_dlq(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) ->
     return _run("share_dlq", adapter, bootstrap, control, body)
 
 
+def share_ack_after_leave(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Acknowledgements after the member left the group: the share session still works (SS-9)."""
+
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        # Locks (60 s, the broker's maximum) outlast the member's 45 s session timeout.
+        ctl.set_group_config(group, "share.record.lock.duration.ms", "60000")
+        ctl.produce_values(topic, [b"a", b"b"])
+        c = member()
+        got = c.poll_until(2)
+        ctl.advance(SESSION_MS + 1000)  # the member is out of the group; its records are still locked
+        for r in got:
+            c.ack(r, "ACCEPT")
+        results = c.commit()
+        _check(all(line.endswith(" ok") for line in results), f"commit after leaving the group: {results}")
+        _wait_start_offset(ctl, group, topic, 2)
+        return {"committed": results}
+
+    return _run("share_ack_after_leave", adapter, bootstrap, control, body)
+
+
 DLQ_HEADERS = ["__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
                "__dlq.errors.delivery.count", "__dlq.errors.message"]
 
@@ -295,4 +318,5 @@ SHARE_SCENARIOS = {
     "share_commit": share_commit,
     "share_dlq": share_dlq,
     "dlq_read": dlq_read,
+    "share_ack_after_leave": share_ack_after_leave,
 }
