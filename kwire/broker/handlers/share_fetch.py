@@ -131,7 +131,9 @@ class ShareFetchPoll:
         gid = req.group_id
         assert gid is not None and req.member_id is not None
         v = ctx.api_version
-        mode = ShareAcquireMode(req.share_acquire_mode) if v >= 2 else ShareAcquireMode.BATCH_OPTIMIZED
+        # An unknown mode reaches here only with nothing to fetch (the session check answers it).
+        mode = ShareAcquireMode(req.share_acquire_mode) if v >= 2 and req.share_acquire_mode in (0, 1) \
+            else ShareAcquireMode.BATCH_OPTIMIZED
         records_left = req.max_records  # > 0 here: 0 never reaches a poll (SS-11)
         bytes_left = _fetch_max_bytes(ctx, req)
         parts: dict[Key, PD] = {}

@@ -268,6 +268,12 @@ def test_an_unknown_acquire_mode_changes_nothing(core, mode, caplog) -> None:  #
                 max_records=0)
     assert (r.error_code, partition_data(r).acknowledge_error_code) == (0, 0)
     assert m.fetch(mode=mode, epoch=-1).error_code == 0
+    # A session with nothing to fetch answers normally, as upstream's does (no ShareFetch is built).
+    idle = member(core)
+    assert idle.fetch({}, mode=mode, max_wait_ms=100) is None
+    core.advance(100)
+    (r,) = idle.c.deferred()
+    assert (r.error_code, r.responses) == (0, [])
     assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
 
 
