@@ -73,7 +73,7 @@ PD = ShareFetchResponse_PartitionData
 Key = tuple[uuid.UUID, int]  # a session's partition: (topic id, partition)
 
 
-# SS-11: what the session's partitions answer when no fetch runs (MaxBytes or MaxRecords 0).
+# The partition errors that mean "no such partition": answered, never kept in a session, never fetched.
 _MISSING = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
