@@ -186,6 +186,26 @@ def test_a_disconnect_releases_only_the_connections_latest_session(core) -> None
     assert state(core, 0, 0) == "AVAILABLE"
 
 
+@pytest.mark.rule("SS-8")
+def test_closing_one_session_makes_the_connections_entry_stale(core) -> None:  # type: ignore[no-untyped-def]
+    """SS-8 as upstream has it (ShareSessionCache.remove marks the entry of the removed session's
+    connection stale, whichever session it names): A and B share a connection, B opened last; A
+    closes its session (epoch -1), so the connection's disconnect no longer releases B's records
+    (they wait for their lock)."""
+    put(core, [b"a"], partition=0)
+    put(core, [b"b"], partition=1)
+    a, b = member(core), member(core)
+    b.c = a.c
+    a.fetch({"t": [0]})
+    assert acquired(b.fetch({"t": [1]}), 1) == [(0, 0, 1)]
+    a.acknowledge({}, epoch=-1)
+    core.disconnect(a.c.conn.conn_id)
+    assert core.subsystems.share_sessions.get("sg", b.member_id) is not None
+    assert state(core, 0, 1) == "ACQUIRED"
+    core.advance(30_000)
+    assert state(core, 0, 1) == "AVAILABLE"
+
+
 @pytest.mark.rule("SS-2, SS-8")
 def test_a_session_reopened_on_a_new_connection_survives_the_old_ones_disconnect(core) -> None:  # type: ignore[no-untyped-def]
     """SS-2, SS-8 (ShareSessionCache.remove marks the old connection's entry stale): a member that
