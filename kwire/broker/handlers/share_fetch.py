@@ -10,9 +10,9 @@ group (SG-5, SS-9). Then the piggy-backed acknowledgements (result in Acknowledg
 AK-14), and — unless the request is final (epoch -1, SS-4) or a renewal (RN-3) — acquisition
 over the session's partitions in a rotating order (AQ-8), capped by MaxRecords (soft in
 batch-optimized mode, exact in record-limit mode, AQ-3), BatchSize (AQ-4), min(MaxBytes,
-fetch.max.bytes) (whole log batches, always one) and the lock limit (AQ-2); MaxBytes or
-MaxRecords 0 fetches nothing and answers at once (SS-11). Each partition carries the raw log
-batches holding its AcquiredRecords (AQ-5). With nothing to acquire the request waits up to
+fetch.max.bytes) split evenly over the partitions fetched (whole log batches, always one) and
+the lock limit (AQ-2); MaxBytes or MaxRecords 0 fetches nothing and answers at once (SS-11).
+Each partition carries the raw log batches holding its AcquiredRecords (AQ-5). With nothing to acquire the request waits up to
 MaxWaitMs, acknowledgements or not (SS-10), woken by appends and by records that become
 acquirable again (AQ-7). Per partition: UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION,
 NOT_LEADER_OR_FOLLOWER with the current leader (SG-4). AcquisitionLockTimeoutMs is the group's
@@ -140,23 +140,27 @@ class ShareFetchPoll:
         leaders: set[int] = set()
         for key, t in self.errors.items():
             parts[key] = self._error_pd(t, leaders)
+        fetchable: list[tuple[Key, Target]] = []
         for key in self.keys:
             t = resolve(ctx, *key)
+            if not t.error:
+                assert t.name is not None
+                injected = ctx.core.faults.partition_error(API_KEY, ctx.broker_id, t.name, t.partition) \
+                    if ctx.core.faults.rules else None
+                if injected is not None:
+                    t.error = injected
             if t.error:
                 parts[key] = self._error_pd(t, leaders)
-                continue
+            else:
+                fetchable.append((key, t))
+        caps = _partition_max_bytes(bytes_left, len(fetchable))
+        for (key, t), cap in zip(fetchable, caps, strict=True):
             assert t.name is not None
-            injected = ctx.core.faults.partition_error(API_KEY, ctx.broker_id, t.name, t.partition) \
-                if ctx.core.faults.rules else None
-            if injected is not None:
-                t.error = injected
-                parts[key] = self._error_pd(t, leaders)
-                continue
             pd = PD(partition_index=t.partition, records=b"", current_leader=_leader(t))
-            if records_left > 0 and bytes_left > 0:
+            if records_left > 0 and min(cap, bytes_left) > 0:
                 sp = share.partitions.for_fetch(gid, t.name, t.partition)
                 got = sp.acquire(req.member_id, records_left, batch_size=req.batch_size or None, mode=mode,
-                                 max_bytes=bytes_left)
+                                 max_bytes=min(cap, bytes_left))
                 if got:
                     first, last = got[0].first_offset, got[-1].last_offset
                     log = ctx.core.cluster.topics[t.name].partitions[t.partition].log
@@ -182,6 +186,18 @@ class ShareFetchPoll:
         if t.error == ErrorCode.NOT_LEADER_OR_FOLLOWER and t.leader_id >= 0:
             leaders.add(t.leader_id)
         return pd
+
+
+def _partition_max_bytes(total: int, n: int) -> list[int]:
+    """SS-11: PartitionMaxBytesStrategy UNIFORM over the ``n`` partitions being fetched: an even
+    share each, the remainder to one (upstream picks it at random, kwire the first); fewer bytes
+    than partitions, one byte to each of the first ``total``."""
+    if n == 0:
+        return []
+    if total < n:
+        return [1 if i < total else 0 for i in range(n)]
+    share, rest = divmod(total, n)
+    return [share + rest] + [share] * (n - 1)
 
 
 def _fetch_max_bytes(ctx: RequestContext, req: ShareFetchRequest) -> int:

@@ -264,6 +264,22 @@ def test_max_bytes_or_max_records_zero_fetches_nothing_at_once(core, limit) -> N
     assert [state(core, o) for o in (0, 1)] == ["done", "AVAILABLE"]
 
 
+@pytest.mark.rule("SS-11")
+def test_max_bytes_is_split_evenly_over_the_partitions(core) -> None:  # type: ignore[no-untyped-def]
+    """SS-11 (DelayedShareFetch reads with PartitionMaxBytesStrategy UNIFORM: each acquirable
+    partition gets MaxBytes / n): with room for four log batches and two partitions, each partition
+    gets two batches instead of the first taking all four."""
+    for p in (0, 1):
+        for i in range(6):
+            put(core, [b"x%d" % i], partition=p)
+    one = len(core.cluster.topics["t"].partitions[0].log.read(0, 2**31 - 1, upto=1))
+    m = member(core)
+    r = m.fetch({"t": [0, 1]}, max_bytes=4 * one)
+    got = {pd.partition_index: [(a.first_offset, a.last_offset) for a in pd.acquired_records]
+           for tr in r.responses for pd in tr.partitions}
+    assert {p: sum(last - first + 1 for first, last in got[p]) for p in got} == {0: 2, 1: 2}
+
+
 # --- hostile inputs ---------------------------------------------------------------------------
 @pytest.mark.rule("SS-3")
 @pytest.mark.parametrize("mode", [2, -1, 127])
