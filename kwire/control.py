@@ -496,9 +496,10 @@ class Broker:
         return int(self.call(run))
 
     def fence_share_member(self, group_id: str, member_id: str) -> bool:
-        """Fault injection: remove a share-group member now, as a session timeout would: its share
-        session ends and its records are released; its next heartbeat gets UNKNOWN_MEMBER_ID.
-        An unknown group or member raises KwireError."""
+        """Fault injection: remove a share-group member now, as a session timeout would; its next
+        heartbeat gets UNKNOWN_MEMBER_ID. As in Kafka its share sessions stay and its acquired
+        records stay ACQUIRED until their locks expire, a session closes or its connection drops
+        (SS-9). An unknown group or member raises KwireError."""
 
         def run() -> bool:
             if not self._share().fence_member(group_id, member_id):

@@ -179,15 +179,17 @@ def test_client_falls_back_when_the_broker_offers_an_older_api_versions(client: 
 
 
 SHARE = ["share_exclusive", "share_lock_expiry", "share_delivery_limit", "share_dead_consumer", "share_commit",
-         "share_dlq", "share_empty_first_assignment", "share_crash_after_ack", "dlq_read"]
+         "share_dlq", "share_empty_first_assignment", "share_crash_after_ack", "dlq_read",
+         "share_ack_after_leave"]
 
 
-@pytest.mark.rule("SG-5, AQ-1, AQ-11, AQ-12, SS-8, HB-5, HB-6, AK-12, DLQ-3, DLQ-9, DLQ-11, ST-5, DLQ-4")
+@pytest.mark.rule("SG-5, AQ-1, AQ-11, AQ-12, SS-8, SS-9, HB-5, HB-6, AK-12, DLQ-3, DLQ-9, DLQ-11, ST-5, DLQ-4")
 @pytest.mark.parametrize("scenario", SHARE)
 @pytest.mark.parametrize("client", CLIENTS)
 def test_share_groups(client: str, scenario: str, kwire_target: tuple[Broker, KwireControl]) -> None:
     """Share consumers (KIP-932): exclusive acquisition (SG-5, AQ-1), lock expiry on the broker clock
     (AQ-12), the delivery limit (AQ-11), a dead consumer's records released (SS-8, HB-5), commits,
     an empty first assignment the client copes with (HB-6), a broker crash right after confirmed
-    acknowledgements (ST-5, DLQ-4: nothing confirmed comes back)."""
+    acknowledgements (ST-5, DLQ-4: nothing confirmed comes back), acknowledgements after the member
+    left the group (SS-9)."""
     _run(scenario, client, kwire_target)

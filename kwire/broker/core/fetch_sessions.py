@@ -6,6 +6,11 @@
   partitions with news (records, a changed high watermark/LSO/log start, or an error).
 * session S, epoch 0: close S and open a new one.           * session S, epoch -1: close S, sessionless fetch.
 Errors (raised as ``KafkaError``): unknown session → FETCH_SESSION_ID_NOT_FOUND(70), wrong epoch → INVALID_FETCH_SESSION_EPOCH(71).
+
+Each broker has its own cache in Kafka (``FetchSessionCache`` per broker, with
+``max.incremental.fetch.session.cache.slots`` slots each). One core serves every broker here, so a
+session belongs to the broker it was opened on: another broker does not know its id, and each
+broker's slots are counted and evicted apart.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ class FetchSession:
     session_id: int
     next_epoch: int
     conn_id: int
+    broker_id: int = 0
     targets: OrderedDict[Key, SessionTarget] = field(default_factory=OrderedDict)
 
 
@@ -70,25 +76,32 @@ class FetchSessionCache(Subsystem):
     def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
         self.sessions: dict[int, FetchSession] = {}
         self._ids = itertools.count(1)
-        self.max_sessions = max_sessions
+        self.max_sessions = max_sessions  # per broker
+
+    def _get(self, session_id: int, broker_id: int) -> FetchSession | None:
+        """The session with this id on this broker (another broker's is unknown here)."""
+        s = self.sessions.get(session_id)
+        return s if s is not None and s.broker_id == broker_id else None
 
     def begin(self, session_id: int, epoch: int, conn_id: int, updates: list[tuple[Key, SessionTarget]],
-              forgotten: list[Key]) -> SessionContext:
+              forgotten: list[Key], *, broker_id: int = 0) -> SessionContext:
         """Resolve the session a request names and apply its partition changes."""
         if session_id == 0:
             targets = OrderedDict(updates)
             if epoch == INITIAL_EPOCH:
-                s = self._new(conn_id, targets)
+                s = self._new(conn_id, targets, broker_id)
                 return SessionContext(s, targets, True, s.session_id if s else 0)
             return SessionContext(None, targets, True, 0)
-        s = self.sessions.get(session_id)
+        s = self._get(session_id, broker_id)
         if epoch == FINAL_EPOCH:
-            self.sessions.pop(session_id, None)
+            if s is not None:
+                del self.sessions[session_id]
             return SessionContext(None, OrderedDict(updates), True, 0)
         if epoch == INITIAL_EPOCH:
-            self.sessions.pop(session_id, None)
+            if s is not None:
+                del self.sessions[session_id]
             targets = OrderedDict(updates)
-            s = self._new(conn_id, targets)
+            s = self._new(conn_id, targets, broker_id)
             return SessionContext(s, targets, True, s.session_id if s else 0)
         if s is None:
             raise KafkaError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
@@ -107,13 +120,13 @@ class FetchSessionCache(Subsystem):
         if ctx.session is not None:
             ctx.session.next_epoch = _next(ctx.session.next_epoch if not ctx.full else INITIAL_EPOCH)
 
-    def _new(self, conn_id: int, targets: OrderedDict[Key, SessionTarget]) -> FetchSession | None:
-        if len(self.sessions) >= self.max_sessions:
-            # Evict the oldest session, as the cache does for sessions of lower priority.
-            oldest = next(iter(self.sessions))
-            del self.sessions[oldest]
+    def _new(self, conn_id: int, targets: OrderedDict[Key, SessionTarget], broker_id: int) -> FetchSession | None:
+        mine = [sid for sid, s in self.sessions.items() if s.broker_id == broker_id]
+        if len(mine) >= self.max_sessions:
+            # Evict this broker's oldest session, as the cache does for sessions of lower priority.
+            del self.sessions[mine[0]]
         sid = next(self._ids)
-        s = FetchSession(sid, 1, conn_id, targets)
+        s = FetchSession(sid, 1, conn_id, broker_id, targets)
         self.sessions[sid] = s
         return s
 

@@ -17,8 +17,11 @@ Theory of operation
   acquirable again (release, lock expiry, session release).
 * Records a member rejects, or that reach the delivery limit, go to ``share_dlq.DlqWriter``
   (KIP-1191): written to the group's dead-letter topic, then archived.
-* Leaving the group, a session timeout, fencing from the control API: the member's share session
-  goes and the records it holds are released (SS-4, SS-8).
+* Leaving the group, a session timeout, fencing from the control API take the member out of the
+  group only: its share sessions and the records it holds stay (SS-9) until the locks run out, a
+  session closes (epoch -1, SS-4) or its connection drops (SS-8).
+* A session on broker B releases only the partitions B leads: in Kafka each broker's share
+  partitions are its own, here one core holds them all.
 * Persistence (with a data dir): every share-partition change but acquisition marks the partition
   dirty; the data dir journals ``take_dirty()`` before the request's answer or after the timer
   (ST-5: an acknowledgement is answered only once its state is written), and ``snapshot()`` with
@@ -39,7 +42,7 @@ from kwire.broker.core.share_partition import SharePartition, SharePartitions
 
 if TYPE_CHECKING:
     from kwire.broker.core.share_partition import ShareLog
-from kwire.broker.core.share_session import ShareSessionCache
+from kwire.broker.core.share_session import ShareSession, ShareSessionCache
 from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -114,10 +117,11 @@ class ShareCoordinator(Subsystem):
         self.partitions = SharePartitions(self._make_partition)
         self.sessions: ShareSessions = ShareSessions(
             max_sessions=lambda: core.configs.get_int(ResourceType.BROKER, "", "group.share.max.share.sessions"),
-            now_ms=core.clock.now_ms, release=self._release_session)
+            now_ms=core.clock.now_ms, release=self._release_session, is_member=self._is_member)
+        # SS-9: no on_member_removed hook: leaving the group ends neither sessions nor locks.
         self.groups = ShareGroupCoordinator(
             now_ms=core.clock.now_ms, schedule=core.deadlines.at, config=self.config, topics=self._topics,
-            other_group_type=self._other_group_type, on_member_removed=self._member_removed)
+            other_group_type=self._other_group_type)
         self.manager = ShareGroupManager(self)
         table.register(self.manager)
         # Records entering ARCHIVING (REJECT, the delivery limit) go to the dead-letter writer.
@@ -159,10 +163,21 @@ class ShareCoordinator(Subsystem):
     def _archive(self, request: Any) -> None:
         self.dlq.archive(request)
 
-    def _release_session(self, group_id: str, member_id: str, partitions: frozenset[PartitionKey]) -> None:
+    def _release_session(self, session: ShareSession[PartitionKey]) -> None:
+        """SS-4, SS-8: the member's acquired records in the session's partitions that the session's
+        broker leads (another broker's share partitions are not this broker's to release)."""
         by_id = self.core.cluster.topics_by_id
-        named = [(by_id[tid].name, p) for tid, p in partitions if tid in by_id]
-        self.partitions.release_member(group_id, member_id, named)
+        named = []
+        for tid, p in session.partitions:
+            topic = by_id.get(tid)
+            if topic is not None and 0 <= p < len(topic.partitions) \
+                    and topic.partitions[p].leader_id == session.broker_id:
+                named.append((topic.name, p))
+        self.partitions.release_member(session.group_id, session.member_id, named)
+
+    def _is_member(self, group_id: str, member_id: str) -> bool:
+        g = self.groups.get(group_id)
+        return g is not None and member_id in g.members
 
     # --- membership -----------------------------------------------------------------------------
     def heartbeat_accepted(self, group_id: str) -> None:
@@ -172,11 +187,6 @@ class ShareCoordinator(Subsystem):
             self.table.take_over(group_id)
             self.table.add(g)
             self.dirty[group_id] = True
-
-    def _member_removed(self, group_id: str, member_id: str) -> None:
-        """Left, timed out or fenced: its session ends and every record it holds is released."""
-        if not self.sessions.drop_member(group_id, member_id):
-            self.partitions.release_member(group_id, member_id)
 
     def forget_group(self, group_id: str) -> None:
         """DeleteGroups: the group and its share state go."""
@@ -316,7 +326,8 @@ class ShareCoordinator(Subsystem):
         self.dirty.clear()
 
     def fence_member(self, group_id: str, member_id: str) -> bool:
-        """Fault injection: the member is removed now, as if its session had timed out."""
+        """Fault injection: the member is removed now, as if its session had timed out; its share
+        sessions and acquired records stay (SS-9)."""
         return self.groups.remove_member(group_id, member_id)
 
     # --- hooks ----------------------------------------------------------------------------------

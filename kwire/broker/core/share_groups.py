@@ -27,8 +27,8 @@ Theory of operation
   members (uniform, balanced and sticky); when a topic has more subscribers than partitions, the
   members left without one share the partitions with the fewest holders.
 * Session timeout (``share.session.timeout.ms``, else ``group.share.session.timeout.ms``) on the
-  broker clock: a member that stops heartbeating is removed, as if it had left; the
-  ``on_member_removed`` hook then tells the share coordinator.
+  broker clock: a member that stops heartbeating is removed, as if it had left; its share
+  sessions and acquired records are not the group's business and stay (SS-9).
 * States (ShareGroup.ShareGroupState): Empty without members, Stable with, Dead once deleted.
 * The class ``ShareGroup`` has what the group table's ``Group`` protocol needs (issue 8):
   ``group_type``, ``state_name``, ``member_ids``, ``is_empty``, ``check_deletable``.
@@ -340,7 +340,8 @@ class ShareGroupCoordinator:
         topics: topic name -> (topic id, partition count), for the topics that exist now.
         other_group_type: the type of a non-share group with this id, or None (HB-3: the group
             table answers it once issue 8's table lands).
-        on_member_removed: (group id, member id) after a leave or a session timeout.
+        on_member_removed: (group id, member id) after a leave or a session timeout (the share
+            coordinator passes none: sessions and locks outlive membership, SS-9).
     """
 
     def __init__(self, *, now_ms: Callable[[], int], schedule: Scheduler, config: Callable[[str], ShareConfig],

@@ -164,7 +164,8 @@ def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     sessions = core.subsystems.fetch_sessions
     updates, forgotten = _targets(ctx, req)
     try:
-        sctx = sessions.begin(req.session_id, req.session_epoch, ctx.conn.conn_id, updates, forgotten)
+        sctx = sessions.begin(req.session_id, req.session_epoch, ctx.conn.conn_id, updates, forgotten,
+                              broker_id=ctx.broker_id)
     except KafkaError as exc:
         return FetchResponse(error_code=exc.code, session_id=0)
     poll = FetchPoll(ctx, req, sctx, sessions)

@@ -1,10 +1,10 @@
 """ShareAcknowledge — key 79, v1–2 (KIP-932; v2 IsRenewAck and AcquisitionLockTimeoutMs, KIP-1222).
 
-Behaviour: SG-3's pre-checks at the top level; the share session (SS-5: epoch 0 →
-INVALID_SHARE_SESSION_EPOCH, no session → SHARE_SESSION_NOT_FOUND, a wrong epoch →
+Behaviour: SG-3's pre-checks at the top level; the share session of this broker (SS-1, SS-5:
+epoch 0 → INVALID_SHARE_SESSION_EPOCH, no session → SHARE_SESSION_NOT_FOUND, a wrong epoch →
 INVALID_SHARE_SESSION_EPOCH; -1 acknowledges and then closes the session, releasing what the
-member still holds). Per partition: SG-4's errors, then the acknowledgement batches applied all
-or nothing (AK-1..AK-13, RN-4..RN-6) with the result in the partition ErrorCode (AK-14).
+member still holds; group membership is not asked, SS-9). Per partition: SG-4's errors, then
+the acknowledgement batches applied all or nothing (AK-1..AK-13, RN-4..RN-6) with the result in the partition ErrorCode (AK-14).
 v2 answers carry the group's lock duration in AcquisitionLockTimeoutMs (RN-7).
 Version notes: v1 knows acknowledge types 0–3 only (AK-5). Deviations: none.
 """
@@ -55,7 +55,8 @@ def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> ShareAcknowledg
     renew = v >= 2 and req.is_renew_ack
     share = coordinator(ctx)
     try:
-        sctx = share.sessions.acknowledge_context(req.group_id, req.member_id, req.share_session_epoch)
+        sctx = share.sessions.acknowledge_context(req.group_id, req.member_id, req.share_session_epoch,
+                                                  broker_id=ctx.broker_id)
     except KafkaError as exc:
         return _top(exc.code, exc.message or None)
     topics: dict[uuid.UUID, ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse] = {}

@@ -19,6 +19,9 @@ configs the scenario controls (kwire's control API; other targets skip).
   after a commitSync of ACCEPTs and a REJECT returned, and restarted on its data dir and ports; the
   consumer carries on with two new records: nothing accepted or rejected comes back, and the
   rejected record has exactly one dead letter.
+* ``share_ack_after_leave``: a member holding records drops out of the group (its session times
+  out on the broker clock while the locks still run); its acknowledgements are still accepted,
+  because a share session outlives group membership (SS-9).
 * ``dlq_read`` (every client, not only share consumers): kwire writes a share group's dead-letter
   record (KIP-1191); the client reads the DLQ topic as any topic and sees the ``__dlq.errors.*``
   headers in order.
@@ -312,6 +315,8 @@ def share_empty_first_assignment(adapter: ClientAdapter, bootstrap: str, control
         return {"first_epoch": 1, "accepted": len(seen)}
 
     return _run("share_empty_first_assignment", adapter, bootstrap, control, body)
+
+
 def share_crash_after_ack(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
     """A broker crash right after a confirmed acknowledgement: nothing confirmed comes back."""
     if not isinstance(control, CrashControl):
@@ -352,6 +357,26 @@ def share_crash_after_ack(adapter: ClientAdapter, bootstrap: str, control: Broke
     return _run("share_crash_after_ack", adapter, bootstrap, control, body)
 
 
+def share_ack_after_leave(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Acknowledgements after the member left the group: the share session still works (SS-9)."""
+
+    def body(ctl: ShareControl, topic: str, group: str, member: Any) -> dict[str, Any]:
+        # Locks (60 s, the broker's maximum) outlast the member's 45 s session timeout.
+        ctl.set_group_config(group, "share.record.lock.duration.ms", "60000")
+        ctl.produce_values(topic, [b"a", b"b"])
+        c = member()
+        got = c.poll_until(2)
+        ctl.advance(SESSION_MS + 1000)  # the member is out of the group; its records are still locked
+        for r in got:
+            c.ack(r, "ACCEPT")
+        results = c.commit()
+        _check(all(line.endswith(" ok") for line in results), f"commit after leaving the group: {results}")
+        _wait_start_offset(ctl, group, topic, 2)
+        return {"committed": results}
+
+    return _run("share_ack_after_leave", adapter, bootstrap, control, body)
+
+
 DLQ_HEADERS = ["__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
                "__dlq.errors.delivery.count", "__dlq.errors.message"]
 
@@ -389,4 +414,5 @@ SHARE_SCENARIOS = {
     "share_empty_first_assignment": share_empty_first_assignment,
     "share_crash_after_ack": share_crash_after_ack,
     "dlq_read": dlq_read,
+    "share_ack_after_leave": share_ack_after_leave,
 }

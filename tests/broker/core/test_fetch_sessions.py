@@ -153,3 +153,24 @@ def test_a_session_outlives_its_connection_and_serves_the_next_one() -> None:
     assert sid in cache.sessions
     ctx = cache.begin(sid, 1, 2, [], [])
     assert ctx.response_session_id == sid and list(ctx.targets) == [A0, A1]
+
+
+@pytest.mark.rule("SS-1")
+def test_sessions_and_slots_are_per_broker() -> None:
+    """Kafka's FetchSessionCache is one per broker (max.incremental.fetch.session.cache.slots each;
+    the SS-1 reasoning for share sessions): a session id is unknown to another broker, closing it
+    there does nothing, and one broker's full cache evicts only its own sessions."""
+    cache = FetchSessionCache(max_sessions=1)
+    one = cache.begin(0, INITIAL_EPOCH, 1, [(A0, target())], [], broker_id=1)
+    cache.finish(one)
+    assert one.session is not None
+    sid = one.session.session_id
+    for epoch in (1, 5):
+        with pytest.raises(KafkaError) as err:
+            cache.begin(sid, epoch, 2, [], [], broker_id=2)
+        assert err.value.code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    cache.finish(cache.begin(sid, FINAL_EPOCH, 2, [], [], broker_id=2))  # sessionless there
+    two = cache.begin(0, INITIAL_EPOCH, 2, [(B0, target())], [], broker_id=2)
+    cache.finish(two)
+    assert sid in cache.sessions  # broker 2's slot was its own
+    cache.finish(cache.begin(sid, 1, 1, [], [], broker_id=1))
