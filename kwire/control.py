@@ -607,6 +607,21 @@ class Broker:
     def node_ids(self) -> list[int]:
         return sorted(self.core.cluster.nodes)
 
+    def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap list of one listener (``listeners=SSL://:0,...``: ``bootstrap_for("SSL")``)."""
+        return self.call(lambda: self.server.bootstrap(listener.upper()))
+
+    @property
+    def listeners(self) -> dict[str, str]:
+        """Every listener's bootstrap list, by name (the first one is ``bootstrap``)."""
+        return self.call(self.server.bootstraps)
+
+    @property
+    def ca_file(self) -> str | None:
+        """The throwaway CA's PEM file when a TLS listener runs on one (None: configured keystores)."""
+        ca = self.server.tls_ca
+        return str(ca.ca_file) if ca is not None else None
+
     def live_node_ids(self) -> list[int]:
         """Nodes that are up (not taken down with ``broker_down``)."""
         return self.call(lambda: [n.node_id for n in self.core.cluster.live_nodes()])

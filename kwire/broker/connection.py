@@ -28,9 +28,9 @@ class Connection:
     __slots__ = ("core", "info", "_frames", "_queue", "_out", "_out_bytes", "busy", "closed", "close_reason",
                  "_pre_auth_limit")
 
-    def __init__(self, core: BrokerCore, broker_id: int, peer: str = "") -> None:
+    def __init__(self, core: BrokerCore, broker_id: int, peer: str = "", listener: str | None = None) -> None:
         self.core = core
-        self.info: ConnInfo = core.connect(broker_id, peer)
+        self.info: ConnInfo = core.connect(broker_id, peer, listener)
         self._frames = FrameBuffer(core.config.max_request_bytes)
         self._pre_auth_limit = core.configs.get_int(ResourceType.BROKER, "", "sasl.server.max.receive.size")
         self._queue: deque[bytearray] = deque()

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import math
 import socket
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +20,11 @@ import trio
 from kwire.broker.config import BrokerConfig
 from kwire.broker.connection import Connection
 from kwire.broker.core.broker_core import BrokerCore
+from kwire.broker.core.listeners import Listener, PrincipalMapper
 from kwire.broker.handlers import load_handlers
+from kwire.broker.tls import ThrowawayCA, peer_distinguished_name, server_context
 from kwire.clock import Clock, ManualClock, SystemClock
+from kwire.errors import ConfigError
 
 __all__ = ["BrokerServer"]
 
@@ -47,6 +51,22 @@ class _Conn:
         self.cancel = trio.CancelScope()
         self.sending = False  # the writer task is part-way through a send
         self.last_active = trio.current_time()  # wall time of the last read or write (idle expiry)
+        self.ip = ""
+
+
+class _TlsConn:
+    """A connection on an SSL or SASL_SSL listener: bytes go through trio's SSLStream."""
+
+    __slots__ = ("conn", "stream", "wake", "broker_id", "cancel", "sending", "last_active", "ip")
+
+    def __init__(self, conn: Connection, stream: trio.SSLStream[trio.SocketStream], broker_id: int) -> None:
+        self.conn = conn
+        self.stream = stream
+        self.wake = trio.Event()
+        self.broker_id = broker_id
+        self.cancel = trio.CancelScope()
+        self.sending = False
+        self.last_active = trio.current_time()
         self.ip = ""
 
 
@@ -78,6 +98,14 @@ def _write_nowait(sock: socket.socket, views: list[memoryview]) -> int:
     return i
 
 
+def _tls_cause(exc: BaseException) -> str:
+    """The SSL error under trio's BrokenResourceError, in words (the broker log's reason)."""
+    cause = exc.__cause__ or exc.__context__ or exc
+    if isinstance(cause, ssl.SSLError):
+        return f"{cause.reason or cause.strerror or cause} ({type(cause).__name__})"
+    return str(cause) or type(cause).__name__
+
+
 class BrokerServer:
     """Serves a BrokerCore over TCP, one listener per broker node."""
 
@@ -90,8 +118,15 @@ class BrokerServer:
         # Called after every batch of work (requests handled, deadlines fired, responses routed),
         # so a controller in another thread can wait for a condition without sleeping.
         self.on_progress: Callable[[], None] | None = None
-        self._conns: dict[int, _Conn] = {}
+        self._conns: dict[int, _Conn | _TlsConn] = {}
         self._listeners: dict[int, list[trio.SocketListener]] = {}
+        # (node, listener name) -> the port bound first: a broker brought back listens there again
+        self._bound: dict[tuple[int, str], int] = {}
+        self._tls: dict[str, ssl.SSLContext] = {}  # listener name -> server context (SSL, SASL_SSL)
+        self._mapper = PrincipalMapper(self.core.listener_setting(self.core.listeners[0].name,
+                                                                  "ssl.principal.mapping.rules"))
+        # The throwaway CA made when a TLS listener has no keystore of its own (kwire broker --tls).
+        self.tls_ca: ThrowawayCA | None = None
         self._listener_scopes: dict[int, trio.CancelScope] = {}
         self._deadline_wake = trio.Event()
         self._sleeping_until: int | None = None  # the deadline the deadline task sleeps towards
@@ -106,33 +141,88 @@ class BrokerServer:
 
     # --- lifecycle --------------------------------------------------------------------------
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        self._make_tls_contexts()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             for node in sorted(self.core.cluster.nodes.values(), key=lambda n: n.node_id):
-                await self._start_listener(node.node_id, node.port)
+                await self._start_listener(node.node_id)
             nursery.start_soon(self._deadline_task)
             self.ready.set()
             task_status.started(self.bootstrap())
             await trio.sleep_forever()
 
-    def bootstrap(self) -> str:
-        return ",".join(f"{n.host}:{n.port}" for n in sorted(self.core.cluster.nodes.values(),
-                                                               key=lambda n: n.node_id) if n.up)
+    def bootstrap(self, listener: str | None = None) -> str:
+        """host:port of every live broker on ``listener`` (default: the first listener)."""
+        name = listener or self.core.listeners[0].name
+        return ",".join("{}:{}".format(*n.address(name)) for n in sorted(self.core.cluster.nodes.values(),
+                                                                       key=lambda n: n.node_id) if n.up)
 
-    async def _start_listener(self, node_id: int, port: int) -> None:
+    def bootstraps(self) -> dict[str, str]:
+        """Every listener's bootstrap list, by listener name (the ready file's ``listeners``)."""
+        return {li.name: self.bootstrap(li.name) for li in self.core.listeners}
+
+    def _tls_get(self, listener: str) -> Callable[[str], str | None]:
+        ca = self.tls_ca
+
+        def get(key: str) -> str | None:
+            v = self.core.listener_setting(listener, key)
+            if v is None and ca is not None and key == "ssl.keystore.location":
+                return str(ca.keystore)
+            if ca is not None and key == "ssl.keystore.type" and self.core.listener_setting(
+                    listener, "ssl.keystore.location") is None:
+                return "PEM"
+            return v
+
+        return get
+
+    def _make_tls_contexts(self) -> None:
+        """A server context per TLS listener; one without a keystore gets the throwaway CA's
+        broker certificate (made once, its CA file logged so clients can trust it)."""
+        tls = [li for li in self.core.listeners if li.protocol.tls]
+        if not tls:
+            return
+        if any(self.core.listener_setting(li.name, "ssl.keystore.location") is None
+               and self.core.listener_setting(li.name, "ssl.keystore.key") is None for li in tls):
+            hosts = ("localhost", "127.0.0.1", "::1", self.config.host,
+                     *(self.core.advertised_host(li) for li in tls))
+            self.tls_ca = ThrowawayCA.create(hosts=tuple(h for h in hosts if h and h not in ("0.0.0.0", "::")))
+            self._line(f"TLS: throwaway CA {self.tls_ca.ca_file} (clients trust it: ssl.ca.location, "
+                       f"ssl.truststore.location with ssl.truststore.type=PEM)")
+        for li in tls:
+            self._tls[li.name] = server_context(self._tls_get(li.name), li.name)
+
+    async def _start_listener(self, node_id: int) -> None:
+        """Bind every listener of one broker (SEC-1, SEC-3)."""
         assert self._nursery is not None
         node = self.core.cluster.nodes[node_id]
-        listeners = await trio.open_tcp_listeners(port, host=self.config.host)
-        node.port = listeners[0].socket.getsockname()[1]
-        self._listeners[node_id] = listeners
+        index = sorted(self.core.cluster.nodes).index(node_id)
         scope = trio.CancelScope()
         self._listener_scopes[node_id] = scope
+        bound: list[trio.SocketListener] = []
+        self._listeners[node_id] = bound
+        groups: list[tuple[Listener, list[trio.SocketListener]]] = []
+        for li in self.core.listeners:
+            port = self._bound.get((node_id, li.name), self.core.listen_port(li, index))
+            listeners = await trio.open_tcp_listeners(port, host=li.host or self.config.host)
+            port = listeners[0].socket.getsockname()[1]
+            self._bound[(node_id, li.name)] = port
+            bound.extend(listeners)
+            adv_port = li.advertised_port + index * len(self.core.listeners) if li.advertised_port else port
+            node.endpoints[li.name] = (self.core.advertised_host(li), adv_port)
+
+            groups.append((li, listeners))
+        node.host, node.port = node.endpoints[self.core.listeners[0].name]
 
         async def run() -> None:
             with scope:
-                await trio.serve_listeners(lambda s: self._serve_conn(s, node_id), listeners)  # type: ignore[arg-type]
+                async with trio.open_nursery() as n:
+                    for li, listeners in groups:
+                        n.start_soon(self._serve_listener, node_id, li, listeners)
 
         self._nursery.start_soon(run)
+
+    async def _serve_listener(self, node_id: int, li: Listener, listeners: list[trio.SocketListener]) -> None:
+        await trio.serve_listeners(lambda s: self._serve_conn(s, node_id, li), listeners)  # type: ignore[arg-type]
 
     def _line(self, text: str) -> None:
         if self.config.log_connections:
@@ -147,7 +237,7 @@ class BrokerServer:
 
         return self.core.configs.get_int(ResourceType.BROKER, "", key)
 
-    async def _serve_conn(self, stream: trio.SocketStream, broker_id: int) -> None:
+    async def _serve_conn(self, stream: trio.SocketStream, broker_id: int, listener: Listener | None = None) -> None:
         try:
             host, port = stream.socket.getpeername()[:2]
             peer = f"{host}:{port}"
@@ -175,13 +265,17 @@ class BrokerServer:
         try:
             while len(self._conns) >= self._limit("max.connections"):
                 await self._slot_freed.wait()
-            await self._serve_accepted(stream, broker_id, host, peer, release)
+            li = listener or self.core.listeners[0]
+            if li.protocol.tls:
+                await self._serve_tls(stream, broker_id, host, peer, li)
+            else:
+                await self._serve_accepted(stream, broker_id, host, peer, release, li.name)
         finally:
             release()
 
     async def _serve_accepted(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
-                              release: Callable[[], None]) -> None:
-        conn = Connection(self.core, broker_id, peer)
+                              release: Callable[[], None], listener: str | None = None) -> None:
+        conn = Connection(self.core, broker_id, peer, listener)
         try:
             c = _Conn(conn, stream, broker_id)
         except OSError as exc:  # the descriptor is already unusable: nothing to serve
@@ -270,6 +364,106 @@ class BrokerServer:
             # Closing a dead socket may fail in many ways; none of them matter here.
             with trio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await stream.aclose()
+
+    async def _serve_tls(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
+                         li: Listener) -> None:
+        """An SSL/SASL_SSL connection: the handshake first (bounded by connections.max.idle.ms,
+        as Kafka's Selector expires a channel idle in its handshake), then requests through the
+        SSLStream. A failed or stalled handshake closes the connection with the reason (SEC-4)."""
+        idle_s = self._limit("connections.max.idle.ms") / 1000
+        tls = trio.SSLStream(stream, self._tls[li.name], server_side=True)
+        reason = ""
+        with trio.move_on_after(idle_s) as waited:
+            try:
+                await tls.do_handshake()
+            except trio.BrokenResourceError as exc:
+                reason = f"TLS handshake failed: {_tls_cause(exc)}"
+        if waited.cancelled_caught:
+            reason = f"TLS handshake not completed within connections.max.idle.ms ({int(idle_s * 1000)} ms)"
+        principal = "User:ANONYMOUS"
+        if not reason:
+            der = tls.getpeercert(binary_form=True)
+            if der:
+                dn = peer_distinguished_name(der)
+                try:
+                    principal = f"User:{self._mapper.name(dn)}"  # DefaultKafkaPrincipalBuilder (SEC-6)
+                except ConfigError as exc:
+                    reason = f"TLS client certificate {dn!r}: {exc}"
+        if reason:
+            self._line(f"broker {broker_id}: connection from {peer} on listener {li.name} closed ({reason})")
+            await trio.aclose_forcefully(tls)
+            return
+        conn = Connection(self.core, broker_id, peer, li.name)
+        conn.info.principal = principal
+        c = _TlsConn(conn, tls, broker_id)
+        c.ip = host
+        self._conns[conn.conn_id] = c
+        self._line(f"broker {broker_id}: connection {conn.conn_id} from {peer} on listener {li.name} "
+                   f"({tls.version()}, {principal})")
+        try:
+            with c.cancel:
+                async with trio.open_nursery() as n:
+                    n.start_soon(self._tls_writer, c)
+                    while not conn.closed:
+                        data = b""
+                        with trio.move_on_at(c.last_active + idle_s) as idle:
+                            try:
+                                data = await tls.receive_some(_RECV_BYTES)
+                            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                                data = b""
+                        if idle.cancelled_caught:
+                            if conn.busy or conn.queued_bytes or c.sending:
+                                c.last_active = trio.current_time()
+                            else:
+                                conn.close(f"idle for more than connections.max.idle.ms ({int(idle_s * 1000)})")
+                                break
+                            continue
+                        if not data:
+                            conn.connection_lost()
+                            break
+                        c.last_active = trio.current_time()
+                        try:
+                            conn.receive_data(data)
+                            self.flush()
+                        except Exception as exc:  # noqa: BLE001 - contain a bug to this connection
+                            log.exception("connection %d failed", conn.conn_id)
+                            conn.close(f"internal error: {exc}")
+                        if conn.queued_bytes or conn.closed:
+                            c.wake.set()
+                    c.wake.set()
+                    n.cancel_scope.cancel()
+        finally:
+            if not conn.closed:
+                conn.connection_lost()
+            self._conns.pop(conn.conn_id, None)
+            self._slot_freed.set()
+            self._slot_freed = trio.Event()
+            self.flush()
+            self._line(f"broker {broker_id}: connection {conn.conn_id} closed ({conn.close_reason or 'closed'})")
+            with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await trio.aclose_forcefully(tls)
+
+    async def _tls_writer(self, c: _TlsConn) -> None:
+        """Everything a TLS connection sends goes through here (one sender per SSLStream)."""
+        conn = c.conn
+        while True:
+            await c.wake.wait()
+            c.wake = trio.Event()
+            pieces = conn.pieces_to_send()
+            if pieces:
+                c.sending = True
+                try:
+                    await c.stream.send_all(pieces[0] if len(pieces) == 1 else b"".join(pieces))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    conn.connection_lost()
+                    c.cancel.cancel()
+                    return
+                finally:
+                    c.sending = False
+                c.last_active = trio.current_time()
+            if conn.closed:
+                c.cancel.cancel()
+                return
 
     async def _writer(self, c: _Conn) -> None:
         """Sends what the reader could not send at once, and answers completed elsewhere."""
@@ -364,9 +558,8 @@ class BrokerServer:
         self.flush()
 
     async def start_broker(self, node_id: int) -> None:
-        node = self.core.cluster.nodes[node_id]
         if node_id not in self._listeners:
-            await self._start_listener(node_id, node.port)
+            await self._start_listener(node_id)
         self.core.cluster.set_node_up(node_id, True)
         self.core.metadata_changed()
         self.flush()
