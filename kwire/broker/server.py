@@ -101,6 +101,8 @@ def _write_nowait(sock: socket.socket, views: list[memoryview]) -> int:
 def _tls_cause(exc: BaseException) -> str:
     """The SSL error under trio's BrokenResourceError, in words (the broker log's reason)."""
     cause = exc.__cause__ or exc.__context__ or exc
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"the client certificate failed verification: {cause.verify_message} ({cause.reason})"
     if isinstance(cause, ssl.SSLError):
         return f"{cause.reason or cause.strerror or cause} ({type(cause).__name__})"
     return str(cause) or type(cause).__name__
@@ -186,8 +188,8 @@ class BrokerServer:
             hosts = ("localhost", "127.0.0.1", "::1", self.config.host,
                      *(self.core.advertised_host(li) for li in tls))
             self.tls_ca = ThrowawayCA.create(hosts=tuple(h for h in hosts if h and h not in ("0.0.0.0", "::")))
-            self._line(f"TLS: throwaway CA {self.tls_ca.ca_file} (clients trust it: ssl.ca.location, "
-                       f"ssl.truststore.location with ssl.truststore.type=PEM)")
+            log.info("TLS: throwaway CA %s (clients trust it: ssl.ca.location, ssl.truststore.location with "
+                     "ssl.truststore.type=PEM)", self.tls_ca.ca_file)
         for li in tls:
             self._tls[li.name] = server_context(self._tls_get(li.name), li.name)
 
