@@ -680,5 +680,6 @@ class Broker:
         def run() -> dict[str, Any]:
             s = self.core.stats
             return {"requests": s.requests, "closed_connections": s.closed_connections,
-                    "per_api": dict(s.per_api), "connections": len(self.core.connections)}
+                    "per_api": dict(s.per_api), "connections": len(self.core.connections),
+                    "reauthentications": s.reauthentications, "expired_sessions": s.expired_sessions}
         return self.call(run)

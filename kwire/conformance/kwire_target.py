@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kwire.clock import JumpClock
-from kwire.control import Broker, BrokerConfig
+from kwire.control import Broker, BrokerConfig, SaslConfig
 
-__all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "KwireControl", "kwire_cluster"]
+__all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "SECURITY_SETTINGS", "KwireControl", "kwire_cluster"]
 
 CONFORMANCE_BROKERS = 3
 CONFORMANCE_SETTINGS: Mapping[str, str] = {
@@ -24,6 +25,15 @@ CONFORMANCE_SETTINGS: Mapping[str, str] = {
     # round would make a two-member rebalance take tens of seconds.
     "group.consumer.heartbeat.interval.ms": "500",
 }
+# The security scenarios' listeners (kwire.conformance.scenarios.security): plaintext first (the
+# bootstrap every other scenario uses), SSL and SASL_SSL with a throwaway CA; PLAIN sessions on
+# SASL_SSL last REAUTH_MS (KIP-368), so the reauth scenario sees several lifetimes.
+REAUTH_MS = 3000
+SECURITY_SETTINGS: Mapping[str, str] = {
+    "listeners": "PLAINTEXT://:0,SSL://:0,SASL_SSL://:0",
+    "listener.name.sasl_ssl.plain.connections.max.reauth.ms": str(REAUTH_MS),
+}
+SASL_USER = ("kwire", "kwire-secret")
 
 
 @dataclass(slots=True)
@@ -33,6 +43,29 @@ class KwireControl:
     broker: Broker
     name: str = "kwire"
     replication_factor: int = CONFORMANCE_BROKERS
+
+    # --- TLS listeners (kwire.conformance.scenarios.security.SecureControl) ------------------
+    def security_endpoint(self, protocol: str) -> str | None:
+        for name, servers in self.broker.listeners.items():
+            if self.broker.call(lambda name=name: self.broker.core.listener(name).protocol.value) == protocol:
+                return servers
+        return None
+
+    @property
+    def ca_file(self) -> str | None:
+        return self.broker.ca_file
+
+    @property
+    def sasl_user(self) -> tuple[str, str]:
+        return SASL_USER
+
+    @property
+    def reauth_ms(self) -> int:
+        return REAUTH_MS
+
+    def security_stats(self) -> dict[str, int]:
+        s: dict[str, Any] = self.broker.stats()
+        return {"reauthentications": s["reauthentications"], "expired_sessions": s["expired_sessions"]}
 
     def create_topic(self, topic: str, partitions: int) -> None:
         """Create a topic replicated on up to ``replication_factor`` live nodes."""
@@ -156,9 +189,13 @@ def kwire_cluster(
     brokers: int = CONFORMANCE_BROKERS, settings: Mapping[str, str] | None = None
 ) -> Iterator[tuple[Broker, KwireControl]]:
     """Start an in-process kwire cluster for conformance runs; stop it on exit."""
+    chosen = dict(CONFORMANCE_SETTINGS if settings is None else settings)
+    if "listeners" not in chosen:
+        chosen.update(SECURITY_SETTINGS)
     config = BrokerConfig(
         brokers=brokers,
-        settings=dict(CONFORMANCE_SETTINGS if settings is None else settings),
+        settings=chosen,
+        sasl=SaslConfig(users=dict([SASL_USER])),
         log_connections=False,
     )
     # Real time, so clients' own timeouts behave, that share scenarios may jump forward.

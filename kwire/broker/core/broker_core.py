@@ -212,6 +212,8 @@ class BrokerStats:
     requests: int = 0
     closed_connections: int = 0
     per_api: dict[int, int] = field(default_factory=dict)
+    reauthentications: int = 0  # KIP-368 re-authentications begun
+    expired_sessions: int = 0  # connections closed for a SASL session expired without one
 
 
 def _decode_request(payload: bytes | bytearray) -> RequestFrame:
@@ -414,6 +416,7 @@ class BrokerCore:
             if api_key == ApiKey.SASL_HANDSHAKE and self._begin_reauthentication(conn, now):
                 pass
             elif conn.session_expires_ms is not None and now > conn.session_expires_ms:
+                self.stats.expired_sessions += 1
                 return self._close(conn, f"SASL session of {conn.principal} expired at {conn.session_expires_ms} "
                                          f"without re-authentication (KIP-368)", exchange)
         if conn.sasl_mechanism is not None and not conn.authenticated and api_key not in (
@@ -480,6 +483,7 @@ class BrokerCore:
         if conn.last_reauth_ms is not None and now - conn.last_reauth_ms < _MIN_REAUTH_INTERVAL_MS:
             return False
         conn.last_reauth_ms = now
+        self.stats.reauthentications += 1
         conn.reauth_of = (conn.sasl_mechanism or "", conn.principal)
         conn.authenticated = False
         conn.sasl_state = None
