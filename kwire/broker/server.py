@@ -31,6 +31,7 @@ __all__ = ["BrokerServer"]
 log = logging.getLogger("kwire.broker")
 
 _RECV_BYTES = 256 * 1024  # one receive buffer for the whole server (see _serve_conn)
+_TLS_READ = 16 * 1024 + 256  # one TLS record: what a handshake reads at a time
 _EAGER_READS = 8
 _IOV_MAX = 512  # buffers per sendmsg: below every platform's IOV_MAX (1024 on Linux)
 _HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
@@ -55,19 +56,59 @@ class _Conn:
 
 
 class _TlsConn:
-    """A connection on an SSL or SASL_SSL listener: bytes go through trio's SSLStream."""
+    """A connection on an SSL or SASL_SSL listener: TLS through an ``ssl.SSLObject`` over memory
+    BIOs, driven here like the plaintext path (non-blocking reads of the raw socket; only waits
+    go through trio), so a burst of records is decrypted without a scheduler trip per record."""
 
-    __slots__ = ("conn", "stream", "wake", "broker_id", "cancel", "sending", "last_active", "ip")
+    __slots__ = ("conn", "stream", "raw", "tls", "incoming", "outgoing", "leftover", "wake", "broker_id", "cancel",
+                 "sending", "last_active", "ip")
 
-    def __init__(self, conn: Connection, stream: trio.SSLStream[trio.SocketStream], broker_id: int) -> None:
-        self.conn = conn
+    def __init__(self, stream: trio.SocketStream, tls: ssl.SSLObject, incoming: ssl.MemoryBIO,
+                 outgoing: ssl.MemoryBIO, broker_id: int) -> None:
+        self.conn: Connection | None = None  # once the handshake is done
         self.stream = stream
+        self.raw = socket.socket(fileno=stream.socket.fileno())  # detached, never closed, here
+        self.tls = tls
+        self.incoming = incoming
+        self.outgoing = outgoing
+        self.leftover = b""  # encrypted bytes the socket did not take at once (sent before the BIO's)
         self.wake = trio.Event()
         self.broker_id = broker_id
         self.cancel = trio.CancelScope()
         self.sending = False
         self.last_active = trio.current_time()
         self.ip = ""
+
+    async def send_outgoing(self) -> None:
+        """Send what the TLS engine has written (records, alerts), waiting while the socket is full."""
+        view = memoryview(self.leftover + self.outgoing.read() if self.leftover else self.outgoing.read())
+        self.leftover = b""
+        while view:
+            try:
+                n = self.raw.send(view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.raw)
+                continue
+            view = view[n:]
+            self.last_active = trio.current_time()
+
+    def send_outgoing_nowait(self) -> None:
+        """Best effort, never waiting: a closing alert on the way out."""
+        with contextlib.suppress(OSError):
+            self.raw.send(self.outgoing.read())
+
+    def answer_nowait(self, conn: Connection) -> bool:
+        """Encrypt the queued answers and send what the socket takes now (the plaintext path's
+        eager write); False when something is left for the writer task."""
+        for piece in conn.pieces_to_send():
+            self.tls.write(piece)
+        data = self.outgoing.read()
+        try:
+            n = self.raw.send(data) if data else 0
+        except BlockingIOError:
+            n = 0
+        self.leftover = data[n:]
+        return not self.leftover
 
 
 def _write_nowait(sock: socket.socket, views: list[memoryview]) -> int:
@@ -138,6 +179,8 @@ class BrokerServer:
         # connection's frame buffer) before the task yields, so a connection costs no buffer of
         # its own while it waits (10,000 idle connections used to pin 2.5 GB).
         self._rview = memoryview(bytearray(_RECV_BYTES))
+        # TLS connections decrypt into this one (consumed before the task yields, like _rview).
+        self._plain = memoryview(bytearray(_RECV_BYTES))
         self._per_ip: dict[str, int] = {}
         self._slot_freed = trio.Event()
 
@@ -371,98 +414,170 @@ class BrokerServer:
                          li: Listener) -> None:
         """An SSL/SASL_SSL connection: the handshake first (bounded by connections.max.idle.ms,
         as Kafka's Selector expires a channel idle in its handshake), then requests through the
-        SSLStream. A failed or stalled handshake closes the connection with the reason (SEC-4)."""
+        TLS engine. A failed or stalled handshake closes the connection with the reason (SEC-4, SEC-5)."""
         idle_s = self._limit("connections.max.idle.ms") / 1000
-        tls = trio.SSLStream(stream, self._tls[li.name], server_side=True)
-        reason = ""
-        with trio.move_on_after(idle_s) as waited:
-            try:
-                await tls.do_handshake()
-            except trio.BrokenResourceError as exc:
-                reason = f"TLS handshake failed: {_tls_cause(exc)}"
-        if waited.cancelled_caught:
-            reason = f"TLS handshake not completed within connections.max.idle.ms ({int(idle_s * 1000)} ms)"
-        principal = "User:ANONYMOUS"
-        if not reason:
-            der = tls.getpeercert(binary_form=True)
-            if der:
-                dn = peer_distinguished_name(der)
-                try:
-                    principal = f"User:{self._mapper.name(dn)}"  # DefaultKafkaPrincipalBuilder (SEC-6)
-                except ConfigError as exc:
-                    reason = f"TLS client certificate {dn!r}: {exc}"
-        if reason:
-            self._line(f"broker {broker_id}: connection from {peer} on listener {li.name} closed ({reason})")
-            await trio.aclose_forcefully(tls)
-            return
-        conn = Connection(self.core, broker_id, peer, li.name)
-        conn.info.principal = principal
-        c = _TlsConn(conn, tls, broker_id)
-        c.ip = host
-        self._conns[conn.conn_id] = c
-        self._line(f"broker {broker_id}: connection {conn.conn_id} from {peer} on listener {li.name} "
-                   f"({tls.version()}, {principal})")
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         try:
-            with c.cancel:
-                async with trio.open_nursery() as n:
-                    n.start_soon(self._tls_writer, c)
-                    while not conn.closed:
-                        data = b""
+            c = _TlsConn(stream, self._tls[li.name].wrap_bio(incoming, outgoing, server_side=True), incoming,
+                         outgoing, broker_id)
+        except OSError as exc:
+            self._line(f"broker {broker_id}: connection from {peer} on listener {li.name} unusable ({exc})")
+            with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await stream.aclose()
+            return
+        c.ip = host
+        conn: Connection | None = None
+        try:
+            reason = ""
+            with trio.move_on_after(idle_s) as waited:
+                reason = await self._tls_handshake(c)
+            if waited.cancelled_caught:
+                reason = f"TLS handshake not completed within connections.max.idle.ms ({int(idle_s * 1000)} ms)"
+            principal = "User:ANONYMOUS"
+            if not reason:
+                der = c.tls.getpeercert(binary_form=True)
+                if der:
+                    dn = peer_distinguished_name(der)
+                    try:
+                        principal = f"User:{self._mapper.name(dn)}"  # DefaultKafkaPrincipalBuilder (SEC-6)
+                    except ConfigError as exc:
+                        reason = f"TLS client certificate {dn!r}: {exc}"
+            if reason:
+                self._line(f"broker {broker_id}: connection from {peer} on listener {li.name} closed ({reason})")
+                c.send_outgoing_nowait()
+                return
+            conn = c.conn = Connection(self.core, broker_id, peer, li.name)
+            conn.info.principal = principal
+            self._conns[conn.conn_id] = c
+            self._line(f"broker {broker_id}: connection {conn.conn_id} from {peer} on listener {li.name} "
+                       f"({c.tls.version()}, {principal})")
+            await self._tls_requests(c, conn, idle_s)
+        finally:
+            if conn is not None:
+                if not conn.closed:
+                    conn.connection_lost()
+                self._conns.pop(conn.conn_id, None)
+                self._slot_freed.set()
+                self._slot_freed = trio.Event()
+                self.flush()
+                self._line(f"broker {broker_id}: connection {conn.conn_id} closed ({conn.close_reason or 'closed'})")
+                with contextlib.suppress(ssl.SSLError):
+                    c.tls.unwrap()  # close_notify, best effort
+                c.send_outgoing_nowait()
+            c.raw.detach()
+            with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await stream.aclose()
+
+    async def _tls_handshake(self, c: _TlsConn) -> str:
+        """Drive the server handshake; '' when done, else why it failed."""
+        while True:
+            try:
+                c.tls.do_handshake()
+                await c.send_outgoing()
+                return ""
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLError as exc:
+                return f"TLS handshake failed: {_tls_cause(exc)}"
+            except OSError as exc:
+                return f"TLS handshake failed: {exc}"
+            try:
+                await c.send_outgoing()
+                got = c.raw.recv(_TLS_READ)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(c.raw)
+                continue
+            except OSError as exc:
+                return f"TLS handshake failed: {exc}"
+            if not got:
+                return "TLS handshake failed: the client closed the connection"
+            c.incoming.write(got)
+
+    async def _tls_requests(self, c: _TlsConn, conn: Connection, idle_s: float) -> None:
+        """Decrypt what arrives, record by record, into the connection; the writer encrypts answers."""
+        rview = self._rview
+        with c.cancel:
+            async with trio.open_nursery() as n:
+                n.start_soon(self._tls_writer, c, conn)
+                eager = 0
+                # The handshake's last read may have brought the first requests along.
+                got = -1
+                while not conn.closed:
+                    if got == -1:
+                        got = 0
+                        self._tls_decrypt(c, conn)
+                        continue
+                    try:
+                        got = c.raw.recv_into(rview)
+                    except BlockingIOError:
+                        eager = 0
                         with trio.move_on_at(c.last_active + idle_s) as idle:
-                            try:
-                                data = await tls.receive_some(_RECV_BYTES)
-                            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                                data = b""
+                            await trio.lowlevel.wait_readable(c.raw)
                         if idle.cancelled_caught:
                             if conn.busy or conn.queued_bytes or c.sending:
                                 c.last_active = trio.current_time()
                             else:
                                 conn.close(f"idle for more than connections.max.idle.ms ({int(idle_s * 1000)})")
                                 break
-                            continue
-                        if not data:
-                            conn.connection_lost()
-                            break
-                        c.last_active = trio.current_time()
-                        try:
-                            conn.receive_data(data)
-                            self.flush()
-                        except Exception as exc:  # noqa: BLE001 - contain a bug to this connection
-                            log.exception("connection %d failed", conn.conn_id)
-                            conn.close(f"internal error: {exc}")
-                        if conn.queued_bytes or conn.closed:
-                            c.wake.set()
-                    c.wake.set()
-                    n.cancel_scope.cancel()
-        finally:
-            if not conn.closed:
-                conn.connection_lost()
-            self._conns.pop(conn.conn_id, None)
-            self._slot_freed.set()
-            self._slot_freed = trio.Event()
-            self.flush()
-            self._line(f"broker {broker_id}: connection {conn.conn_id} closed ({conn.close_reason or 'closed'})")
-            with trio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await trio.aclose_forcefully(tls)
+                        continue
+                    except OSError:
+                        got = 0
+                    if not got:
+                        conn.connection_lost()
+                        break
+                    c.last_active = trio.current_time()
+                    c.incoming.write(rview[:got])
+                    self._tls_decrypt(c, conn)
+                    eager += 1
+                    if eager >= _EAGER_READS:
+                        eager = 0
+                        await trio.lowlevel.checkpoint()
+                c.wake.set()
+                n.cancel_scope.cancel()
 
-    async def _tls_writer(self, c: _TlsConn) -> None:
-        """Everything a TLS connection sends goes through here (one sender per SSLStream)."""
-        conn = c.conn
+    def _tls_decrypt(self, c: _TlsConn, conn: Connection) -> None:
+        """Every whole TLS record in the incoming BIO into the connection; then route answers."""
+        plain = self._plain
+        try:
+            while not conn.closed:
+                try:
+                    k = c.tls.read(len(plain), plain)
+                except ssl.SSLWantReadError:
+                    break
+                if not k:  # close_notify
+                    conn.connection_lost()
+                    break
+                conn.receive_data(plain[:k])
+            self.flush()
+        except ssl.SSLError as exc:
+            conn.close(f"TLS error: {_tls_cause(exc)}")
+        except Exception as exc:  # noqa: BLE001 - contain a bug to this connection
+            log.exception("connection %d failed", conn.conn_id)
+            conn.close(f"internal error: {exc}")
+        try:
+            if conn.queued_bytes and not c.sending and not c.leftover and c.answer_nowait(conn):
+                c.last_active = trio.current_time()
+        except (OSError, ssl.SSLError):
+            conn.connection_lost()
+        if conn.queued_bytes or conn.closed or c.outgoing.pending or c.leftover:
+            c.wake.set()
+
+    async def _tls_writer(self, c: _TlsConn, conn: Connection) -> None:
+        """Everything a TLS connection sends goes out here, in order: answers encrypted into records."""
         while True:
             await c.wake.wait()
             c.wake = trio.Event()
-            pieces = conn.pieces_to_send()
-            if pieces:
-                c.sending = True
-                try:
-                    await c.stream.send_all(pieces[0] if len(pieces) == 1 else b"".join(pieces))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    conn.connection_lost()
-                    c.cancel.cancel()
-                    return
-                finally:
-                    c.sending = False
-                c.last_active = trio.current_time()
+            c.sending = True
+            try:
+                for piece in conn.pieces_to_send():
+                    c.tls.write(piece)
+                await c.send_outgoing()
+            except (OSError, ssl.SSLError):
+                conn.connection_lost()
+                c.cancel.cancel()
+                return
+            finally:
+                c.sending = False
             if conn.closed:
                 c.cancel.cancel()
                 return
@@ -497,7 +612,7 @@ class BrokerServer:
         self.core.run_wakeups()
         for conn_id, data in self.core.take_outbox():
             c = self._conns.get(conn_id)
-            if c is None:
+            if c is None or c.conn is None:
                 continue
             c.conn.complete(data)
             c.wake.set()
@@ -540,7 +655,7 @@ class BrokerServer:
     def close_connections(self, broker_id: int | None = None) -> int:
         n = 0
         for c in list(self._conns.values()):
-            if broker_id is None or c.broker_id == broker_id:
+            if (broker_id is None or c.broker_id == broker_id) and c.conn is not None:
                 c.conn.close("closed by the control API")
                 c.cancel.cancel()
                 n += 1
