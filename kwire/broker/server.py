@@ -541,7 +541,7 @@ class BrokerServer:
         try:
             while not conn.closed:
                 try:
-                    k = c.tls.read(len(plain), plain)
+                    k = int(c.tls.read(len(plain), plain))  # with a buffer: the count (typeshed says bytes)
                 except ssl.SSLWantReadError:
                     break
                 if not k:  # close_notify

@@ -46,8 +46,9 @@ class KwireControl:
 
     # --- TLS listeners (kwire.conformance.scenarios.security.SecureControl) ------------------
     def security_endpoint(self, protocol: str) -> str | None:
+        protocols = self.broker.call(lambda: {li.name: li.protocol.value for li in self.broker.core.listeners})
         for name, servers in self.broker.listeners.items():
-            if self.broker.call(lambda name=name: self.broker.core.listener(name).protocol.value) == protocol:
+            if protocols[name] == protocol:
                 return servers
         return None
 
