@@ -192,6 +192,8 @@ def test_a_stalled_handshake_is_closed_after_connections_max_idle_ms(started: tu
     b, lines = started
     with socket.create_connection(_addr(b.listeners["SSL"]), timeout=20) as stalled:
         stalled.sendall(b"\x16\x03\x01\x02\x00")  # a ClientHello record header, then nothing
+        # Before its handshake completes a connection is nothing to the core (no ConnInfo, no buffers)
+        assert b.call(lambda: len(b.core.connections)) == 0
         _still_serves(b, ca)  # others are served meanwhile
         assert stalled.recv(1024) == b""
     assert "not completed within connections.max.idle.ms (300 ms)" in lines.wait_for("TLS handshake not completed")
