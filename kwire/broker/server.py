@@ -166,8 +166,10 @@ class BrokerServer:
         # (node, listener name) -> the port bound first: a broker brought back listens there again
         self._bound: dict[tuple[int, str], int] = {}
         self._tls: dict[str, ssl.SSLContext] = {}  # listener name -> server context (SSL, SASL_SSL)
-        self._mapper = PrincipalMapper(self.core.listener_setting(self.core.listeners[0].name,
-                                                                  "ssl.principal.mapping.rules"))
+        # listener name -> ssl.principal.mapping.rules (listener.name.<l>. prefix first, as Kafka's
+        # ChannelBuilders reads the listener's configs)
+        self._mappers = {li.name: PrincipalMapper(self.core.listener_setting(li.name, "ssl.principal.mapping.rules"))
+                         for li in self.core.listeners if li.protocol.tls}
         # The throwaway CA made when a TLS listener has no keystore of its own (kwire broker --tls).
         self.tls_ca: ThrowawayCA | None = None
         self._listener_scopes: dict[int, trio.CancelScope] = {}
@@ -439,7 +441,7 @@ class BrokerServer:
                 if der:
                     dn = peer_distinguished_name(der)
                     try:
-                        principal = f"User:{self._mapper.name(dn)}"  # DefaultKafkaPrincipalBuilder (SEC-6)
+                        principal = f"User:{self._mappers[li.name].name(dn)}"  # DefaultKafkaPrincipalBuilder (SEC-6)
                     except ConfigError as exc:
                         reason = f"TLS client certificate {dn!r}: {exc}"
             if reason:

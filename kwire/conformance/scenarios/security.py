@@ -99,18 +99,22 @@ def _roundtrip(adapter: ClientAdapter, control: BrokerControl, scenario: str, pr
 
 
 def ssl_roundtrip(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Produce and consume over the SSL listener, bootstrapping there (SEC-2, SEC-3)."""
     return _roundtrip(adapter, control, "ssl", "SSL", None)
 
 
 def sasl_ssl_roundtrip(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Produce and consume over SASL_SSL with SCRAM-SHA-512 (SEC-3, SEC-7)."""
     return _roundtrip(adapter, control, "sasl_ssl", "SASL_SSL", "SCRAM-SHA-512")
 
 
 def oauthbearer(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """Produce and consume over SASL_SSL with an unsecured OAUTHBEARER token (SEC-8)."""
     return _roundtrip(adapter, control, "oauthbearer", "SASL_SSL", "OAUTHBEARER")
 
 
 def reauth(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
+    """A producer over SASL_SSL/PLAIN across several 3 s session lifetimes (KIP-368, SEC-11..13)."""
     scenario = "reauth"
     got = _setup(adapter, control, scenario, "SASL_SSL", "PLAIN")
     if isinstance(got, ScenarioResult):
