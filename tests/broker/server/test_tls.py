@@ -172,6 +172,18 @@ def test_a_certificate_from_another_ca_is_refused(started: tuple[Broker, Lines],
 
 
 @pytest.mark.rule("SEC-4")
+def test_a_client_that_does_not_trust_the_broker_certificate(started: tuple[Broker, Lines], ca: ThrowawayCA,
+                                                             tmp_path: Path) -> None:
+    """The client's alert (unknown CA) ends the handshake; the broker logs it and serves others."""
+    b, lines = started
+    other = ThrowawayCA.create(tmp_path)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        tls_connect(b.listeners["SSL"], client_context(other.ca_file)).close()
+    assert "unknown_ca" in lines.wait_for("TLS handshake failed").lower().replace(" ", "_")
+    _still_serves(b, ca)
+
+
+@pytest.mark.rule("SEC-4")
 @pytest.mark.parametrize("started", [{"ssl.client.auth": "required"}], indirect=True)
 def test_an_expired_client_certificate_is_refused(started: tuple[Broker, Lines], ca: ThrowawayCA) -> None:
     b, lines = started
@@ -224,3 +236,22 @@ def test_a_tls_listener_without_a_keystore_gets_a_throwaway_ca() -> None:
         assert b.ca_file is not None and Path(b.ca_file).exists()
         with tls_connect(b.bootstrap, ssl.create_default_context(cafile=b.ca_file)) as s:
             assert exchange(s, API_VERSIONS, 3).error_code == 0
+
+
+@pytest.mark.rule("SEC-1")
+@pytest.mark.rule("SEC-3")
+def test_listener_prefixed_tls_settings_apply_to_their_listener_only(ca: ThrowawayCA) -> None:
+    """listener.name.<l>.ssl.client.auth: a custom listener name mapped to SSL requires client
+    certificates while the SSL listener does not (ListenerName.configPrefix)."""
+    settings = tls_settings(ca, listeners="SSL://:0,MTLS://:0",
+                            **{"listener.security.protocol.map": "SSL:SSL,MTLS:SSL",
+                               "listener.name.mtls.ssl.client.auth": "required"})
+    with Broker(BrokerConfig(settings=settings, log_connections=False)) as b:
+        _still_serves(b, ca)  # SSL: no client certificate needed
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)), \
+                tls_connect(b.listeners["MTLS"], client_context(ca.ca_file)) as s:
+            exchange(s, API_VERSIONS, 3)
+        with tls_connect(b.listeners["MTLS"], client_context(ca.ca_file, ca.client_keystore("bob"))) as s:
+            assert exchange(s, API_VERSIONS, 3).error_code == 0
+            principals = b.call(lambda: {c.principal for c in b.core.connections.values()})
+        assert any(p.startswith("User:CN=bob") for p in principals)
