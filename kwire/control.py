@@ -149,7 +149,11 @@ class Broker:
         self.core.recording = old.recording
         self.core.on_answer = old.on_answer
         self.core._conn_ids = old._conn_ids
+        old_server = self.server
         self.server = BrokerServer(self.config, self.clock, self.core, on_line=self._on_line)
+        # Every listener comes back on its port, and TLS clients keep trusting the same CA.
+        self.server._bound = dict(old_server._bound)
+        self.server.tls_ca = old_server.tls_ca
         self.server.on_progress = self._on_progress
         self._started = threading.Event()
         self._error = None
@@ -696,6 +700,21 @@ class Broker:
     def node_ids(self) -> list[int]:
         return sorted(self.core.cluster.nodes)
 
+    def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap list of one listener (``listeners=SSL://:0,...``: ``bootstrap_for("SSL")``)."""
+        return self.call(lambda: self.server.bootstrap(listener.upper()))
+
+    @property
+    def listeners(self) -> dict[str, str]:
+        """Every listener's bootstrap list, by name (the first one is ``bootstrap``)."""
+        return self.call(self.server.bootstraps)
+
+    @property
+    def ca_file(self) -> str | None:
+        """The throwaway CA's PEM file when a TLS listener runs on one (None: configured keystores)."""
+        ca = self.server.tls_ca
+        return str(ca.ca_file) if ca is not None else None
+
     def live_node_ids(self) -> list[int]:
         """Nodes that are up (not taken down with ``broker_down``)."""
         return self.call(lambda: [n.node_id for n in self.core.cluster.live_nodes()])
@@ -754,5 +773,6 @@ class Broker:
         def run() -> dict[str, Any]:
             s = self.core.stats
             return {"requests": s.requests, "closed_connections": s.closed_connections,
-                    "per_api": dict(s.per_api), "connections": len(self.core.connections)}
+                    "per_api": dict(s.per_api), "connections": len(self.core.connections),
+                    "reauthentications": s.reauthentications, "expired_sessions": s.expired_sessions}
         return self.call(run)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kwire.protocol import decode_response, encode_request
 from kwire.protocol.messages.metadata import MetadataRequest
 from tests.broker.server.test_wire_edge_cases import TIMEOUT_S
@@ -206,3 +208,41 @@ def test_sigusr1_prints_dead_letter_metrics() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
+
+
+@pytest.mark.rule("SEC-1")
+@pytest.mark.rule("SEC-3")
+def test_tls_shorthand_lists_every_listener_and_the_ca(tmp_path: Path) -> None:
+    """--tls adds an SSL listener beside PLAINTEXT (SASL_SSL beside SASL_PLAINTEXT with --sasl); the ready file
+    and the output name every listener and the throwaway CA a client trusts."""
+    import json
+    import socket
+    import ssl
+
+    ready = tmp_path / "ready.json"
+    proc, bootstrap = _launch("--tls", "--brokers", "2", "--ready-file", str(ready))
+    assert proc.stdout is not None
+    out = "".join(proc.stdout.readline() for _ in range(3))  # the lines after the ready line
+    try:
+        info = json.loads(ready.read_text())
+        assert set(info["listeners"]) == {"PLAINTEXT", "SSL"} and info["listeners"]["PLAINTEXT"] == bootstrap
+        ctx = ssl.create_default_context(cafile=info["ca_file"])
+        host, port = info["listeners"]["SSL"].split(",")[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=20) as raw, \
+                ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            assert s.version() is not None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"listener SSL {info['listeners']['SSL']}" in out and f"TLS CA certificate {info['ca_file']}" in out
+    proc = _start("--tls", "--set", "listeners=PLAINTEXT://:0")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "--tls adds a listener" in err
+
+
+def test_bad_listener_settings_are_one_line_errors() -> None:
+    proc = _start("--set", "listeners=CUSTOM://:0")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "No security protocol defined for listener CUSTOM" in err
+    assert "Traceback" not in err, err

@@ -13,9 +13,10 @@ DEFAULT_HOST = "127.0.0.1"
 
 @dataclass(slots=True)
 class SaslConfig:
-    """SASL on every listener: the mechanisms offered and the users (name -> password)."""
+    """SASL on the SASL listeners: the mechanisms offered and the users (name -> password; OAUTHBEARER
+    takes unsecured JWS tokens and needs no user)."""
 
-    mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
     users: dict[str, str] = field(default_factory=lambda: {"admin": "admin-secret"})
     scram_iterations: int = 4096
 

@@ -19,6 +19,7 @@ from kwire.protocol.splice import Buffer, FramePieces
 __all__ = ["Connection"]
 
 _SIZE_PREFIX_BYTES = 4
+_TLS_HANDSHAKE_RECORD = 0x1603  # content type 22, version 3.x: what a ClientHello starts with
 # Pieces smaller than this are joined with their neighbours before a vectored write: a copy of
 # a few kilobytes is cheaper than an iovec entry and keeps small responses to one buffer.
 _JOIN_BELOW = 64 * 1024
@@ -28,9 +29,9 @@ class Connection:
     __slots__ = ("core", "info", "_frames", "_queue", "_out", "_out_bytes", "busy", "closed", "close_reason",
                  "_pre_auth_limit")
 
-    def __init__(self, core: BrokerCore, broker_id: int, peer: str = "") -> None:
+    def __init__(self, core: BrokerCore, broker_id: int, peer: str = "", listener: str | None = None) -> None:
         self.core = core
-        self.info: ConnInfo = core.connect(broker_id, peer)
+        self.info: ConnInfo = core.connect(broker_id, peer, listener)
         self._frames = FrameBuffer(core.config.max_request_bytes)
         self._pre_auth_limit = core.configs.get_int(ResourceType.BROKER, "", "sasl.server.max.receive.size")
         self._queue: deque[bytearray] = deque()
@@ -72,7 +73,11 @@ class Connection:
             for payload in self._frames.frames():
                 self._queue.append(payload)
         except (FrameTooLargeError, DecodeError) as exc:
-            self.close(str(exc))
+            reason = str(exc)
+            if isinstance(exc, FrameTooLargeError) and exc.size >> 16 == _TLS_HANDSHAKE_RECORD:
+                # Kafka logs only the size; kwire names the likely cause (SEC-4)
+                reason += " (the bytes open a TLS handshake record: a TLS client on a plaintext listener)"
+            self.close(reason)
             return
         self._pump()
 

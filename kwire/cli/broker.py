@@ -20,6 +20,11 @@ EXAMPLES = """examples:
   kwire broker --set share.version=1 -v          share groups without the DLQ; a line per request
   kwire broker --host 0.0.0.0 --advertised-host kwire   in a container
   kwire broker --record traffic.pcapng           the traffic as a capture when the broker stops
+  kwire broker --tls                             PLAINTEXT on 9092 and SSL on 9093 (a throwaway CA, path printed)
+  kwire broker --tls --sasl alice:secret         SASL_PLAINTEXT on 9092 and SASL_SSL on 9093
+  kwire broker --set listeners=PLAINTEXT://:9092,SSL://:9093 --set ssl.keystore.type=PEM \
+               --set ssl.keystore.location=broker.pem --set ssl.client.auth=required \
+               --set ssl.truststore.type=PEM --set ssl.truststore.location=ca.pem   as in server.properties
 """
 
 
@@ -36,12 +41,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                       "(default: in memory only)")
     p.add_argument("--sasl", metavar="USER:PASSWORD", action="append",
                    help="require SASL (PLAIN, SCRAM-SHA-256/512) with this user; repeatable")
+    p.add_argument("--tls", action="store_true",
+                   help="add a TLS listener on the next port: SSL (SASL_SSL with --sasl) beside PLAINTEXT "
+                        "(SASL_PLAINTEXT); without ssl.keystore.location a throwaway CA is made and its file printed")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="a broker config setting, e.g. transaction.version=1; repeatable")
     p.add_argument("--topic", metavar="NAME[:PARTITIONS]", action="append", default=[],
                    help="create a topic (1 partition unless given); repeatable")
     p.add_argument("--ready-file", metavar="PATH",
-                   help="once listening, write {\"bootstrap\": ..., \"pid\": ...} to PATH (atomically)")
+                   help="once listening, write {\"bootstrap\": ..., \"pid\": ..., \"listeners\": {NAME: ...}, "
+                        "\"ca_file\": ...} to PATH (atomically)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="one line per request: broker, connection, api and version, client id, correlation id, "
                         "error codes, latency on the broker clock")
@@ -76,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
             u, pw = item.split(":", 1)
             users[u] = pw
         sasl = SaslConfig(users=users)
+    if args.tls:
+        if "listeners" in settings:
+            raise CliError("--tls adds a listener to the default one; with --set listeners=... name the SSL "
+                           "listener there instead")
+        plain, tls = ("SASL_PLAINTEXT", "SASL_SSL") if sasl is not None else ("PLAINTEXT", "SSL")
+        settings["listeners"] = f"{plain}://:{args.port},{tls}://:{args.port + 1 if args.port else 0}"
     if args.data_dir and os.path.exists(args.data_dir) and not os.path.isdir(args.data_dir):
         raise CliError(f"--data-dir {args.data_dir} is not a directory")
     config = BrokerConfig(brokers=args.brokers, host=args.host, port=args.port, data_dir=args.data_dir,
@@ -102,10 +117,17 @@ def run(args: argparse.Namespace) -> int:
         restored = _restore_summary(broker) if args.data_dir else None  # before --topic adds any
         for name, parts in topics:
             _ensure_topic(broker, name, parts)
+        listeners = broker.listeners
         if args.ready_file:
-            _write_ready(args.ready_file, broker.bootstrap)
+            _write_ready(args.ready_file, broker.bootstrap, listeners, broker.ca_file)
         # The ready line comes first: scripts read the address from the first line.
         print(f"kwire broker: bootstrap servers {broker.bootstrap}", flush=True)
+        if len(listeners) > 1 or next(iter(listeners)) != "PLAINTEXT":
+            for name, servers in listeners.items():
+                print(f"kwire broker: listener {name} {servers}", flush=True)
+        if broker.ca_file is not None:
+            print(f"kwire broker: TLS CA certificate {broker.ca_file} (clients: ssl.ca.location={broker.ca_file}; "
+                  f"Java: ssl.truststore.type=PEM ssl.truststore.location={broker.ca_file})", flush=True)
         if restored is not None:
             print(f"kwire broker: {restored}", flush=True)
         while not done.wait(0.2):
@@ -148,13 +170,14 @@ def _stats_lines(broker: Any) -> list[str]:
     return list(broker.call(run))
 
 
-def _write_ready(path: str, bootstrap: str) -> None:
+def _write_ready(path: str, bootstrap: str, listeners: dict[str, str] | None = None,
+                 ca_file: str | None = None) -> None:
     import json
     import os
 
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"bootstrap": bootstrap, "pid": os.getpid()}, f)
+        json.dump({"bootstrap": bootstrap, "pid": os.getpid(), "listeners": listeners or {}, "ca_file": ca_file}, f)
     os.replace(tmp, path)
 
 

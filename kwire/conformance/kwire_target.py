@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kwire.clock import JumpClock
-from kwire.control import Broker, BrokerConfig
+from kwire.control import Broker, BrokerConfig, SaslConfig
 from kwire.errors import KwireError
 
-__all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "KwireControl", "kwire_cluster"]
+__all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "SECURITY_SETTINGS", "KwireControl", "kwire_cluster"]
 
 CONFORMANCE_BROKERS = 3
 CONFORMANCE_SETTINGS: Mapping[str, str] = {
@@ -27,6 +27,15 @@ CONFORMANCE_SETTINGS: Mapping[str, str] = {
     # round would make a two-member rebalance take tens of seconds.
     "group.consumer.heartbeat.interval.ms": "500",
 }
+# The security scenarios' listeners (kwire.conformance.scenarios.security): plaintext first (the
+# bootstrap every other scenario uses), SSL and SASL_SSL with a throwaway CA; PLAIN sessions on
+# SASL_SSL last REAUTH_MS (KIP-368), so the reauth scenario sees several lifetimes.
+REAUTH_MS = 3000
+SECURITY_SETTINGS: Mapping[str, str] = {
+    "listeners": "PLAINTEXT://:0,SSL://:0,SASL_SSL://:0",
+    "listener.name.sasl_ssl.plain.connections.max.reauth.ms": str(REAUTH_MS),
+}
+SASL_USER = ("kwire", "kwire-secret")
 
 
 @dataclass(slots=True)
@@ -36,6 +45,30 @@ class KwireControl:
     broker: Broker
     name: str = "kwire"
     replication_factor: int = CONFORMANCE_BROKERS
+
+    # --- TLS listeners (kwire.conformance.scenarios.security.SecureControl) ------------------
+    def security_endpoint(self, protocol: str) -> str | None:
+        protocols = self.broker.call(lambda: {li.name: li.protocol.value for li in self.broker.core.listeners})
+        for name, servers in self.broker.listeners.items():
+            if protocols[name] == protocol:
+                return servers
+        return None
+
+    @property
+    def ca_file(self) -> str | None:
+        return self.broker.ca_file
+
+    @property
+    def sasl_user(self) -> tuple[str, str]:
+        return SASL_USER
+
+    @property
+    def reauth_ms(self) -> int:
+        return REAUTH_MS
+
+    def security_stats(self) -> dict[str, int]:
+        s: dict[str, Any] = self.broker.stats()
+        return {"reauthentications": s["reauthentications"], "expired_sessions": s["expired_sessions"]}
 
     def create_topic(self, topic: str, partitions: int) -> None:
         """Create a topic replicated on up to ``replication_factor`` live nodes."""
@@ -180,12 +213,16 @@ def kwire_cluster(
     """Start an in-process kwire cluster for conformance runs; stop it on exit. It keeps its data
     in ``data_dir`` (a temporary directory, removed on exit, when None), so a scenario can crash
     and restart it (``KwireControl.crash_restart``)."""
+    chosen = dict(CONFORMANCE_SETTINGS if settings is None else settings)
+    if "listeners" not in chosen:
+        chosen.update(SECURITY_SETTINGS)
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="kwire-conform-"))
         config = BrokerConfig(
             brokers=brokers,
-            settings=dict(CONFORMANCE_SETTINGS if settings is None else settings),
+            settings=chosen,
+            sasl=SaslConfig(users=dict([SASL_USER])),
             log_connections=False,
             data_dir=data_dir,
         )

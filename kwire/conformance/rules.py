@@ -260,10 +260,18 @@ def _check_versions(frames: Sequence[Frame]) -> Found:
 # --- CR-2 --------------------------------------------------------------------------------------
 
 
+# SaslHandshake, SaslAuthenticate: Kafka's SaslClientAuthenticator takes their ids from a reserved
+# range (MIN_RESERVED_CORRELATION_ID..Integer.MAX_VALUE) again on every (re-)authentication, and
+# nothing else is in flight on the connection while an exchange runs (KIP-368 mutes it).
+_SASL_KEYS = frozenset({17, 36})
+
+
 def _check_correlation_ids(frames: Sequence[Frame]) -> Found:
     seen: dict[tuple[int, int], dict[int, Frame]] = {}
     out: Found = []
     for f in frames:
+        if f.api_key in _SASL_KEYS:
+            continue
         ids = seen.setdefault((f.broker_id, f.conn_id), {})
         first = ids.get(f.correlation_id)
         if first is not None:
@@ -589,7 +597,8 @@ def _check_acks_held(frames: Sequence[Frame]) -> Found:
 RULES: tuple[Rule, ...] = (
     Rule("CR-1", "The client never sends a request version the broker did not advertise in ApiVersions.",
          _check_versions),
-    Rule("CR-2", "Correlation ids are unique per connection.", _check_correlation_ids),
+    Rule("CR-2", "Correlation ids are unique per connection (the SASL exchange's requests exempt).",
+         _check_correlation_ids),
     Rule("CR-3", "Producer sequence numbers are contiguous per partition and producer epoch "
                  "(a fresh epoch starts at 0; retries resend the same sequences).", _check_sequences),
     Rule("CR-4", "Fetch session epochs increase by one per request of the session.", _check_fetch_sessions),

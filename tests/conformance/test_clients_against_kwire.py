@@ -51,6 +51,36 @@ def test_roundtrip_preserves_keys_values_headers_for_every_codec(
     _run("roundtrip", client, kwire_target)
 
 
+@pytest.mark.rule("SEC-2, SEC-3")
+@pytest.mark.parametrize("scenario", ["ssl", "sasl_ssl"])
+@pytest.mark.parametrize("client", CLIENTS)
+def test_clients_connect_over_ssl_and_sasl_ssl(
+    client: str, scenario: str, kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """SEC-2, SEC-3: bootstrapping on the SSL (SASL_SSL with SCRAM-SHA-512) listener, produce and
+    consume there; Metadata hands out that listener's endpoints (SocketServer, SslTransportLayer)."""
+    _run(scenario, client, kwire_target)
+
+
+@pytest.mark.rule("SEC-8")
+@pytest.mark.parametrize("client", CLIENTS)
+def test_clients_log_in_with_unsecured_oauthbearer_tokens(
+    client: str, kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """SEC-8: OAUTHBEARER over SASL_SSL with an unsecured JWS (OAuthBearerUnsecuredValidatorCallbackHandler)."""
+    _run("oauthbearer", client, kwire_target)
+
+
+@pytest.mark.rule("SEC-11, SEC-12, SEC-13")
+@pytest.mark.parametrize("client", CLIENTS)
+def test_clients_keep_producing_across_session_lifetimes(
+    client: str, kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """SEC-11..13: PLAIN sessions on SASL_SSL last 3 s; a producer keeps going over several lifetimes,
+    re-authenticating (KIP-368) or reconnecting after the broker closed its expired connection."""
+    _run("reauth", client, kwire_target)
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_classic_group_splits_and_resumes_from_committed_offsets(
     client: str, kwire_target: tuple[Broker, KwireControl]

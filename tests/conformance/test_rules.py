@@ -142,6 +142,19 @@ def test_cr2_correlation_id_reused_on_one_connection_is_reported(broker: Broker)
     assert "already used by request" in v.explanation
 
 
+def test_cr2_exempts_the_sasl_exchange(broker: Broker) -> None:
+    """CR-2: SaslHandshake/SaslAuthenticate ids may repeat (SaslClientAuthenticator's reserved range is
+    reused on each KIP-368 re-authentication); other requests may not reuse each other's ids."""
+    reserved = 2**31 - 1 - 7  # SaslClientAuthenticator.MIN_RESERVED_CORRELATION_ID
+    with _client(broker) as a:
+        a.request(17, 1, {"Mechanism": "PLAIN"}, correlation_id=reserved)
+        a.request(17, 1, {"Mechanism": "PLAIN"}, correlation_id=reserved)
+        a.request(3, 5, {"Topics": None}, correlation_id=reserved)
+        assert _violations(broker, "CR-2") == []
+        a.request(3, 5, {"Topics": None}, correlation_id=reserved)
+    assert [f.api_key for f in _violations(broker, "CR-2")[0].frames] == [3, 3]
+
+
 def test_cr3_producer_sequence_gap_is_reported_and_retries_are_not(broker: Broker) -> None:
     """CR-3: sequences 0-1, then 2 and a retry of 0-1 are fine; then a jump to 9 is a violation."""
     with _client(broker) as c:

@@ -28,16 +28,24 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kwire.broker.config import BrokerConfig
+from kwire.broker.config import BrokerConfig, SaslConfig
 from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.dispatch import HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
+from kwire.broker.core.listeners import Listener, listener_setting, parse_listeners
 from kwire.broker.core.log import LogConfig
-from kwire.broker.core.sasl import SaslAuthenticationError, SaslExchange, evaluate_token
+from kwire.broker.core.sasl import SUPPORTED_MECHANISMS, SaslAuthenticationError, SaslExchange, evaluate_token
 from kwire.clock import Clock, JumpClock, ManualClock
-from kwire.errors import DecodeError, KafkaError, KwireError, UnknownApiKeyError, UnsupportedVersionError
+from kwire.errors import (
+    ConfigError,
+    DecodeError,
+    KafkaError,
+    KwireError,
+    UnknownApiKeyError,
+    UnsupportedVersionError,
+)
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.framing import RequestFrame, encode_response, encode_response_frame, peek_request_header
 from kwire.protocol.registry import ApiKey, api_info, request_header_version, schema_class
@@ -49,6 +57,8 @@ if TYPE_CHECKING:
 __all__ = ["BrokerCore", "ConnInfo", "RequestContext", "Reply", "Outcome", "Exchange", "LongPoll", "Parked"]
 
 log = logging.getLogger("kwire.broker")
+
+_MIN_REAUTH_INTERVAL_MS = 1000  # KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS
 
 
 @dataclass(slots=True)
@@ -65,6 +75,14 @@ class ConnInfo:
     authenticated: bool = False
     principal: str = "User:ANONYMOUS"
     sasl_state: SaslExchange | None = None
+    # The listener the connection came in on (its advertised addresses are the ones answered).
+    listener: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+    # KIP-368: when the SASL session ends (broker clock); None = never (SEC-12)
+    session_expires_ms: int | None = None
+    # during a re-authentication: the mechanism and principal it must keep (SEC-13)
+    reauth_of: tuple[str, str] | None = None
+    last_reauth_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -198,6 +216,8 @@ class BrokerStats:
     requests: int = 0
     closed_connections: int = 0
     per_api: dict[int, int] = field(default_factory=dict)
+    reauthentications: int = 0  # KIP-368 re-authentications begun
+    expired_sessions: int = 0  # connections closed for a SASL session expired without one
 
 
 def _decode_request(payload: bytes | bytearray) -> RequestFrame:
@@ -233,7 +253,21 @@ class BrokerCore:
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)
         self.configs = ConfigStore(static_broker=dict(config.settings))
         for k, v in config.settings.items():
-            self.configs.set(ResourceType.BROKER, "", k, v, static=True)
+            # listener.name.<l>.<key>: kept as Kafka keeps a listener-scoped key (SEC-1)
+            self.configs.set(ResourceType.BROKER, "", k, v, static=True, custom=k.startswith("listener.name."))
+        self.listeners = parse_listeners(config.settings, default_port=config.port, sasl=config.sasl is not None,
+                                         advertised_host=config.advertised_host)
+        if config.sasl is None and any(li.protocol.sasl for li in self.listeners):
+            config.sasl = SaslConfig()  # a SASL listener with the default users
+        for li in self.listeners:
+            if li.protocol.sasl:
+                unknown = [m for m in self.sasl_mechanisms(li.name) if m not in SUPPORTED_MECHANISMS]
+                if unknown:
+                    raise ConfigError(f"sasl.enabled.mechanisms of listener {li.name}: kwire does not serve "
+                                      f"{', '.join(unknown)} (it serves {', '.join(SUPPORTED_MECHANISMS)})")
+        for i, node in enumerate(nodes):
+            node.host = self.advertised_host(self.listeners[0])
+            node.port = self.listen_port(self.listeners[0], i)
         self.configs.format_cluster()  # the cluster-level defaults a new Kafka cluster has
         if "socket.request.max.bytes" in config.settings:
             config.max_request_bytes = self.configs.get_int(ResourceType.BROKER, "", "socket.request.max.bytes")
@@ -273,12 +307,56 @@ class BrokerCore:
         self.subsystems = subsystems.install(self)
 
     # --- connections ------------------------------------------------------------------------
-    def connect(self, broker_id: int, peer: str = "") -> ConnInfo:
-        conn = ConnInfo(next(self._conn_ids), broker_id, peer)
-        if self.config.sasl is not None:
+    def connect(self, broker_id: int, peer: str = "", listener: str | None = None) -> ConnInfo:
+        """A new connection on ``listener`` (default: the first); SASL listeners require SASL."""
+        li = self.listener(listener)
+        conn = ConnInfo(next(self._conn_ids), broker_id, peer, listener=li.name,
+                        security_protocol=li.protocol.value)
+        if li.protocol.sasl:
             conn.sasl_mechanism = ""
         self.connections[conn.conn_id] = conn
         return conn
+
+    def listener(self, name: str | None = None) -> Listener:
+        """The listener called ``name`` (None: the first one)."""
+        if name is None:
+            return self.listeners[0]
+        for li in self.listeners:
+            if li.name == name:
+                return li
+        raise KeyError(f"no listener {name!r}")
+
+    def listen_port(self, listener: Listener, index: int) -> int:
+        """Broker ``index`` (0-based) listens on the listener's port + index * number of
+        listeners (one listener: consecutive ports); 0 = any free port."""
+        return listener.port + index * len(self.listeners) if listener.port else 0
+
+    def advertised_host(self, listener: Listener) -> str:
+        """advertised.listeners' host, else --advertised-host, else the listener's own host
+        (unless a wildcard), else the broker's bind host."""
+        if listener.advertised_host:
+            return listener.advertised_host
+        if listener.host and listener.host not in ("0.0.0.0", "::"):
+            return listener.host
+        return self.config.host
+
+    def listener_setting(self, listener: str, key: str, mechanism: str | None = None) -> str | None:
+        """A broker setting as one listener sees it (``listener.name.<l>.`` prefixes first)."""
+        def get(k: str) -> str | None:
+            if k.startswith("listener.name."):
+                return self.configs.overrides.get((ResourceType.BROKER, ""), {}).get(k)
+            return self.configs.get(ResourceType.BROKER, "", k)
+
+        return listener_setting(get, listener, key, mechanism)
+
+    def sasl_mechanisms(self, listener: str) -> list[str]:
+        """The listener's enabled SASL mechanisms: ``listener.name.<l>.sasl.enabled.mechanisms``, else
+        ``sasl.enabled.mechanisms`` when set, else ``BrokerConfig.sasl``'s (SEC-7)."""
+        over = self.configs.overrides.get((ResourceType.BROKER, ""), {})
+        raw = over.get(f"listener.name.{listener.lower()}.sasl.enabled.mechanisms", over.get("sasl.enabled.mechanisms"))
+        if raw is not None:
+            return [m.strip() for m in raw.split(",") if m.strip()]
+        return list(self.config.sasl.mechanisms) if self.config.sasl is not None else []
 
     def disconnect(self, conn_id: int) -> None:
         conn = self.connections.pop(conn_id, None)
@@ -337,6 +415,17 @@ class BrokerCore:
                                 frame.client_id, frame.body, bytes(payload))
             exchange.at_us = self.wire_clock_us() if self.wire_clock_us is not None else None
             self.recording.append(exchange)
+        if conn.authenticated and conn.sasl_mechanism:
+            # KIP-368 (SocketServer.Processor.processCompletedReceives): a SaslHandshake on an
+            # authenticated connection with a session lifetime begins re-authentication; any other
+            # request after the session expired closes the connection (SEC-12, SEC-13).
+            now = self.clock.now_ms()
+            if api_key == ApiKey.SASL_HANDSHAKE and self._begin_reauthentication(conn, now):
+                pass
+            elif conn.session_expires_ms is not None and now > conn.session_expires_ms:
+                self.stats.expired_sessions += 1
+                return self._close(conn, f"SASL session of {conn.principal} expired at {conn.session_expires_ms} "
+                                         f"without re-authentication (KIP-368)", exchange)
         if conn.sasl_mechanism is not None and not conn.authenticated and api_key not in (
             ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
         ):
@@ -393,12 +482,33 @@ class BrokerCore:
             return self._deferred(ctx.deferred)
         return self._respond(ctx, resp)
 
+    def _begin_reauthentication(self, conn: ConnInfo, now: int) -> bool:
+        """KafkaChannel.maybeBeginServerReauthentication: only with a session expiry, and at most
+        once a second; otherwise the handshake is answered as on any authenticated connection."""
+        if conn.session_expires_ms is None:
+            return False
+        if conn.last_reauth_ms is not None and now - conn.last_reauth_ms < _MIN_REAUTH_INTERVAL_MS:
+            return False
+        conn.last_reauth_ms = now
+        self.stats.reauthentications += 1
+        conn.reauth_of = (conn.sasl_mechanism or "", conn.principal)
+        conn.authenticated = False
+        conn.sasl_state = None
+        return True
+
+    def sasl_completion(self, conn: ConnInfo) -> dict[str, int]:
+        """What ``evaluate_token`` needs to end an exchange: the broker clock and the listener's
+        ``connections.max.reauth.ms`` for the mechanism (``listener.name.<l>.<mech>.`` first)."""
+        mech = conn.sasl_mechanism or None
+        raw = self.listener_setting(conn.listener, "connections.max.reauth.ms", mech)
+        return {"now_ms": self.clock.now_ms(), "max_reauth_ms": int(raw or 0)}
+
     def _raw_sasl_token(self, conn: ConnInfo, ex: SaslExchange, payload: bytes | bytearray) -> Outcome:
         """A bare SASL token after a v0 handshake: answer with the bare server token, or close."""
         if ex.failed:
             return Outcome("close", reason="SASL token after a failed exchange")
         try:
-            out = evaluate_token(conn, ex, bytes(payload))
+            out = evaluate_token(conn, ex, bytes(payload), **self.sasl_completion(conn))
         except SaslAuthenticationError as exc:
             return Outcome("close", reason=f"SASL authentication failed: {exc.message}")
         return Outcome("send", out)

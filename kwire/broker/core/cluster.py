@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kwire.broker.core.log import PartitionLog
@@ -72,10 +72,17 @@ def validate_topic_name(name: str | None) -> None:
 @dataclass(slots=True)
 class BrokerNode:
     node_id: int
-    host: str
+    host: str  # the first listener's advertised address (the bootstrap list names it)
     port: int
     rack: str | None = None
     up: bool = True
+    # listener name -> advertised (host, port), once the listener is bound (SEC-2)
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def address(self, listener: str) -> tuple[str, int]:
+        """What a client that came in on ``listener`` is told this node is (Kafka answers with
+        the endpoint of the listener the request arrived on)."""
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 @dataclass(slots=True)

@@ -295,6 +295,39 @@ BROKER_CONFIGS = _defs(
     ConfigDef("kwire.transaction.marker.delay.ms", "0", "int", min_value=0),
 )
 
+# The listener and security settings kwire acts on (docs/security.md, SEC-1..13): read once at
+# start, so read-only here where Kafka changes some per broker (keystore reloads, new listeners).
+_SECURITY = "Read at start (docs/security.md)."
+BROKER_CONFIGS.update(_defs(
+    ConfigDef("listeners", "PLAINTEXT://:9092", "list", read_only=True, list_empty=False,
+              doc=f"The listeners, NAME://HOST:PORT each (SEC-1). {_SECURITY}"),
+    ConfigDef("advertised.listeners", None, "list", read_only=True, list_empty=False,
+              doc=f"What each listener tells clients in Metadata (SEC-2). {_SECURITY}"),
+    ConfigDef("listener.security.protocol.map",
+              "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", "string", read_only=True,
+              doc=f"Listener name to security protocol (SEC-1). {_SECURITY}"),
+    *(ConfigDef(name, default, kind, read_only=True, listener_prefix_only=True, sensitive=kind == "password",
+                doc=f"The TLS listeners' key and certificates, PEM only (SEC-3). {_SECURITY}")
+      for name, default, kind in (("ssl.keystore.type", "JKS", "string"), ("ssl.keystore.location", None, "string"),
+                                  ("ssl.keystore.key", None, "password"),
+                                  ("ssl.keystore.certificate.chain", None, "password"),
+                                  ("ssl.key.password", None, "password"), ("ssl.truststore.type", "JKS", "string"),
+                                  ("ssl.truststore.location", None, "string"),
+                                  ("ssl.truststore.certificates", None, "password"))),
+    ConfigDef("ssl.client.auth", "NONE", "string", read_only=True,
+              doc=f"required, requested or none: client certificates on TLS listeners (SEC-3). {_SECURITY}"),
+    ConfigDef("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", "list", read_only=True,
+              doc=f"The TLS versions the TLS listeners accept (SEC-3). {_SECURITY}"),
+    ConfigDef("ssl.principal.mapping.rules", "DEFAULT", "string", read_only=True,
+              doc=f"RULE:pattern/replacement/[LU] and DEFAULT: the mTLS principal (SEC-6). {_SECURITY}"),
+    ConfigDef("sasl.enabled.mechanisms", "GSSAPI", "list", read_only=True,
+              doc=f"The SASL mechanisms offered; unset: kwire's PLAIN, SCRAM-SHA-256/512, OAUTHBEARER (SEC-7). "
+                  f"{_SECURITY}"),
+    ConfigDef("connections.max.reauth.ms", "0", "long", min_value=0, read_only=True,
+              doc=f"The longest SASL session before re-authentication (KIP-368, SEC-11). {_SECURITY}"),
+))
+
+
 # Kafka's list broker configs whose ValidList refuses the empty list (anyNonDuplicateValues(false, _)
 # or in(false, ...)): SocketServerConfigs, LogConfig, KRaftConfigs, GroupCoordinatorConfig at d79bd502.
 # Every other list broker config allows it.

@@ -92,5 +92,6 @@ def node_endpoints(ctx: RequestContext, node_ids: set[int], cls: Any) -> list[An
     for nid in sorted(node_ids):
         node = ctx.core.cluster.nodes.get(nid)
         if node is not None and node.up:
-            out.append(cls(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack))
+            host, port = node.address(ctx.conn.listener)
+            out.append(cls(node_id=node.node_id, host=host, port=port, rack=node.rack))
     return out

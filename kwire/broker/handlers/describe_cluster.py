@@ -40,9 +40,9 @@ def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterR
             cluster_id=cluster.cluster_id)
     nodes = sorted(cluster.nodes.values(), key=lambda n: n.node_id)
     fenced = v >= 2 and req.include_fenced_brokers
-    brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=n.node_id, host=n.host, port=n.port,
+    brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=n.node_id, host=h, port=p,
                                                              rack=n.rack, is_fenced=not n.up)
-               for n in nodes if n.up or fenced]
+               for n in nodes if n.up or fenced for h, p in [n.address(ctx.conn.listener)]]
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE, error_message=None, endpoint_type=endpoint_type, cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id, brokers=brokers,

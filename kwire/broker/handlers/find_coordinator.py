@@ -38,7 +38,7 @@ def _lookup(ctx: RequestContext, key: str | None, key_type: int) -> tuple[int, i
     node = ctx.core.coordinator_for(key)
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    return ErrorCode.NONE, node.node_id, node.host, node.port
+    return ErrorCode.NONE, node.node_id, *node.address(ctx.conn.listener)
 
 
 def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:

@@ -95,8 +95,8 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                     topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
             else:
                 topics.append(_topic(ctx, t, include_ops))
-    brokers = [MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
-               for n in cluster.live_nodes()]
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=h, port=p, rack=n.rack)
+               for n in cluster.live_nodes() for h, p in [n.address(ctx.conn.listener)]]
     return MetadataResponse(
         brokers=brokers, cluster_id=cluster.cluster_id, controller_id=cluster.controller_id, topics=topics,
         # v8-10 (KIP-430): librdkafka's DescribeCluster asks here; no ACLs, so every cluster operation.
@@ -122,8 +122,8 @@ def _ids_before_v12(v: int, req: MetadataRequest) -> MetadataResponse | None:
 def error_response(ctx: RequestContext, req: MetadataRequest, code: int) -> MetadataResponse:
     """Every requested topic carries the error (v13+: also the top level)."""
     cluster = ctx.core.cluster
-    brokers = [MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
-               for n in cluster.live_nodes()]
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=h, port=p, rack=n.rack)
+               for n in cluster.live_nodes() for h, p in [n.address(ctx.conn.listener)]]
     topics = [MetadataResponse.MetadataResponseTopic(error_code=code, name=rt.name, topic_id=rt.topic_id,
                                                      topic_authorized_operations=NO_AUTHORIZED_OPERATIONS)
               for rt in (req.topics or [])]

@@ -9,7 +9,8 @@ IllegalSaslState there); after success, or on a broker without SASL → ILLEGAL_
 as KafkaApis answers. The v0 flow, where tokens arrive as bare frames and a failure closes the
 connection without an answer, is served by the core (``BrokerCore._raw_sasl_token``): those
 frames are not requests.
-Version notes: v1+ reports the session lifetime: always 0 (no KIP-368 re-authentication).
+Version notes: v1+ reports the session lifetime (KIP-368, SEC-11): ``connections.max.reauth.ms``
+(per listener and mechanism) and an OAUTHBEARER token's expiry bound it; 0 when neither does.
 Deviations: after a failure Kafka sends the answer and then closes the connection; kwire
 sends the answer and closes on the connection's next request (the client sees the same error).
 """
@@ -42,9 +43,13 @@ def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticat
                "after a v0 SaslHandshake (bare tokens expected)" if ex.raw_tokens else "after a failed exchange")
         ctx.defer().close(f"SaslAuthenticate {why}")
         return None
+    if ex.bad_mechanism is not None:
+        # SaslServerAuthenticator REAUTH_BAD_MECHANISM: fails without an answer
+        ctx.defer().close(ex.bad_mechanism)
+        return None
     try:
-        token = evaluate_token(conn, ex, bytes(req.auth_bytes))
+        token = evaluate_token(conn, ex, bytes(req.auth_bytes), **ctx.core.sasl_completion(conn))
     except SaslAuthenticationError as exc:
         return SaslAuthenticateResponse(error_code=exc.error_code, error_message=exc.message, auth_bytes=b"")
     return SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token,
-                                    session_lifetime_ms=0)
+                                    session_lifetime_ms=ex.session_lifetime_ms if ex.server.complete else 0)

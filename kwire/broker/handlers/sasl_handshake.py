@@ -3,9 +3,12 @@
 Behaviour: on a broker with ``BrokerConfig.sasl``, the first handshake of a connection picks the
 mechanism: one that is not enabled → UNSUPPORTED_SASL_MECHANISM with the enabled list (the
 client may try another); an enabled one → NONE with the enabled list, and the connection
-expects that mechanism's tokens next. A handshake on a broker without SASL, or after the
-connection authenticated, → ILLEGAL_SASL_STATE, as KafkaApis answers it (no KIP-368
-re-authentication: the session lifetime is 0). A second handshake in the middle of an
+expects that mechanism's tokens next. The enabled mechanisms are the listener's
+(``listener.name.<l>.sasl.enabled.mechanisms``, ``sasl.enabled.mechanisms``, else
+``BrokerConfig.sasl``). A handshake on a broker without SASL, or after the connection
+authenticated without a session lifetime, → ILLEGAL_SASL_STATE, as KafkaApis answers it; with
+one (KIP-368) it begins re-authentication (``BrokerCore._begin_reauthentication``, SEC-13),
+which must keep the mechanism and the principal. A second handshake in the middle of an
 exchange closes the connection, as Kafka's SaslServerAuthenticator does.
 Version notes: v0 means the tokens that follow are bare size-prefixed frames (no
 SaslAuthenticate header); v1 means SaslAuthenticate requests carry them.
@@ -31,15 +34,23 @@ VERSIONS = (0, 1)
 
 def handle(ctx: RequestContext, req: SaslHandshakeRequest) -> SaslHandshakeResponse | None:
     conn = ctx.conn
-    authority: SaslAuthority | None = ctx.core.subsystems.sasl
+    core = ctx.core
+    authority: SaslAuthority | None = core.subsystems.sasl
     if conn.sasl_mechanism is None or authority is None or conn.authenticated:
         return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
     if conn.sasl_state is not None:
         ctx.defer().close("SaslHandshake in the middle of a SASL exchange")
         return None
-    if not authority.enabled(req.mechanism):
-        return SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-                                     mechanisms=authority.mechanisms)
+    enabled = core.sasl_mechanisms(conn.listener)
+    if req.mechanism not in enabled:
+        return SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
+    bad = None
+    if conn.reauth_of is not None and req.mechanism != conn.reauth_of[0]:
+        # SaslServerAuthenticator.ReauthInfo.saslMechanismUnchanged: answered, then the next token fails
+        bad = (f"SASL mechanism '{req.mechanism}' requested by client is not supported for re-authentication "
+               f"of mechanism '{conn.reauth_of[0]}'")
     conn.sasl_mechanism = req.mechanism
-    conn.sasl_state = SaslExchange(authority.server(req.mechanism), raw_tokens=ctx.api_version == 0)
-    return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=authority.mechanisms)
+    server = authority.server(req.mechanism, now_ms=core.clock.now_ms,
+                              jaas=core.listener_setting(conn.listener, "sasl.jaas.config", req.mechanism))
+    conn.sasl_state = SaslExchange(server, raw_tokens=ctx.api_version == 0, bad_mechanism=bad)
+    return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)

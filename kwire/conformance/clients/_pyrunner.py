@@ -111,6 +111,48 @@ class Assignment:
         emit(event="assignment", partitions=sorted(self.owned))
 
 
+def _unsecured_jws(principal: str) -> str:
+    """An unsecured JWS (alg none) for OAUTHBEARER, as Kafka's unsecured login makes one."""
+    import base64
+
+    def enc(obj: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    now = int(time.time())
+    return f"{enc({'alg': 'none'})}.{enc({'sub': principal, 'iat': now, 'exp': now + 3600})}."
+
+
+def _security(config: dict[str, Any]) -> dict[str, Any]:
+    """The adapters' JSON stand-ins for objects: ``kwire_ssl_cafile`` → aiokafka's ssl_context,
+    ``kwire_oauth_principal`` → kafka-python's token provider, ``kwire_oauth_principal_async``
+    aiokafka's."""
+    conf = dict(config)
+    cafile = conf.pop("kwire_ssl_cafile", None)
+    if cafile is not None:
+        from aiokafka.helpers import create_ssl_context
+
+        conf["ssl_context"] = create_ssl_context(cafile=cafile)
+    principal = conf.pop("kwire_oauth_principal", None)
+    if principal is not None:
+        from kafka.net.sasl.oauth import AbstractTokenProvider
+
+        class _Sync(AbstractTokenProvider):
+            def token(self) -> str:
+                return _unsecured_jws(principal)
+
+        conf["sasl_oauth_token_provider"] = _Sync()
+    async_principal = conf.pop("kwire_oauth_principal_async", None)
+    if async_principal is not None:
+        from aiokafka.abc import AbstractTokenProvider as AsyncProvider
+
+        class _Async(AsyncProvider):
+            async def token(self) -> str:
+                return _unsecured_jws(async_principal)
+
+        conf["sasl_oauth_token_provider"] = _Async()
+    return conf
+
+
 # ---- confluent-kafka ------------------------------------------------------------------
 
 
@@ -129,7 +171,7 @@ def _ck_consumer_conf(cmd: Cmd, group_id: str | None) -> dict[str, Any]:
         if proto == "classic":
             conf["session.timeout.ms"] = SESSION_TIMEOUT_MS
             conf["heartbeat.interval.ms"] = HEARTBEAT_INTERVAL_MS
-    conf.update(cmd.get("config") or {})
+    conf.update(_security(cmd.get("config") or {}))
     return conf
 
 
@@ -143,7 +185,7 @@ def _ck_producer_conf(cmd: Cmd) -> dict[str, Any]:
     }
     if str(cmd.get("acks", -1)) != "-1":
         conf["enable.idempotence"] = False
-    conf.update(cmd.get("config") or {})
+    conf.update(_security(cmd.get("config") or {}))
     return conf
 
 
@@ -308,7 +350,7 @@ def _kp_producer_conf(cmd: Cmd) -> dict[str, Any]:
     }
     if acks != -1:
         conf["enable_idempotence"] = False
-    conf.update(cmd.get("config") or {})
+    conf.update(_security(cmd.get("config") or {}))
     return conf
 
 
@@ -387,7 +429,7 @@ def _kp_consumer(cmd: Cmd, group_id: str | None) -> Any:
     if group_id is not None:
         conf["session_timeout_ms"] = SESSION_TIMEOUT_MS
         conf["heartbeat_interval_ms"] = HEARTBEAT_INTERVAL_MS
-    conf.update(cmd.get("config") or {})
+    conf.update(_security(cmd.get("config") or {}))
     return KafkaConsumer(**conf)
 
 
@@ -480,7 +522,7 @@ def _aio_producer(cmd: Cmd) -> Any:
     }
     if acks != -1:
         conf["enable_idempotence"] = False
-    conf.update(cmd.get("config") or {})
+    conf.update(_security(cmd.get("config") or {}))
     return AIOKafkaProducer(**conf)
 
 
@@ -567,7 +609,7 @@ def _aio_consumer(cmd: Cmd, group_id: str | None) -> Any:
     if group_id is not None:
         conf["session_timeout_ms"] = SESSION_TIMEOUT_MS
         conf["heartbeat_interval_ms"] = HEARTBEAT_INTERVAL_MS
-    conf.update(cmd.get("config") or {})
+    conf.update(_security(cmd.get("config") or {}))
     return AIOKafkaConsumer(**conf)
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "ProduceResult",
     "ProducerSession",
     "Record",
+    "Security",
     "TxnProducerSession",
 ]
 
@@ -109,6 +110,32 @@ class Record:
     def content(self) -> tuple[bytes | None, bytes | None, tuple[Header, ...]]:
         """What a round trip must preserve: key, value, headers in order."""
         return (self.key, self.value, self.headers)
+
+
+@dataclass(slots=True, frozen=True)
+class Security:
+    """How a scenario wants the client to connect: the listener's protocol, the CA that signed the
+    broker's certificate, and for SASL the mechanism and credentials (OAUTHBEARER: ``username`` is
+    the ``sub`` of an unsecured JWS the client makes itself, as Kafka's unsecured login does)."""
+
+    protocol: str  # SSL | SASL_SSL | SASL_PLAINTEXT
+    ca_file: str
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+
+def librdkafka_security(sec: Security) -> dict[str, Any]:
+    """librdkafka's names (confluent-kafka, kcat)."""
+    conf: dict[str, Any] = {"security.protocol": sec.protocol}
+    if "SSL" in sec.protocol:
+        conf["ssl.ca.location"] = sec.ca_file
+    if sec.mechanism == "OAUTHBEARER":
+        conf.update({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                     "sasl.oauthbearer.config": f"principal={sec.username} lifeSeconds=3600"})
+    elif sec.mechanism is not None:
+        conf.update({"sasl.mechanism": sec.mechanism, "sasl.username": sec.username, "sasl.password": sec.password})
+    return conf
 
 
 @dataclass(slots=True, frozen=True)
@@ -360,6 +387,11 @@ class ClientAdapter(ABC):
     txn_commit_at_exit: ClassVar[bool] = False
     # Consumer settings that make the client read committed records only (KIP-98 read_committed).
     read_committed_config: ClassVar[Mapping[str, Any]] = {"isolation.level": "read_committed"}
+
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        """The client's own settings for ``sec`` (merged into each command's ``config``), or why
+        the client cannot connect that way (the scenario skips with it)."""
+        return f"the {self.name} adapter has no TLS/SASL settings"
 
     def available(self) -> bool:
         """Whether the client is installed here."""

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 from kwire.conformance import paths
-from kwire.conformance.clients.base import ClientAdapter
+from kwire.conformance.clients.base import ClientAdapter, Security
 
 __all__ = ["JavaAdapter"]
+
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
 
 
 class JavaAdapter(ClientAdapter):
@@ -39,3 +46,24 @@ class JavaAdapter(ClientAdapter):
     def argv(self) -> list[str]:
         # Small heap and no JIT tiers beyond C1: start-up dominates these short runs.
         return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", self.classpath(), "KwireJavaClient"]
+
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        """A PEM truststore (ssl.truststore.type=PEM, KIP-651) and the JAAS login of the mechanism;
+        OAUTHBEARER with OAuthBearerUnsecuredLoginCallbackHandler (the module's default)."""
+        if sec.mechanism == "OAUTHBEARER" and not any(paths.java_lib_dir().glob("jackson-databind-*.jar")):
+            return (f"kafka-clients' unsecured OAUTHBEARER login parses its token with Jackson, and no "
+                    f"jackson-databind jar is in {paths.java_lib_dir()} (ClassNotFoundException: "
+                    f"com.fasterxml.jackson.databind.ObjectMapper; add jackson-databind, -core and -annotations "
+                    f"there to run it)")
+        conf: dict[str, Any] = {"security.protocol": sec.protocol}
+        if "SSL" in sec.protocol:
+            conf.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": sec.ca_file})
+        if sec.mechanism == "OAUTHBEARER":
+            conf.update({"sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config":
+                         "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                         f'unsecuredLoginStringClaim_sub="{sec.username}";'})
+        elif sec.mechanism is not None:
+            conf.update({"sasl.mechanism": sec.mechanism, "sasl.jaas.config":
+                         f'{_LOGIN_MODULES[sec.mechanism]} required username="{sec.username}" '
+                         f'password="{sec.password}";'})
+        return conf

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import shutil
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kwire.conformance import paths
-from kwire.conformance.clients.base import ClientAdapter
+from kwire.conformance.clients.base import ClientAdapter, Security
 
 __all__ = ["KafkajsAdapter", "KafkatsAdapter"]
 
@@ -26,6 +26,11 @@ class _NodeAdapter(ClientAdapter):
 
     def env(self) -> dict[str, str] | None:
         return {"KWIRE_NODE_MODULES": str(paths.node_modules_dir())}
+
+
+def _pem(path: str) -> str:
+    with open(path, encoding="ascii") as f:
+        return f.read()
 
 
 class KafkajsAdapter(_NodeAdapter):
@@ -53,6 +58,21 @@ class KafkajsAdapter(_NodeAdapter):
         "kafkajs reads only as a group member, and an uncommitted group re-reads after a rebalance"
     )
 
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        """``ssl.ca`` (the PEM text) and ``sasl``; OAUTHBEARER through an oauthBearerProvider the
+        driver builds (``kwireOauthPrincipal``); re-authentication 1 s before the session ends."""
+        client: dict[str, Any] = {}
+        if "SSL" in sec.protocol:
+            client["ssl"] = {"ca": [_pem(sec.ca_file)]}
+        if sec.mechanism == "OAUTHBEARER":
+            client["sasl"] = {"mechanism": "oauthbearer", "kwireOauthPrincipal": sec.username}
+        elif sec.mechanism is not None:
+            client["sasl"] = {"mechanism": sec.mechanism.lower(), "username": sec.username,
+                              "password": sec.password}
+        if sec.mechanism is not None:
+            client["reauthenticationThreshold"] = 1000
+        return {"client": client}
+
 
 class KafkatsAdapter(_NodeAdapter):
     """@kafkats/client 0.12.0: pure TypeScript; topics must exist (no auto-create)."""
@@ -75,3 +95,16 @@ class KafkatsAdapter(_NodeAdapter):
     )
     failover_idempotent = True
     read_committed_config = {"consumer": {"isolationLevel": "read_committed"}}
+
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        """``tls`` and ``sasl`` (OAUTHBEARER: a provider the driver builds from ``kwireOauthPrincipal``)."""
+        client: dict[str, Any] = {}
+        if "SSL" in sec.protocol:
+            client["tls"] = {"enabled": True, "ca": _pem(sec.ca_file)}
+        if sec.mechanism == "OAUTHBEARER":
+            client["sasl"] = {"mechanism": "OAUTHBEARER", "kwireOauthPrincipal": sec.username,
+                              "reauthenticationThresholdMs": 1000}
+        elif sec.mechanism is not None:
+            client["sasl"] = {"mechanism": sec.mechanism, "username": sec.username, "password": sec.password,
+                              "reauthenticationThresholdMs": 1000}
+        return {"client": client}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import sys
+from typing import Any
 
-from kwire.conformance.clients.base import ClientAdapter
+from kwire.conformance.clients.base import ClientAdapter, Security, librdkafka_security
 
 __all__ = ["KcatAdapter"]
 
@@ -32,3 +33,10 @@ class KcatAdapter(ClientAdapter):
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "kwire.conformance.clients._kcat_driver"]
+
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        if sec.mechanism is not None and sec.mechanism.startswith("SCRAM"):
+            return ("kcat 1.7.1's librdkafka 2.0.2 repeats the client nonce in SCRAM's client-final message "
+                    "(r=<client nonce><client nonce><server nonce>), which Kafka's ScramSaslServer refuses as "
+                    "kwire does: 'Invalid client nonce in the final client message.'")
+        return librdkafka_security(sec)

@@ -6,9 +6,9 @@ import functools
 import importlib.metadata
 import importlib.util
 import sys
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from kwire.conformance.clients.base import ClientAdapter
+from kwire.conformance.clients.base import ClientAdapter, Security, librdkafka_security
 
 __all__ = ["ConfluentKafkaAdapter", "KafkaPythonAdapter", "AiokafkaAdapter"]
 
@@ -42,6 +42,24 @@ class ConfluentKafkaAdapter(_PythonAdapter):
     supports_kip848 = True
     failover_config = {"enable.idempotence": True}
     failover_idempotent = True
+
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        return librdkafka_security(sec)
+
+
+def _python_security(sec: Security, *, aiokafka: bool) -> dict[str, Any]:
+    """kafka-python's and aiokafka's keyword names; the runner turns ``kwire_ssl_cafile`` into
+    aiokafka's ssl_context and ``kwire_oauth_principal[_async]`` into a token provider object."""
+    conf: dict[str, Any] = {"security_protocol": sec.protocol}
+    if "SSL" in sec.protocol:
+        conf["kwire_ssl_cafile" if aiokafka else "ssl_cafile"] = sec.ca_file
+    if sec.mechanism == "OAUTHBEARER":
+        conf.update({"sasl_mechanism": "OAUTHBEARER",
+                     "kwire_oauth_principal_async" if aiokafka else "kwire_oauth_principal": sec.username})
+    elif sec.mechanism is not None:
+        conf.update({"sasl_mechanism": sec.mechanism, "sasl_plain_username": sec.username,
+                     "sasl_plain_password": sec.password})
+    return conf
 
 
 @functools.cache
@@ -79,6 +97,9 @@ class KafkaPythonAdapter(_PythonAdapter):
         """Probed on first use: importing the client is slow."""
         return _codecs_from("kafka.codec")
 
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        return _python_security(sec, aiokafka=False)
+
 
 class AiokafkaAdapter(_PythonAdapter):
     """aiokafka 0.14 (asyncio; old protocol versions; classic groups only)."""
@@ -99,3 +120,6 @@ class AiokafkaAdapter(_PythonAdapter):
     def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]
         """Probed on first use: importing the client is slow."""
         return _codecs_from("aiokafka.codec")
+
+    def security_config(self, sec: Security) -> dict[str, Any] | str:
+        return _python_security(sec, aiokafka=True)

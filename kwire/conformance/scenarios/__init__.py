@@ -22,6 +22,7 @@ from kwire.conformance.scenarios.base import (
 from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, group_migration, kip848_group
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
+from kwire.conformance.scenarios.security import SECURITY_SCENARIOS
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
 from kwire.conformance.scenarios.transactions import WINDOW_SCENARIOS, transactions
 from kwire.errors import ConformanceError
@@ -47,6 +48,7 @@ SCENARIOS: dict[str, Scenario] = {
     "transactions": transactions,
     **WINDOW_SCENARIOS,
     **SHARE_SCENARIOS,
+    **SECURITY_SCENARIOS,
 }
 
 # The driver operations (docs/driver-protocol.md) each scenario needs; a client whose driver
@@ -61,6 +63,10 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     **{name: frozenset({"txn_producer", "consume"}) for name in WINDOW_SCENARIOS},
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
     **{name: frozenset() for name in SHARE_SCENARIOS},
+    "ssl": frozenset({"produce", "consume"}),
+    "sasl_ssl": frozenset({"produce", "consume"}),
+    "oauthbearer": frozenset({"produce", "consume"}),
+    "reauth": frozenset({"producer", "consume"}),
 }
 
 

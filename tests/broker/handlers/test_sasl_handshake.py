@@ -10,7 +10,7 @@ from kwire.protocol.messages.metadata import MetadataRequest
 from kwire.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.broker.helpers import ConnectionClosed, CoreClient, make_core
 
-ALL = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+ALL = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 
 
 @pytest.mark.parametrize("version", [0, 1])

@@ -63,3 +63,24 @@ def test_a_lock_expired_through_the_control_api_is_durable_at_once(tmp_path: Pat
         assert got is not None
         assert [(o["state"], o["delivery_count"]) for o in got["offsets"]] == [("AVAILABLE", 1)] * 2
         assert b.call(lambda: b.core.configs.get(ResourceType.GROUP, "sg", "share.auto.offset.reset")) == "earliest"
+
+
+def test_a_restart_keeps_every_listener_port_and_the_throwaway_ca(tmp_path: Path) -> None:
+    """With PLAINTEXT and SSL listeners (SEC-1, SEC-3) a restart binds each listener of each
+    broker on its old port and keeps the throwaway CA, so TLS clients reconnect as before."""
+    import ssl
+
+    settings = {"listeners": "PLAINTEXT://:0,SSL://:0"}
+    with Broker(BrokerConfig(brokers=2, data_dir=str(tmp_path), log_connections=False,
+                             settings=settings)) as b:
+        before, ca = b.listeners, b.ca_file
+        assert ca is not None and set(before) == {"PLAINTEXT", "SSL"}
+        b.restart(crash=True)
+        assert b.listeners == before and b.ca_file == ca
+        host, port = before["SSL"].split(",")[1].rsplit(":", 1)
+        ctx = ssl.create_default_context(cafile=ca)
+        import socket
+
+        with socket.create_connection((host, int(port)), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname=host) as tls:
+            assert tls.version() is not None  # the handshake completed against the kept certificate

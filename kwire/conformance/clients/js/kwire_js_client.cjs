@@ -27,6 +27,19 @@ function loadModule(name) {
 }
 
 // stdin: the first line is the command; later lines are member commands; EOF = stop.
+// An unsecured JWS (alg none) for OAUTHBEARER, as Kafka's unsecured login makes one: the
+// adapters pass `sasl.kwireOauthPrincipal`; the clients want a provider function.
+function withSecurity(conf) {
+  if (!conf || !conf.sasl || conf.sasl.kwireOauthPrincipal === undefined) return conf || {}
+  const { kwireOauthPrincipal, ...sasl } = conf.sasl
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url')
+  const token = () => {
+    const now = Math.floor(Date.now() / 1000)
+    return `${b64({ alg: 'none' })}.${b64({ sub: kwireOauthPrincipal, iat: now, exp: now + 3600 })}.`
+  }
+  return { ...conf, sasl: { ...sasl, oauthBearerProvider: async () => ({ value: token() }) } }
+}
+
 function stdinLines() {
   const rl = readline.createInterface({ input: process.stdin })
   const waiting = []
@@ -128,7 +141,7 @@ const kafkajs = {
       brokers: cmd.bootstrap.split(','),
       logLevel: logLevel.NOTHING,
       retry: { retries: 5, initialRetryTime: 100 },
-      ...(cmd.config || {}).client,
+      ...withSecurity((cmd.config || {}).client),
     })
   },
 
@@ -367,7 +380,7 @@ const kafkats = {
       requestTimeoutMs: Math.min(cmd.timeout_ms, 30000),
       logLevel: 'error',
       logger: { debug() {}, info() {}, warn() {}, error() {}, child() { return this } },
-      ...(cmd.config || {}).client,
+      ...withSecurity((cmd.config || {}).client),
     })
     await client.connect()
     return client
