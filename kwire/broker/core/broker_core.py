@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.config import BrokerConfig
+from kwire.broker.core.acl import AUTHORIZER_SETTINGS
 from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
@@ -229,7 +230,8 @@ class BrokerCore:
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)
         self.configs = ConfigStore(static_broker=dict(config.settings))
         for k, v in config.settings.items():
-            self.configs.set(ResourceType.BROKER, "", k, v, static=True)
+            # The authorizer's own settings are not KafkaConfig keys: kept as written (StandardAuthorizer).
+            self.configs.set(ResourceType.BROKER, "", k, v, static=True, custom=k in AUTHORIZER_SETTINGS)
         self.configs.format_cluster()  # the cluster-level defaults a new Kafka cluster has
         if "socket.request.max.bytes" in config.settings:
             config.max_request_bytes = self.configs.get_int(ResourceType.BROKER, "", "socket.request.max.bytes")
@@ -338,6 +340,12 @@ class BrokerCore:
         node = self.cluster.nodes.get(conn.broker_id)
         if node is not None and not node.up:
             return self._close(conn, f"broker {conn.broker_id} is down", exchange)
+        acl = self.subsystems.acl
+        denied = acl.check_request(ctx, frame.body) if acl is not None else None
+        if denied is not None:  # the group, transactional id or cluster check of acl_rules.REQUEST_CHECKS
+            if api_key == ApiKey.PRODUCE and frame.body.acks == 0:  # no answer for acks=0: close (KafkaApis)
+                return self._close(conn, "acks=0 produce not authorized", exchange)
+            return self._error_answer(ctx, spec, frame.body, denied)
         rule = self.faults.match(api_key, conn.broker_id, frame.body) if self.faults.rules else None
         if rule is not None:
             outcome = self._apply_fault(rule, spec, ctx, frame.body)

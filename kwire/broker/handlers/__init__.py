@@ -66,6 +66,9 @@ HANDLER_MODULES = (
     "describe_transactions",
     "list_transactions",
     "describe_producers",
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
 )
 
 
