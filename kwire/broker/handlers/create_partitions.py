@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import AclOperation, require_topic
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_partitions import (
@@ -41,6 +42,7 @@ Result = CreatePartitionsResponse_CreatePartitionsTopicResult
 def _check(ctx: RequestContext, t: CreatePartitionsRequest_CreatePartitionsTopic) -> list[list[int]] | None:
     """The manual assignments of the new partitions (None: spread them); raises KafkaError."""
     cluster = ctx.core.cluster
+    require_topic(ctx, t.name, AclOperation.ALTER)  # ACL-5: before existence
     topic = cluster.topics.get(t.name)
     if topic is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")

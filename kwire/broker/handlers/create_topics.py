@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import validate_topic_name
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.handlers._auth import AclOperation, may_create_topic, topic_denied
 from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_topics import (
@@ -111,6 +112,9 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
             res.error_code = ErrorCode.INVALID_REQUEST
             res.error_message = "Create topics request from client contains a duplicate topic"
             continue
+        if not may_create_topic(ctx, t.name):  # ACL-5
+            res.error_code, res.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            continue
         try:
             parts, rf, assignments = _validate(ctx, t)
         except KafkaError as exc:
@@ -138,7 +142,9 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
             continue
         res.topic_id = topic.topic_id
         res.num_partitions, res.replication_factor = parts, rf
-        if ctx.api_version >= 5:
+        if ctx.api_version >= 5 and topic_denied(ctx, AclOperation.DESCRIBE_CONFIGS, t.name):
+            res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # created; its configs not shown
+        elif ctx.api_version >= 5:
             res.configs = [
                 CreateTopicsResponse.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                                            config_source=int(e.source), is_sensitive=e.sensitive)

@@ -17,6 +17,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.handlers._auth import AclOperation, require_topic
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.delete_topics import (
@@ -72,6 +73,7 @@ def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsRespons
         try:
             _check(ctx, name, tid, dup_names, dup_ids)
             if name is not None:
+                require_topic(ctx, name, AclOperation.DESCRIBE, AclOperation.DELETE)  # ACL-5
                 topic = cluster.topics.get(name)
                 if topic is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -80,6 +82,7 @@ def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsRespons
                 topic = cluster.topics_by_id.get(tid)
                 if topic is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+                require_topic(ctx, topic.name, AclOperation.DESCRIBE, AclOperation.DELETE)
             ctx.core.delete_topic(topic.name)
         except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message

@@ -19,6 +19,7 @@ from kwire.broker.handlers._auth import (
     ResourceType,
     allowed,
     authorized_operations,
+    may_create_topic,
     topic_denied,
 )
 from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
@@ -108,9 +109,7 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=exc.code, name=rt.name, topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                     continue
-                if allow_create and core.auto_create_enabled() and not (
-                        allowed(ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
-                        or allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, rt.name)):
+                if allow_create and core.auto_create_enabled() and not may_create_topic(ctx, rt.name):
                     unauthorized.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=rt.name,
                         topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
