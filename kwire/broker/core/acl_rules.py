@@ -46,7 +46,7 @@ class RequestCheck:
     resource: ResourceType
     operation: AclOperation
     error: int
-    field: str = ""  # request attribute holding the name; "" = the cluster
+    field: str = ""  # request attribute holding the name (or a list: each is checked); "" = the cluster
     versions: tuple[int, int] = _ALL_VERSIONS
     when: str = ""  # "set:<field>" (non-null, non-empty) / "unset:<field>" / "eq:<field>=<int>"
     # Also allowed by: another operation on the same resource (WriteTxnMarkers: ALTER or CLUSTER_ACTION) ...
@@ -123,8 +123,14 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
                  _O.ALTER, _E.CLUSTER_AUTHORIZATION_FAILED),
     RequestCheck(ApiKey.CONSUMER_GROUP_HEARTBEAT, "handleConsumerGroupHeartbeat", _R.GROUP, _O.READ,
                  _E.GROUP_AUTHORIZATION_FAILED, "group_id"),
+    RequestCheck(ApiKey.CONSUMER_GROUP_HEARTBEAT, "handleConsumerGroupHeartbeat (subscribed topics)", _R.TOPIC,
+                 _O.DESCRIBE, _E.TOPIC_AUTHORIZATION_FAILED, "subscribed_topic_names",
+                 when="set:subscribed_topic_names"),
     RequestCheck(ApiKey.SHARE_GROUP_HEARTBEAT, "handleShareGroupHeartbeat", _R.GROUP, _O.READ,
                  _E.GROUP_AUTHORIZATION_FAILED, "group_id"),
+    RequestCheck(ApiKey.SHARE_GROUP_HEARTBEAT, "handleShareGroupHeartbeat (subscribed topics)", _R.TOPIC,
+                 _O.DESCRIBE, _E.TOPIC_AUTHORIZATION_FAILED, "subscribed_topic_names",
+                 when="set:subscribed_topic_names"),
     RequestCheck(ApiKey.SHARE_FETCH, "handleShareFetchRequest", _R.GROUP, _O.READ, _E.GROUP_AUTHORIZATION_FAILED,
                  "group_id"),
     RequestCheck(ApiKey.SHARE_ACKNOWLEDGE, "handleShareAcknowledgeRequest", _R.GROUP, _O.READ,
@@ -184,14 +190,10 @@ RESOURCE_CHECKS: tuple[ResourceCheck, ...] = (
                   _O.DESCRIBE, _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "each id; topics it may not describe left out"),
     ResourceCheck(ApiKey.LIST_TRANSACTIONS, "handleListTransactionsRequest", _R.TRANSACTIONAL_ID, _O.DESCRIBE,
                   _E.NONE, "only the ids it may describe"),
-    ResourceCheck(ApiKey.CONSUMER_GROUP_HEARTBEAT, "handleConsumerGroupHeartbeat", _R.TOPIC, _O.DESCRIBE, _TF,
-                  "a subscribed topic it may not describe fails the heartbeat"),
     ResourceCheck(ApiKey.CONSUMER_GROUP_DESCRIBE, "handleConsumerGroupDescribe", _R.GROUP, _O.DESCRIBE,
                   _E.GROUP_AUTHORIZATION_FAILED, "each group; TOPIC_AUTHORIZATION_FAILED for undescribable topics"),
     ResourceCheck(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "DescribeTopicPartitionsRequestHandler", _R.TOPIC, _O.DESCRIBE,
                   _TF, "named topics answer the error; the cursor listing leaves them out"),
-    ResourceCheck(ApiKey.SHARE_GROUP_HEARTBEAT, "handleShareGroupHeartbeat", _R.TOPIC, _O.DESCRIBE, _TF,
-                  "a subscribed topic it may not describe fails the heartbeat"),
     ResourceCheck(ApiKey.SHARE_GROUP_DESCRIBE, "handleShareGroupDescribe", _R.GROUP, _O.DESCRIBE,
                   _E.GROUP_AUTHORIZATION_FAILED, "each group; TOPIC_AUTHORIZATION_FAILED for undescribable topics"),
     ResourceCheck(ApiKey.SHARE_FETCH, "handleShareFetchRequest", _R.TOPIC, _O.READ, _TF, "each partition"),
@@ -229,7 +231,8 @@ def gate(ctx: RequestContext, body: Any, decide: Callable[[RequestCheck, str], b
     for check in _BY_API.get(ctx.api_key, ()):
         if not _applies(check, ctx.api_version, body):
             continue
-        name = str(getattr(body, check.field, "") or "") if check.field else CLUSTER_NAME
-        if not decide(check, name):
+        value = getattr(body, check.field, "") if check.field else CLUSTER_NAME
+        names = [str(v) for v in value] if isinstance(value, list) else [str(value or "")]
+        if not all(decide(check, name) for name in names):
             return KafkaError(check.error, None)
     return None
