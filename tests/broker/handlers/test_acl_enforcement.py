@@ -46,7 +46,7 @@ from kwire.protocol.registry import ApiKey
 from tests.broker.helpers import CoreClient, batch, make_core
 from tests.broker.share_helpers import ShareClient, partition_data
 
-O, R = AclOperation, ResourceType
+Op, R = AclOperation, ResourceType
 ALICE = "User:alice"
 
 
@@ -127,7 +127,7 @@ def test_acl_apis_need_cluster_alter_and_describe() -> None:
 @pytest.mark.rule("ACL-3")
 def test_metadata_hides_topics_it_may_not_describe() -> None:
     core = secured("seen", "hidden", **{"auto.create.topics.enable": "true"})
-    allow(core, R.TOPIC, "seen", O.READ)  # READ implies DESCRIBE
+    allow(core, R.TOPIC, "seen", Op.READ)  # READ implies DESCRIBE
     c = client(core)
     every = c.send(MetadataRequest(topics=None), 12)
     assert [t.name for t in every.topics] == ["seen"]
@@ -138,7 +138,7 @@ def test_metadata_hides_topics_it_may_not_describe() -> None:
     # An undescribable topic and one that does not exist look the same: existence is not disclosed.
     assert by_name["hidden"].error_code == by_name["missing"].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert by_name["hidden"].partitions == [] and "missing" not in core.cluster.topics
-    allow(core, R.TOPIC, "missing", O.DESCRIBE, O.CREATE)
+    allow(core, R.TOPIC, "missing", Op.DESCRIBE, Op.CREATE)
     c.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="missing")],
                            allow_auto_topic_creation=True), 12)
     assert "missing" in core.cluster.topics  # auto-created with CREATE on the topic
@@ -147,7 +147,7 @@ def test_metadata_hides_topics_it_may_not_describe() -> None:
 @pytest.mark.rule("ACL-4")
 def test_produce_fetch_and_list_offsets_fail_per_partition() -> None:
     core = secured("a", "b")
-    allow(core, R.TOPIC, "a", O.WRITE, O.READ)
+    allow(core, R.TOPIC, "a", Op.WRITE, Op.READ)
     c = client(core)
     assert produce(c, "a", "b") == {"a": ErrorCode.NONE, "b": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     assert core.cluster.topics["b"].partitions[0].log.log_end_offset == 0
@@ -172,9 +172,9 @@ def test_topic_admin_needs_create_and_delete() -> None:
             name=name, num_partitions=1, replication_factor=1)], timeout_ms=1000), 7).topics[0].error_code
 
     assert create("new.a") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    allow(core, R.TOPIC, "new.", O.CREATE, pattern=PatternType.PREFIXED)
+    allow(core, R.TOPIC, "new.", Op.CREATE, pattern=PatternType.PREFIXED)
     assert create("new.a") == ErrorCode.NONE
-    allow(core, R.CLUSTER, CLUSTER_NAME, O.CREATE)
+    allow(core, R.CLUSTER, CLUSTER_NAME, Op.CREATE)
     assert create("elsewhere") == ErrorCode.NONE
 
     def delete(name: str) -> int:
@@ -182,15 +182,15 @@ def test_topic_admin_needs_create_and_delete() -> None:
 
     assert delete("old") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert delete("never-existed") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    allow(core, R.TOPIC, "old", O.DELETE)  # DELETE implies the DESCRIBE it also needs
+    allow(core, R.TOPIC, "old", Op.DELETE)  # DELETE implies the DESCRIBE it also needs
     assert delete("old") == ErrorCode.NONE
 
 
 @pytest.mark.rule("ACL-6")
 def test_group_apis_fail_whole_or_per_group_as_kafka_apis() -> None:
     core = secured("t")
-    allow(core, R.GROUP, "mine", O.READ)
-    allow(core, R.TOPIC, "t", O.DESCRIBE)
+    allow(core, R.GROUP, "mine", Op.READ)
+    allow(core, R.TOPIC, "t", Op.DESCRIBE)
     c = client(core)
     join = c.send(JoinGroupRequest(group_id="theirs", session_timeout_ms=10000, rebalance_timeout_ms=10000,
                                    member_id="", protocol_type="consumer", protocols=[]), 9)
@@ -204,7 +204,7 @@ def test_group_apis_fail_whole_or_per_group_as_kafka_apis() -> None:
 
     assert commit("theirs") == ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert commit("mine") == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # the group may, the topic needs READ
-    allow(core, R.TOPIC, "t", O.READ)
+    allow(core, R.TOPIC, "t", Op.READ)
     assert commit("mine") == ErrorCode.NONE
     fetched = c.send(OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=g, topics=None)
                                                 for g in ("mine", "theirs")]), 8)
@@ -231,34 +231,34 @@ def test_configs_need_describe_configs_and_alter_configs_on_their_resource() -> 
         DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name="", configuration_keys=None)])
     codes = [r.error_code for r in c.send(req, 4).results]
     assert codes == [ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
-    allow(core, R.TOPIC, "t", O.ALTER_CONFIGS)  # implies DESCRIBE_CONFIGS
+    allow(core, R.TOPIC, "t", Op.ALTER_CONFIGS)  # implies DESCRIBE_CONFIGS
     assert c.send(req, 4).results[0].error_code == ErrorCode.NONE
 
 
 @pytest.mark.rule("ACL-8")
 def test_authorized_operations_come_from_the_authorizer() -> None:
     core = secured("t")
-    allow(core, R.TOPIC, "t", O.READ)
-    allow(core, R.GROUP, "g", O.DESCRIBE)
+    allow(core, R.TOPIC, "t", Op.READ)
+    allow(core, R.GROUP, "g", Op.DESCRIBE)
     c = client(core)
     md = c.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")],
                                 include_topic_authorized_operations=True, include_cluster_authorized_operations=True),
                 9)
-    assert md.topics[0].topic_authorized_operations == (1 << O.READ) | (1 << O.DESCRIBE)
+    assert md.topics[0].topic_authorized_operations == (1 << Op.READ) | (1 << Op.DESCRIBE)
     assert md.cluster_authorized_operations == 0  # no DESCRIBE on the cluster
     dc = c.send(DescribeClusterRequest(include_cluster_authorized_operations=True), 1)
     assert dc.cluster_authorized_operations == 0
-    allow(core, R.CLUSTER, CLUSTER_NAME, O.DESCRIBE, O.IDEMPOTENT_WRITE)
+    allow(core, R.CLUSTER, CLUSTER_NAME, Op.DESCRIBE, Op.IDEMPOTENT_WRITE)
     dc = c.send(DescribeClusterRequest(include_cluster_authorized_operations=True), 1)
-    assert dc.cluster_authorized_operations == (1 << O.DESCRIBE) | (1 << O.IDEMPOTENT_WRITE)
+    assert dc.cluster_authorized_operations == (1 << Op.DESCRIBE) | (1 << Op.IDEMPOTENT_WRITE)
     dg = c.send(DescribeGroupsRequest(groups=["g"], include_authorized_operations=True), 5)
-    assert dg.groups[0].authorized_operations == 1 << O.DESCRIBE
+    assert dg.groups[0].authorized_operations == 1 << Op.DESCRIBE
 
 
 @pytest.mark.rule("ACL-10")
 def test_transactional_and_idempotent_producers() -> None:
     core = secured("t")
-    allow(core, R.TOPIC, "t", O.WRITE)
+    allow(core, R.TOPIC, "t", Op.WRITE)
     c = client(core)
     txn = c.send(InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4)
     assert txn.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -267,7 +267,7 @@ def test_transactional_and_idempotent_producers() -> None:
     nobody = client(core, "User:bob")  # no WRITE anywhere, no IDEMPOTENT_WRITE
     idem = nobody.send(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4)
     assert idem.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    allow(core, R.CLUSTER, CLUSTER_NAME, O.IDEMPOTENT_WRITE, principal="User:bob")
+    allow(core, R.CLUSTER, CLUSTER_NAME, Op.IDEMPOTENT_WRITE, principal="User:bob")
     assert nobody.send(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4).error_code == 0
     markers = c.send(WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
         producer_id=1, producer_epoch=0, transaction_result=True, topics=[], coordinator_epoch=0)]), 1)
@@ -281,8 +281,8 @@ def test_transactional_and_idempotent_producers() -> None:
 @pytest.mark.rule("ACL-9")
 def test_share_groups_need_group_read_and_topic_read() -> None:
     core = secured("s")
-    allow(core, R.GROUP, "sg", O.READ)
-    allow(core, R.TOPIC, "s", O.DESCRIBE)
+    allow(core, R.GROUP, "sg", Op.READ)
+    allow(core, R.TOPIC, "s", Op.DESCRIBE)
     m = ShareClient(core)
     m.c.conn.principal = ALICE
     theirs = ShareClient(core, group="other")
@@ -292,7 +292,7 @@ def test_share_groups_need_group_read_and_topic_read() -> None:
     m.join(["s"])
     resp = m.fetch({"s": [0]})
     assert partition_data(resp).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # DESCRIBE is not READ
-    allow(core, R.TOPIC, "s", O.READ, O.WRITE)
+    allow(core, R.TOPIC, "s", Op.READ, Op.WRITE)
     m.fetch({"s": [0]})  # initialises the share partition (at the log end)
     assert produce(client(core), "s") == {"s": ErrorCode.NONE}
     resp = m.fetch({"s": [0]})
@@ -316,5 +316,5 @@ def test_dlq_group_config_needs_alter_configs_on_the_group_only() -> None:
         return resp.responses[0].error_code
 
     assert set_dlq() == ErrorCode.GROUP_AUTHORIZATION_FAILED
-    allow(core, R.GROUP, "sg", O.ALTER_CONFIGS)
+    allow(core, R.GROUP, "sg", Op.ALTER_CONFIGS)
     assert set_dlq() == ErrorCode.NONE
