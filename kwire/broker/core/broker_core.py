@@ -36,6 +36,7 @@ from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.dispatch import HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
 from kwire.broker.core.log import LogConfig
+from kwire.broker.core.quotas import CLIENT_QUOTAS_SETTING
 from kwire.broker.core.sasl import SaslAuthenticationError, SaslExchange, evaluate_token
 from kwire.clock import Clock, JumpClock, ManualClock
 from kwire.errors import DecodeError, KafkaError, KwireError, UnknownApiKeyError, UnsupportedVersionError
@@ -66,6 +67,9 @@ class ConnInfo:
     authenticated: bool = False
     principal: str = "User:ANONYMOUS"
     sasl_state: SaslExchange | None = None
+    # KIP-219: a throttled connection reads no request before this broker time (quotas).
+    muted_until_ms: int = 0
+    received_ms: int | None = None  # when the request being handled arrived (a muted one waits)
 
 
 @dataclass(slots=True)
@@ -98,12 +102,13 @@ class Exchange:
     response_bytes: bytes | None = None
     closed: str | None = None
     response_at_ms: int | None = None  # broker time the answer was made
+    received_at_ms: int | None = None  # broker time the request's bytes arrived (before any mute)
 
 
 class Reply:
     """A deferred answer: whoever completes the request calls ``send`` once."""
 
-    __slots__ = ("core", "conn_id", "api_key", "api_version", "correlation_id", "done", "exchange")
+    __slots__ = ("core", "conn_id", "api_key", "api_version", "correlation_id", "done", "exchange", "ctx")
 
     def __init__(self, core: BrokerCore, ctx: RequestContext) -> None:
         self.core = core
@@ -112,11 +117,14 @@ class Reply:
         self.api_version = ctx.api_version
         self.correlation_id = ctx.correlation_id
         self.exchange = ctx.exchange
+        self.ctx = ctx
         self.done = False
 
-    def send(self, response: Any) -> None:
+    def send(self, response: Any, *, throttled: bool = False) -> None:
         if self.done:
             return
+        if not throttled and self.core.throttle(self.ctx, response, self):
+            return  # an old version's answer waits out its throttle time (KIP-219)
         self.done = True
         self.core._unanswered.pop(self, None)
         try:
@@ -152,6 +160,7 @@ class RequestContext:
     header: Any
     exchange: Exchange | None = None
     deferred: Reply | None = None
+    request_size: int = 0  # the request's bytes (producer_byte_rate counts them)
 
     @property
     def broker_id(self) -> int:
@@ -231,6 +240,8 @@ class BrokerCore:
         self.configs = ConfigStore(static_broker=dict(config.settings))
         for k, v in config.settings.items():
             # The authorizer's own settings are not KafkaConfig keys: kept as written (StandardAuthorizer).
+            if k == CLIENT_QUOTAS_SETTING:
+                continue  # kwire's own: the client quotas to start with (ClientQuotas reads it)
             self.configs.set(ResourceType.BROKER, "", k, v, static=True, custom=k in AUTHORIZER_SETTINGS)
         self.configs.format_cluster()  # the cluster-level defaults a new Kafka cluster has
         if "socket.request.max.bytes" in config.settings:
@@ -331,12 +342,14 @@ class BrokerCore:
         if self.recording is not None:
             exchange = Exchange(self.clock.now_ms(), conn.conn_id, conn.broker_id, api_key, api_version, corr,
                                 frame.client_id, frame.body, bytes(payload))
+            exchange.received_at_ms = conn.received_ms if conn.received_ms is not None else exchange.at_ms
             self.recording.append(exchange)
         if conn.sasl_mechanism is not None and not conn.authenticated and api_key not in (
             ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
         ):
             return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
-        ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange)
+        ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange,
+                             request_size=len(payload))
         node = self.cluster.nodes.get(conn.broker_id)
         if node is not None and not node.up:
             return self._close(conn, f"broker {conn.broker_id} is down", exchange)
@@ -442,8 +455,11 @@ class BrokerCore:
     def _respond(self, ctx: RequestContext, response: Any) -> Outcome:
         if response is None:
             if ctx.deferred is None:
+                self.throttle(ctx, None, None)  # an acks=0 produce still counts against its quota
                 return SEND_NOTHING
             return self._deferred(ctx.deferred)
+        if self.throttle(ctx, response, None):
+            return self._deferred(ctx.defer())  # sent when its throttle time has passed
         try:
             data = encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id)
         except KwireError as exc:
@@ -454,6 +470,24 @@ class BrokerCore:
             ctx.exchange.response_bytes = as_bytes(data)
             self.answered(ctx.exchange)
         return Outcome("send", data)
+
+    def throttle(self, ctx: RequestContext, response: Any, reply: Reply | None) -> bool:
+        """Quotas (KIP-219): record what the response costs, set its ThrottleTimeMs and mute the
+        connection that long. True when the answer itself must wait (a version from before
+        KIP-219, whose client does not throttle itself): it is then sent by a deadline."""
+        quotas = self.subsystems.quotas
+        if quotas is None or not quotas.entities:
+            return False
+        ms = quotas.throttle_response(ctx, response)
+        if ms <= 0:
+            return False
+        now = self.clock.now_ms()
+        if quotas.client_throttles(ctx.api_key, ctx.api_version) or response is None:
+            ctx.conn.muted_until_ms = max(ctx.conn.muted_until_ms, now + ms)
+            return False
+        late = reply if reply is not None else ctx.defer()
+        self.deadlines.at(now + ms, lambda: late.send(response, throttled=True))
+        return True
 
     def answered(self, exchange: Exchange) -> None:
         """A recorded request got its answer: stamp the time and tell ``on_answer`` (``kwire broker -v``)."""

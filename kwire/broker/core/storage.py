@@ -385,6 +385,9 @@ class Storage(Subsystem):
         acl = core.subsystems.acl
         if acl is not None and acl.acls:
             out["acls"] = acl.snapshot()
+        quotas = core.subsystems.quotas
+        if quotas is not None and quotas.entities:
+            out["client_quotas"] = quotas.snapshot()
         return out
 
     def save_metadata(self) -> None:
@@ -666,6 +669,11 @@ class Storage(Subsystem):
                 core.subsystems.acl.restore(meta["acls"])
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 self._report(f"ACLs unreadable ({exc}); the cluster starts without ACLs")
+        if meta.get("client_quotas") and core.subsystems.quotas is not None:
+            try:
+                core.subsystems.quotas.restore(meta["client_quotas"])
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                self._report(f"client quotas unreadable ({exc}); the cluster starts without quotas")
 
     def _restore_producer_ids(self, saved_next: int) -> None:
         """Never hand out a producer id again that a batch in the logs (or the last run) used.

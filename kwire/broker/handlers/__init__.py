@@ -69,6 +69,8 @@ HANDLER_MODULES = (
     "describe_acls",
     "create_acls",
     "delete_acls",
+    "describe_client_quotas",
+    "alter_client_quotas",
 )
 
 

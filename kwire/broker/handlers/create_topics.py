@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from kwire.broker.core.cluster import validate_topic_name
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.handlers._auth import AclOperation, may_create_topic, topic_denied
+from kwire.broker.handlers._quota import mutation_quota
 from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_topics import (
@@ -130,7 +131,14 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
                 res.error_message = "Unable to perform excessively large batch operation."
                 res.num_partitions = res.replication_factor = -1
         return CreateTopicsResponse(topics=results)
+    quota = mutation_quota(ctx, strict_from=6)  # QUO-4
     for t, res, parts, rf, assignments in plans:
+        try:
+            quota.record(parts)
+        except KafkaError as exc:
+            res.error_code, res.error_message = exc.code, exc.message
+            res.num_partitions = res.replication_factor = -1
+            continue
         if req.validate_only:
             res.num_partitions, res.replication_factor = parts, rf
             continue
@@ -150,7 +158,7 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
                                                            config_source=int(e.source), is_sensitive=e.sensitive)
                 for e in core.configs.describe(ResourceType.TOPIC, t.name)
             ]
-    return CreateTopicsResponse(topics=results)
+    return CreateTopicsResponse(topics=results, throttle_time_ms=quota.throttle_ms)
 
 
 def error_response(ctx: RequestContext, req: CreateTopicsRequest, code: int) -> CreateTopicsResponse:
