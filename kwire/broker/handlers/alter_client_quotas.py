@@ -31,7 +31,8 @@ def handle(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuo
     out = []
     for e in req.entries:
         entity = tuple((x.entity_type, x.entity_name) for x in e.entity)
-        code, message = ErrorCode.NONE, None
+        code: int = ErrorCode.NONE
+        message: str | None = None
         try:
             quotas.alter(entity, [(op.key, None if op.remove else op.value) for op in e.ops], req.validate_only)
         except KafkaError as exc:
