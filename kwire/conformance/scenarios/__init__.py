@@ -21,6 +21,7 @@ from kwire.conformance.scenarios.base import (
 )
 from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, group_migration, kip848_group
+from kwire.conformance.scenarios.quotas import quota_throttle
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
 from kwire.conformance.scenarios.transactions import transactions
@@ -45,6 +46,7 @@ SCENARIOS: dict[str, Scenario] = {
     "group_migration": group_migration,
     "failover": failover,
     "transactions": transactions,
+    "quota_throttle": quota_throttle,
     **SHARE_SCENARIOS,
 }
 
@@ -57,6 +59,7 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "group_migration": frozenset({"produce", "member"}),
     "failover": frozenset({"producer", "consume"}),
     "transactions": frozenset({"txn_producer", "consume"}),
+    "quota_throttle": frozenset({"produce", "consume"}),
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
     **{name: frozenset() for name in SHARE_SCENARIOS},
 }
