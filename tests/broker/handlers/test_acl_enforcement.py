@@ -41,7 +41,10 @@ from kwire.protocol.messages.metadata import MetadataRequest
 from kwire.protocol.messages.offset_commit import OffsetCommitRequest
 from kwire.protocol.messages.offset_fetch import OffsetFetchRequest
 from kwire.protocol.messages.produce import ProduceRequest
-from kwire.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from kwire.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequest_WritableTxnMarkerTopic,
+)
 from kwire.protocol.registry import ApiKey
 from tests.broker.helpers import CoreClient, batch, make_core
 from tests.broker.share_helpers import ShareClient, partition_data
@@ -213,9 +216,15 @@ def test_group_apis_fail_whole_or_per_group_as_kafka_apis() -> None:
     described = c.send(DescribeGroupsRequest(groups=["theirs", "mine"]), 5)
     assert [(g.group_id, g.error_code) for g in described.groups] == [
         ("theirs", ErrorCode.GROUP_AUTHORIZATION_FAILED), ("mine", ErrorCode.NONE)]
-    core.subsystems.groups.classic.join  # noqa: B018 - the classic coordinator exists
-    listed = c.send(ListGroupsRequest(), 4)
-    assert all(g.group_id == "mine" for g in listed.groups)
+    allow(core, R.GROUP, "theirs", Op.READ, principal="User:bob")
+    allow(core, R.TOPIC, "t", Op.READ, principal="User:bob")
+    bob = client(core, "User:bob")
+    bob.send(OffsetCommitRequest(group_id="theirs", generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]), 8)
+    assert sorted(g.group_id for g in c.send(ListGroupsRequest(), 4).groups) == ["mine"]
+    allow(core, R.CLUSTER, CLUSTER_NAME, Op.DESCRIBE)  # DESCRIBE on the cluster lists every group
+    assert sorted(g.group_id for g in c.send(ListGroupsRequest(), 4).groups) == ["mine", "theirs"]
     coord = c.send(FindCoordinatorRequest(key_type=0, coordinator_keys=["mine", "theirs"]), 4)
     assert [x.error_code for x in coord.coordinators] == [ErrorCode.NONE, ErrorCode.GROUP_AUTHORIZATION_FAILED]
     old = c.send(FindCoordinatorRequest(key="theirs", key_type=0), 3)
@@ -269,9 +278,14 @@ def test_transactional_and_idempotent_producers() -> None:
     assert idem.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     allow(core, R.CLUSTER, CLUSTER_NAME, Op.IDEMPOTENT_WRITE, principal="User:bob")
     assert nobody.send(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4).error_code == 0
-    markers = c.send(WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
-        producer_id=1, producer_epoch=0, transaction_result=True, topics=[], coordinator_epoch=0)]), 1)
-    assert markers.markers[0].topics == [] or markers.markers  # answered, not closed
+    marker = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=1, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+        topics=[WriteTxnMarkersRequest_WritableTxnMarkerTopic(name="t", partition_indexes=[0])])])
+    denied = c.send(marker, 1)
+    assert denied.markers[0].topics[0].partitions[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    allow(core, R.CLUSTER, CLUSTER_NAME, Op.ALTER)  # ALTER on the cluster also lets markers through
+    assert client(core).send(marker, 1).markers[0].topics[0].partitions[0].error_code != \
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     add = c.send(AddPartitionsToTxnRequest(transactions=[
         AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(transactional_id="tx", producer_id=1,
                                                                 producer_epoch=0, verify_only=True, topics=[])]), 4)
