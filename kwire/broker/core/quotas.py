@@ -407,6 +407,22 @@ class ClientQuotas(Subsystem):
             response.throttle_time_ms = ms
         return ms
 
+    def cap_fetch(self, ctx: RequestContext, request: Any) -> None:
+        """KafkaApis.handleFetchRequest: a fetch asks for at most ClientQuotaManager.maxValueInQuotaWindow
+        (bound x (samples - 1) x window) bytes, and MinBytes no more than that, so that one answer
+        alone never exceeds the consumer quota (QUO-3)."""
+        if not self.enabled("consumer_byte_rate"):
+            return
+        from kwire.broker.core.acl import principal_of
+
+        limit, _, _ = self.lookup("consumer_byte_rate", principal_of(ctx.conn).partition(":")[2], ctx.client_id or "")
+        if limit is None:
+            return
+        num, window_ms = self._settings("")
+        cap = int(min(limit * (num - 1) * window_ms / 1000, 2**31 - 1))
+        request.max_bytes = min(request.max_bytes, cap)
+        request.min_bytes = min(request.min_bytes, request.max_bytes)
+
     def mutation_quota(self, ctx: RequestContext, strict_from: int) -> MutationQuota:
         """ControllerMutationQuotaManager.newQuotaFor: strict from ``strict_from`` on, else permissive."""
         from kwire.broker.core.acl import principal_of

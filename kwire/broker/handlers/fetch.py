@@ -165,6 +165,8 @@ class FetchPoll:
 
 def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     core = ctx.core
+    if core.subsystems.quotas is not None:
+        core.subsystems.quotas.cap_fetch(ctx, req)  # QUO-3: one answer fits the consumer quota's window
     sessions = core.subsystems.fetch_sessions
     updates, forgotten = _targets(ctx, req)
     try:

@@ -18,10 +18,12 @@ from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, uniq
 __all__ = ["quota_throttle", "QUOTA_BYTES_PER_S"]
 
 SCENARIO = "quota_throttle"
-# 64 records of 4 KiB against 16 KiB/s: the first 10 s window holds 160 KiB, so producing and
-# fetching 256 KiB each throttle once, by a few seconds (QUO-2).
+# 4 produce calls of 16 records of 4 KiB against 16 KiB/s: the first 10 s window holds 160 KiB, so
+# producing and fetching 256 KiB throttle both (QUO-2). A fetch asks for at most 160 KiB (QUO-3) and
+# each produce call stays below that, so every batch can be fetched.
 QUOTA_BYTES_PER_S = 16 * 1024
-_RECORDS = 64
+_CALLS, _PER_CALL = 4, 16
+_RECORDS = _CALLS * _PER_CALL
 _VALUE = b"q" * 4096
 
 
@@ -35,7 +37,8 @@ def quota_throttle(adapter: ClientAdapter, bootstrap: str, control: BrokerContro
     records = [Record(f"k{i}".encode(), _VALUE + str(i).encode(), (), partition=0) for i in range(_RECORDS)]
     set_quota("client-id=<default>", producer_byte_rate=QUOTA_BYTES_PER_S, consumer_byte_rate=QUOTA_BYTES_PER_S)
     try:
-        adapter.produce(bootstrap, topic, records, timeout_s=90)
+        for i in range(_CALLS):
+            adapter.produce(bootstrap, topic, records[i * _PER_CALL:(i + 1) * _PER_CALL], timeout_s=90)
         consumed = adapter.consume(bootstrap, topic, group_id=None, count=len(records), timeout_s=90)
     finally:
         set_quota("client-id=<default>", producer_byte_rate=None, consumer_byte_rate=None)

@@ -215,3 +215,18 @@ def test_client_rule_cr10_flags_requests_sent_during_a_throttle() -> None:
 class ProduceResponseStub:
     def __init__(self, throttle_time_ms: int) -> None:
         self.throttle_time_ms = throttle_time_ms
+
+
+@pytest.mark.rule("QUO-3")
+def test_a_fetch_asks_for_no_more_than_the_quota_window_holds() -> None:
+    """ClientQuotaManager.maxValueInQuotaWindow: 100 B/s x 10 windows = 1000 bytes per fetch, so a
+    consumer behind its quota still makes progress (two 600-byte batches come one per fetch)."""
+    core, _ = make_core(settings={QUOTAS: "user=ANONYMOUS:consumer_byte_rate=100"})
+    core.create_topic("t", 1)
+    c = CoreClient(core)
+    c.send(produce_req(size=600), 9)
+    c.send(produce_req(size=600), 9)
+    first = c.send(fetch_req(), 11)
+    assert first.throttle_time_ms == 0
+    records = first.responses[0].partitions[0].records
+    assert 600 < len(records) < 1000  # one batch: the second would pass the 1000-byte cap
