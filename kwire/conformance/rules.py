@@ -588,27 +588,36 @@ def _check_acks_held(frames: Sequence[Frame]) -> Found:
     return out
 
 
+# A Produce that arrives this soon after a throttled answer may have been written before the client
+# read that answer (producers keep several requests in flight); later ones were sent knowingly.
+_IN_FLIGHT_GRACE_MS = {_PRODUCE: 20}
+
+
 def _check_throttle_honoured(frames: Sequence[Frame]) -> Found:
     """KIP-219: after a response with ThrottleTimeMs > 0 (a version whose client throttles itself),
-    nothing more is sent on that connection until the time has passed."""
+    nothing more is sent on that connection until the time has passed. A request that arrived
+    before the answer was made (or, for a Produce, within the in-flight grace after it) was
+    already on its way and is not counted."""
     from kwire.broker.core.quotas import ClientQuotas
 
-    quiet: dict[tuple[int, int], tuple[int, Frame]] = {}  # connection -> (quiet until, the throttled frame)
+    # connection -> (answer made at, quiet until, the throttled frame)
+    quiet: dict[tuple[int, int], tuple[int, int, Frame]] = {}
     out: Found = []
     for f in frames:
         key = (f.broker_id, f.conn_id)
         arrived = f.received_at_ms if f.received_at_ms is not None else f.at_ms
         held = quiet.get(key)
-        if held is not None and arrived < held[0]:
-            out.append((f.connection, f"{f.api_name()} sent {held[0] - arrived} ms before the throttle time "
-                                      f"({getattr(held[1].response, 'throttle_time_ms', 0)} ms) of "
-                                      f"{held[1].api_name()} #{held[1].index} had passed", (held[1], f)))
+        if held is not None and held[0] + _IN_FLIGHT_GRACE_MS.get(f.api_key, 0) <= arrived < held[1]:
+            out.append((f.connection, f"{f.api_name()} sent {held[1] - arrived} ms before the throttle time "
+                                      f"({getattr(held[2].response, 'throttle_time_ms', 0)} ms) of "
+                                      f"{held[2].api_name()} #{held[2].index} had passed", (held[2], f)))
             quiet.pop(key)
+            held = None
         throttle = getattr(f.response, "throttle_time_ms", 0) or 0
         if throttle > 0 and f.response_at_ms is not None and ClientQuotas.client_throttles(f.api_key, f.api_version):
             until = f.response_at_ms + throttle
-            if held is None or until > held[0]:
-                quiet[key] = (until, f)
+            if held is None or until > held[1]:
+                quiet[key] = (f.response_at_ms, until, f)
     return out
 
 

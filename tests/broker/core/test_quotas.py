@@ -211,6 +211,14 @@ def test_client_rule_cr10_flags_requests_sent_during_a_throttle() -> None:
     old = Frame(0, 0, 1, 7, 0, 5, 1, "app", None, response=ProduceResponseStub(200), response_at_ms=100)
     assert check_frames([old, early], [rule]) == []  # v5: the broker held the answer, not the client's job
 
+    def produce_at(ms: int) -> Frame:
+        return Frame(1, ms, 1, 7, 0, 9, 2, "app", None, received_at_ms=ms, response_at_ms=ms)
+
+    # A Produce already in flight (before the answer, or within the 20 ms grace) is not counted.
+    assert check_frames([throttled, produce_at(95)], [rule]) == []
+    assert check_frames([throttled, produce_at(110)], [rule]) == []
+    assert [v.rule_id for v in check_frames([throttled, produce_at(150)], [rule])] == ["CR-10"]
+
 
 class ProduceResponseStub:
     def __init__(self, throttle_time_ms: int) -> None:
