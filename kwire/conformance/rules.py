@@ -590,7 +590,7 @@ def _check_acks_held(frames: Sequence[Frame]) -> Found:
 
 # A Produce that arrives this soon after a throttled answer may have been written before the client
 # read that answer (producers keep several requests in flight); later ones were sent knowingly.
-_IN_FLIGHT_GRACE_MS = {_PRODUCE: 20}
+_IN_FLIGHT_GRACE_MS = {_PRODUCE: 100}
 
 
 def _check_throttle_honoured(frames: Sequence[Frame]) -> Found:
