@@ -583,6 +583,68 @@ class Broker:
             self.core.metadata_changed()
         self.call(run)
 
+    # --- ACLs and quotas (the authorizer needs ``authorizer.class.name`` in the settings) ---------
+    def add_acl(self, principal: str, operation: str, resource_type: str, name: str, *, pattern: str = "LITERAL",
+                permission: str = "ALLOW", host: str = "*") -> None:
+        """Add an ACL, e.g. ``add_acl("User:alice", "READ", "TOPIC", "orders")`` (names as in Kafka's enums)."""
+        from kwire.broker.core.acl import AclBinding, AclOperation, AclPermission, PatternType
+        from kwire.broker.core.acl import ResourceType as AclResource
+
+        binding = AclBinding(AclResource[resource_type.upper()], name, PatternType[pattern.upper()], principal, host,
+                             AclOperation[operation.upper()], AclPermission[permission.upper()])
+        self.call(lambda: self._acl().create(binding))
+
+    def remove_acls(self, *, principal: str | None = None, resource_type: str = "ANY", name: str | None = None,
+                    pattern: str = "ANY", operation: str = "ANY", permission: str = "ANY",
+                    host: str | None = None) -> int:
+        """Delete the ACLs a filter matches (DeleteAcls semantics); returns how many went."""
+        flt = self._acl_filter(principal, resource_type, name, pattern, operation, permission, host)
+        return self.call(lambda: len(self._acl().delete(flt)))
+
+    def acls(self, **filter_args: Any) -> list[dict[str, str]]:
+        """The ACLs (all, or those a filter as in ``remove_acls`` matches), as names."""
+        flt = self._acl_filter(**filter_args)
+        return self.call(lambda: [dict(zip(("resource_type", "name", "pattern", "principal", "host", "operation",
+                                            "permission"), b.to_json(), strict=True))
+                                  for b in self._acl().describe(flt)])
+
+    def _acl(self) -> Any:
+        acl = self.core.subsystems.acl
+        assert acl is not None
+        return acl
+
+    @staticmethod
+    def _acl_filter(principal: str | None = None, resource_type: str = "ANY", name: str | None = None,
+                    pattern: str = "ANY", operation: str = "ANY", permission: str = "ANY",
+                    host: str | None = None) -> Any:
+        from kwire.broker.core.acl import AclFilter, AclOperation, AclPermission, PatternType
+        from kwire.broker.core.acl import ResourceType as AclResource
+
+        return AclFilter(AclResource[resource_type.upper()], name, PatternType[pattern.upper()], principal, host,
+                         AclOperation[operation.upper()], AclPermission[permission.upper()])
+
+    def set_quota(self, entity: str, **values: float | None) -> None:
+        """Set (None: remove) client quotas of an entity, e.g. ``set_quota("user=alice,client-id=app",
+        producer_byte_rate=1024)``; ``<default>`` or an empty name is the default entity."""
+        from kwire.broker.core.quotas import parse_entity
+
+        ent = parse_entity(entity)
+
+        def run() -> None:
+            quotas = self.core.subsystems.quotas
+            assert quotas is not None
+            quotas.alter(ent, list(values.items()))
+        self.call(run)
+
+    def quotas(self) -> dict[str, dict[str, float]]:
+        """Every quota entity (as ``user=alice,client-id=<default>``) and its values."""
+        def run() -> dict[str, dict[str, float]]:
+            quotas = self.core.subsystems.quotas
+            assert quotas is not None
+            return {",".join(f"{t}={'<default>' if n is None else n}" for t, n in e): dict(v)
+                    for e, v in quotas.entities.items()}
+        return self.call(run)
+
     # --- faults -----------------------------------------------------------------------------
     def inject_error(self, *, api_key: int | str | None = None, error_code: int | str, times: int | None = 1,
                      broker_id: int | None = None, topic: str | None = None, partition: int | None = None,

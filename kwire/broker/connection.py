@@ -16,7 +16,10 @@ from kwire.errors import DecodeError, FrameTooLargeError
 from kwire.protocol.framing import FrameBuffer
 from kwire.protocol.splice import Buffer, FramePieces
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "UNMUTE"]
+
+# Put in the core's outbox by a throttled connection's deadline: not a frame, a nudge to read again.
+UNMUTE: bytes = bytes(bytearray(b"unmute"))
 
 _SIZE_PREFIX_BYTES = 4
 _TLS_HANDSHAKE_RECORD = 0x1603  # content type 22, version 3.x: what a ClientHello starts with
@@ -27,19 +30,20 @@ _JOIN_BELOW = 64 * 1024
 
 class Connection:
     __slots__ = ("core", "info", "_frames", "_queue", "_out", "_out_bytes", "busy", "closed", "close_reason",
-                 "_pre_auth_limit")
+                 "_pre_auth_limit", "_unmute_at")
 
     def __init__(self, core: BrokerCore, broker_id: int, peer: str = "", listener: str | None = None) -> None:
         self.core = core
         self.info: ConnInfo = core.connect(broker_id, peer, listener)
         self._frames = FrameBuffer(core.config.max_request_bytes)
         self._pre_auth_limit = core.configs.get_int(ResourceType.BROKER, "", "sasl.server.max.receive.size")
-        self._queue: deque[bytearray] = deque()
+        self._queue: deque[tuple[bytearray, int]] = deque()  # (frame, broker time it arrived)
         self._out: list[Buffer] = []
         self._out_bytes = 0
         self.busy = False
         self.closed = False
         self.close_reason = ""
+        self._unmute_at = 0  # the unmute deadline already set (KIP-219 throttling)
 
     @property
     def conn_id(self) -> int:
@@ -70,8 +74,9 @@ class Connection:
         self._frames.max_frame_bytes = (self._pre_auth_limit if info.sasl_mechanism is not None
                                         and not info.authenticated else self.core.config.max_request_bytes)
         try:
+            now = self.core.clock.now_ms()
             for payload in self._frames.frames():
-                self._queue.append(payload)
+                self._queue.append((payload, now))
         except (FrameTooLargeError, DecodeError) as exc:
             reason = str(exc)
             if isinstance(exc, FrameTooLargeError) and exc.size >> 16 == _TLS_HANDSHAKE_RECORD:
@@ -83,7 +88,9 @@ class Connection:
 
     def _pump(self) -> None:
         while not self.busy and self._queue and not self.closed:
-            payload = self._queue.popleft()
+            if self._muted():
+                break
+            payload, self.info.received_ms = self._queue.popleft()
             outcome = self.core.handle(self.info, payload)
             if outcome.kind == "send":
                 self._queue_frame(outcome.data)
@@ -92,9 +99,25 @@ class Connection:
             elif outcome.kind == "close":
                 self.close(outcome.reason)
 
+    def _muted(self) -> bool:
+        """KIP-219: a throttled connection handles nothing until its throttle time has passed
+        (its requests wait here, in arrival order); a deadline nudges it when the time comes."""
+        until = self.info.muted_until_ms
+        core = self.core
+        if until <= core.clock.now_ms():
+            return False
+        if self._unmute_at != until:
+            self._unmute_at = until
+            conn_id = self.conn_id
+            core.deadlines.at(until, lambda: core.outbox.append((conn_id, UNMUTE)))
+        return True
+
     def complete(self, data: bytes | FramePieces | None) -> None:
         """A deferred response is ready (None: close instead of answering)."""
         if self.closed:
+            return
+        if data is UNMUTE:
+            self._pump()
             return
         self.busy = False
         if data is None:

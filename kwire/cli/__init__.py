@@ -21,6 +21,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("kwire.cli.topics", "list a cluster's topics, partitions and offsets"),
     "groups": ("kwire.cli.groups", "list a cluster's groups with members and lag"),
     "configs": ("kwire.cli.configs", "describe and alter topic, broker, group and client-quota configs"),
+    "acls": ("kwire.cli.acls", "list, add and remove a cluster's ACLs"),
     "demo": ("kwire.cli.demo", "start the broker and run a produce/consume demo"),
     "conform": ("kwire.cli.conform", "run real Kafka clients through the conformance scenarios"),
     "fuzz": ("kwire.cli.fuzz", "fuzz a broker it starts (mutated and generated requests)"),

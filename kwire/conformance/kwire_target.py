@@ -78,6 +78,10 @@ class KwireControl:
     def live_node_ids(self) -> list[int]:
         return self.broker.live_node_ids()
 
+    def set_quota(self, entity: str, **values: float | None) -> None:
+        """Client quotas for the quota scenario (``Broker.set_quota``)."""
+        self.broker.set_quota(entity, **values)
+
     def leader_of(self, topic: str, partition: int) -> int:
         return self.broker.leader_of(topic, partition)
 

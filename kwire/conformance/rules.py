@@ -61,6 +61,8 @@ class Frame:
     request: Any  # decoded body; None when even a lenient decode failed
     response: Any = None  # decoded body; None when none was sent (closed, acks=0, undecodable)
     closed: str | None = None
+    received_at_ms: int | None = None  # when the request arrived (a throttled connection holds it)
+    response_at_ms: int | None = None  # when the answer was made
 
     @property
     def connection(self) -> str:
@@ -202,7 +204,7 @@ def frames_from_exchanges(exchanges: Iterable[Any]) -> list[Frame]:
             except (KwireError, ValueError):
                 response = None
         out.append(Frame(i, ex.at_ms, ex.broker_id, ex.conn_id, key, version, corr, client_id, request,
-                         response, ex.closed))
+                         response, ex.closed, getattr(ex, "received_at_ms", None), getattr(ex, "response_at_ms", None)))
     return out
 
 
@@ -594,6 +596,39 @@ def _check_acks_held(frames: Sequence[Frame]) -> Found:
     return out
 
 
+# A Produce that arrives this soon after a throttled answer may have been written before the client
+# read that answer (producers keep several requests in flight); later ones were sent knowingly.
+_IN_FLIGHT_GRACE_MS = {_PRODUCE: 100}
+
+
+def _check_throttle_honoured(frames: Sequence[Frame]) -> Found:
+    """KIP-219: after a response with ThrottleTimeMs > 0 (a version whose client throttles itself),
+    nothing more is sent on that connection until the time has passed. A request that arrived
+    before the answer was made (or, for a Produce, within the in-flight grace after it) was
+    already on its way and is not counted."""
+    from kwire.broker.core.quotas import ClientQuotas
+
+    # connection -> (answer made at, quiet until, the throttled frame)
+    quiet: dict[tuple[int, int], tuple[int, int, Frame]] = {}
+    out: Found = []
+    for f in frames:
+        key = (f.broker_id, f.conn_id)
+        arrived = f.received_at_ms if f.received_at_ms is not None else f.at_ms
+        held = quiet.get(key)
+        if held is not None and held[0] + _IN_FLIGHT_GRACE_MS.get(f.api_key, 0) <= arrived < held[1]:
+            out.append((f.connection, f"{f.api_name()} sent {held[1] - arrived} ms before the throttle time "
+                                      f"({getattr(held[2].response, 'throttle_time_ms', 0)} ms) of "
+                                      f"{held[2].api_name()} #{held[2].index} had passed", (held[2], f)))
+            quiet.pop(key)
+            held = None
+        throttle = getattr(f.response, "throttle_time_ms", 0) or 0
+        if throttle > 0 and f.response_at_ms is not None and ClientQuotas.client_throttles(f.api_key, f.api_version):
+            until = f.response_at_ms + throttle
+            if held is None or until > held[1]:
+                quiet[key] = (f.response_at_ms, until, f)
+    return out
+
+
 RULES: tuple[Rule, ...] = (
     Rule("CR-1", "The client never sends a request version the broker did not advertise in ApiVersions.",
          _check_versions),
@@ -612,6 +647,8 @@ RULES: tuple[Rule, ...] = (
          _check_txn_partitions),
     Rule("CR-9", "A share consumer acknowledges only records it holds (acquired by it and not yet acknowledged).",
          _check_acks_held),
+    Rule("CR-10", "After a response with ThrottleTimeMs > 0 (KIP-219 versions), the client sends nothing on that "
+                  "connection before the throttle time has passed.", _check_throttle_honoured),
 )
 
 

@@ -342,3 +342,22 @@ def test_clean_traffic_breaks_no_rule(broker: Broker) -> None:
     assert len(recording) == 10
     assert check_recording(recording) == []
     assert check_frames([]) == []
+
+
+def test_cr10_a_request_sent_during_a_throttle_is_reported() -> None:
+    """CR-10: a produce over its quota answers with ThrottleTimeMs; a Metadata request sent right
+    away arrives while the connection is muted (it is handled only once the time has passed)."""
+    settings = {"kwire.client.quotas": "client-id=<default>:producer_byte_rate=1"}
+    with Broker(BrokerConfig(log_connections=False, settings=settings), manual_clock=True) as b:
+        b.create_topic(TOPIC, 1)
+        b.start_recording()
+        with _client(b) as c:
+            c.send(0, 9, _produce(-1, -1, -1, 50))
+            answer = c.recv_frame()
+            assert answer
+            c.send(3, 12, {"Topics": []})
+            b.wait_for_request(0)
+            b.advance(600_000)  # past the throttle: the muted Metadata is handled now
+            c.recv_frame()
+        [v] = _violations(b, "CR-10")
+        assert "before the throttle time" in v.explanation and v.frames[1].api_key == 3

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.config import BrokerConfig, SaslConfig
+from kwire.broker.core.acl import AUTHORIZER_SETTINGS
 from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
@@ -36,6 +37,7 @@ from kwire.broker.core.dispatch import HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
 from kwire.broker.core.listeners import Listener, listener_setting, parse_listeners
 from kwire.broker.core.log import LogConfig
+from kwire.broker.core.quotas import CLIENT_QUOTAS_SETTING
 from kwire.broker.core.sasl import SUPPORTED_MECHANISMS, SaslAuthenticationError, SaslExchange, evaluate_token
 from kwire.clock import Clock, JumpClock, ManualClock
 from kwire.errors import (
@@ -83,6 +85,9 @@ class ConnInfo:
     # during a re-authentication: the mechanism and principal it must keep (SEC-13)
     reauth_of: tuple[str, str] | None = None
     last_reauth_ms: int | None = None
+    # KIP-219: a throttled connection reads no request before this broker time (quotas).
+    muted_until_ms: int = 0
+    received_ms: int | None = None  # when the request being handled arrived (a muted one waits)
 
 
 @dataclass(slots=True)
@@ -119,12 +124,13 @@ class Exchange:
     # request was taken and its answer made, so a capture shows real latency, not broker-clock ms.
     at_us: int | None = None
     response_at_us: int | None = None
+    received_at_ms: int | None = None  # broker time the request's bytes arrived (before any mute)
 
 
 class Reply:
     """A deferred answer: whoever completes the request calls ``send`` once."""
 
-    __slots__ = ("core", "conn_id", "api_key", "api_version", "correlation_id", "done", "exchange")
+    __slots__ = ("core", "conn_id", "api_key", "api_version", "correlation_id", "done", "exchange", "ctx")
 
     def __init__(self, core: BrokerCore, ctx: RequestContext) -> None:
         self.core = core
@@ -133,11 +139,14 @@ class Reply:
         self.api_version = ctx.api_version
         self.correlation_id = ctx.correlation_id
         self.exchange = ctx.exchange
+        self.ctx = ctx
         self.done = False
 
-    def send(self, response: Any) -> None:
+    def send(self, response: Any, *, throttled: bool = False) -> None:
         if self.done:
             return
+        if not throttled and self.core.throttle(self.ctx, response, self):
+            return  # an old version's answer waits out its throttle time (KIP-219)
         self.done = True
         self.core._unanswered.pop(self, None)
         try:
@@ -173,6 +182,7 @@ class RequestContext:
     header: Any
     exchange: Exchange | None = None
     deferred: Reply | None = None
+    request_size: int = 0  # the request's bytes (producer_byte_rate counts them)
 
     @property
     def broker_id(self) -> int:
@@ -253,8 +263,12 @@ class BrokerCore:
         self.cluster = Cluster(nodes, self.rng, config.cluster_id)
         self.configs = ConfigStore(static_broker=dict(config.settings))
         for k, v in config.settings.items():
-            # listener.name.<l>.<key>: kept as Kafka keeps a listener-scoped key (SEC-1)
-            self.configs.set(ResourceType.BROKER, "", k, v, static=True, custom=k.startswith("listener.name."))
+            if k == CLIENT_QUOTAS_SETTING:
+                continue  # kwire's own: the client quotas to start with (ClientQuotas reads it)
+            # listener.name.<l>.<key>: kept as Kafka keeps a listener-scoped key (SEC-1); the
+            # authorizer's own settings are not KafkaConfig keys: kept as written (StandardAuthorizer)
+            self.configs.set(ResourceType.BROKER, "", k, v, static=True,
+                             custom=k.startswith("listener.name.") or k in AUTHORIZER_SETTINGS)
         self.listeners = parse_listeners(config.settings, default_port=config.port, sasl=config.sasl is not None,
                                          advertised_host=config.advertised_host)
         if config.sasl is None and any(li.protocol.sasl for li in self.listeners):
@@ -414,6 +428,7 @@ class BrokerCore:
             exchange = Exchange(self.clock.now_ms(), conn.conn_id, conn.broker_id, api_key, api_version, corr,
                                 frame.client_id, frame.body, bytes(payload))
             exchange.at_us = self.wire_clock_us() if self.wire_clock_us is not None else None
+            exchange.received_at_ms = conn.received_ms if conn.received_ms is not None else exchange.at_ms
             self.recording.append(exchange)
         if conn.authenticated and conn.sasl_mechanism:
             # KIP-368 (SocketServer.Processor.processCompletedReceives): a SaslHandshake on an
@@ -430,10 +445,17 @@ class BrokerCore:
             ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
         ):
             return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
-        ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange)
+        ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange,
+                             request_size=len(payload))
         node = self.cluster.nodes.get(conn.broker_id)
         if node is not None and not node.up:
             return self._close(conn, f"broker {conn.broker_id} is down", exchange)
+        acl = self.subsystems.acl
+        denied = acl.check_request(ctx, frame.body) if acl is not None else None
+        if denied is not None:  # the group, transactional id or cluster check of acl_rules.REQUEST_CHECKS
+            if api_key == ApiKey.PRODUCE and frame.body.acks == 0:  # no answer for acks=0: close (KafkaApis)
+                return self._close(conn, "acks=0 produce not authorized", exchange)
+            return self._error_answer(ctx, spec, frame.body, denied)
         rule = self.faults.match(api_key, conn.broker_id, frame.body) if self.faults.rules else None
         if rule is not None:
             outcome = self._apply_fault(rule, spec, ctx, frame.body)
@@ -552,8 +574,11 @@ class BrokerCore:
     def _respond(self, ctx: RequestContext, response: Any) -> Outcome:
         if response is None:
             if ctx.deferred is None:
+                self.throttle(ctx, None, None)  # an acks=0 produce still counts against its quota
                 return SEND_NOTHING
             return self._deferred(ctx.deferred)
+        if self.throttle(ctx, response, None):
+            return self._deferred(ctx.defer())  # sent when its throttle time has passed
         try:
             data = encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id)
         except KwireError as exc:
@@ -564,6 +589,24 @@ class BrokerCore:
             ctx.exchange.response_bytes = as_bytes(data)
             self.answered(ctx.exchange)
         return Outcome("send", data)
+
+    def throttle(self, ctx: RequestContext, response: Any, reply: Reply | None) -> bool:
+        """Quotas (KIP-219): record what the response costs, set its ThrottleTimeMs and mute the
+        connection that long. True when the answer itself must wait (a version from before
+        KIP-219, whose client does not throttle itself): it is then sent by a deadline."""
+        quotas = self.subsystems.quotas
+        if quotas is None or not quotas.entities:
+            return False
+        ms = quotas.throttle_response(ctx, response)
+        if ms <= 0:
+            return False
+        now = self.clock.now_ms()
+        if quotas.client_throttles(ctx.api_key, ctx.api_version) or response is None:
+            ctx.conn.muted_until_ms = max(ctx.conn.muted_until_ms, now + ms)
+            return False
+        late = reply if reply is not None else ctx.defer()
+        self.deadlines.at(now + ms, lambda: late.send(response, throttled=True))
+        return True
 
     def answered(self, exchange: Exchange) -> None:
         """A recorded request got its answer: stamp the time and tell ``on_answer`` (``kwire broker -v``)."""

@@ -420,6 +420,12 @@ class Storage(Subsystem):
         scram = core.subsystems.scram_credentials.snapshot()
         if scram:
             out["scram_credentials"] = scram
+        acl = core.subsystems.acl
+        if acl is not None and acl.acls:
+            out["acls"] = acl.snapshot()
+        quotas = core.subsystems.quotas
+        if quotas is not None and quotas.entities:
+            out["client_quotas"] = quotas.snapshot()
         return out
 
     def save_metadata(self) -> None:
@@ -765,6 +771,16 @@ class Storage(Subsystem):
                 core.subsystems.scram_credentials.restore(meta["scram_credentials"])
             except (KeyError, TypeError, ValueError) as exc:
                 self._report(f"SCRAM credentials unreadable ({exc}); the configured users remain")
+        if meta.get("acls") and core.subsystems.acl is not None:
+            try:
+                core.subsystems.acl.restore(meta["acls"])
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                self._report(f"ACLs unreadable ({exc}); the cluster starts without ACLs")
+        if meta.get("client_quotas") and core.subsystems.quotas is not None:
+            try:
+                core.subsystems.quotas.restore(meta["client_quotas"])
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                self._report(f"client quotas unreadable ({exc}); the cluster starts without quotas")
 
     def _restore_producer_ids(self, saved_next: int) -> None:
         """Never hand out a producer id again that a batch in the logs (or the last run) used.

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from kwire.broker.core.acl import Authorizer
     from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.fetch_sessions import FetchSessionCache
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.log_cleaner import LogCleaner
     from kwire.broker.core.offsets import OffsetStore
     from kwire.broker.core.producer_ids import ProducerIdManager
+    from kwire.broker.core.quotas import ClientQuotas
     from kwire.broker.core.retention import LogRetention
     from kwire.broker.core.sasl import SaslAuthority
     from kwire.broker.core.scram_credentials import ScramCredentialStore
@@ -81,7 +83,7 @@ class Subsystems:
     """The core's subsystems, one typed attribute each; ``installed()`` lists the present ones."""
 
     __slots__ = ("producer_ids", "fetch_sessions", "offsets", "groups", "retention", "cleaner", "scram_credentials",
-                 "sasl", "transactions", "share_groups", "share_sessions", "extra", "storage")
+                 "sasl", "transactions", "share_groups", "share_sessions", "extra", "storage", "acl", "quotas")
 
     def __init__(self, producer_ids: ProducerIdManager, fetch_sessions: FetchSessionCache, offsets: OffsetStore,
                  groups: GroupTable, retention: LogRetention, scram_credentials: ScramCredentialStore) -> None:
@@ -100,6 +102,8 @@ class Subsystems:
         # Subsystems without a slot of their own (a test's listener, an embedding's plug-in).
         self.extra: list[SubsystemHooks] = []
         self.storage: Storage | None = None
+        self.acl: Authorizer | None = None  # the ACLs and StandardAuthorizer (always installed)
+        self.quotas: ClientQuotas | None = None  # client quotas and their sensors (always installed)
 
     def installed(self) -> Iterator[SubsystemHooks]:
         """Every present subsystem in hook order: the fixed slots, the extras, storage last."""
@@ -111,7 +115,8 @@ class Subsystems:
         if self.cleaner is not None:
             yield self.cleaner
         yield self.scram_credentials
-        for sub in (self.sasl, self.transactions, self.share_groups, self.share_sessions):
+        for sub in (self.sasl, self.transactions, self.share_groups, self.share_sessions, self.acl,
+                    self.quotas):
             if sub is not None:
                 yield sub
         yield from self.extra
@@ -138,6 +143,12 @@ def install(core: BrokerCore) -> Subsystems:
     from kwire.broker.core.log_cleaner import LogCleaner
 
     subs.cleaner = LogCleaner(core)
+    from kwire.broker.core.acl import Authorizer
+
+    subs.acl = Authorizer(core)
+    from kwire.broker.core.quotas import ClientQuotas
+
+    subs.quotas = ClientQuotas(core)
     from kwire.broker.core.share_coordinator import ShareCoordinator
     from kwire.broker.core.txn_coordinator import LogMarkerWriter, coordinator_for_core
 

@@ -66,6 +66,11 @@ HANDLER_MODULES = (
     "describe_transactions",
     "list_transactions",
     "describe_producers",
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
+    "describe_client_quotas",
+    "alter_client_quotas",
 )
 
 

@@ -21,6 +21,7 @@ from kwire.broker.core.configs import (
     ConfigSource,
     ResourceType,
 )
+from kwire.broker.handlers._auth import AclOperation, require_config_resource
 from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
@@ -47,14 +48,16 @@ class Resource:
         return self.rtype is ResourceType.BROKER and self.requested_name == ""
 
 
-def resolve(ctx: RequestContext, resource_type: int, name: str) -> Resource:
-    """Check a resource the way ConfigHelper/ConfigAdminManager do; raises KafkaError."""
+def resolve(ctx: RequestContext, resource_type: int, name: str,
+            op: AclOperation = AclOperation.DESCRIBE_CONFIGS) -> Resource:
+    """Check a resource the way ConfigHelper/ConfigAdminManager do (``op`` its ACL); raises KafkaError."""
     try:
         rtype = ResourceType(resource_type)
     except ValueError:
         rtype = ResourceType.UNKNOWN
     if rtype not in SUPPORTED_TYPES:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype.name} ({resource_type})")
+    require_config_resource(ctx, rtype.name, name, op)  # ACL-7
     if rtype is ResourceType.TOPIC:
         validate_topic_name(name)
         if name not in ctx.core.cluster.topics:

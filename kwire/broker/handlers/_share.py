@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kwire.broker.core.share_coordinator import ShareCoordinator, share_coordinator, share_enabled
 from kwire.broker.core.share_groups import MAX_MEMBER_ID_LENGTH
 from kwire.broker.core.share_partition import AckBatch
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._common import leader_error
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -63,6 +64,8 @@ def resolve(ctx: RequestContext, topic_id: uuid.UUID, partition: int) -> Target:
     topic = ctx.core.cluster.topics_by_id.get(topic_id)
     if topic is None:
         return Target(topic_id, partition, None, ErrorCode.UNKNOWN_TOPIC_ID)
+    if topic_denied(ctx, AclOperation.READ, topic.name):  # ACL-9: READ on each topic, before the partition
+        return Target(topic_id, partition, topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if partition < 0 or partition >= len(topic.partitions):
         return Target(topic_id, partition, topic.name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     p: Partition = topic.partitions[partition]

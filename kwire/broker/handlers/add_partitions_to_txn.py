@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._txn import coordinator_or_error
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -52,10 +53,11 @@ def _one(ctx: RequestContext, tid: str, producer_id: int, producer_epoch: int, t
     if isinstance(txn, int):
         return {tp: txn for tp in tps}
     topics = ctx.core.cluster.topics
-    unknown = {tp for tp in tps if tp[0] not in topics or not 0 <= tp[1] < len(topics[tp[0]].partitions)}
-    if unknown:  # TX-11
-        return {tp: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED)
-                for tp in tps}
+    denied = {tp for tp in tps if ctx.api_version < 4 and topic_denied(ctx, AclOperation.WRITE, tp[0])}
+    unknown = {tp for tp in tps if tp[0] not in topics or not 0 <= tp[1] < len(topics[tp[0]].partitions)} - denied
+    if unknown or denied:  # TX-11 (ACL-5: a topic it may not write comes first)
+        return {tp: (ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in denied else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                     if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in tps}
     if verify_only:
         return txn.verify_partitions(tid, producer_id, producer_epoch, tps)
     try:

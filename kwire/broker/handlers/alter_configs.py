@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.handlers._auth import AclOperation
 from kwire.broker.handlers._configs import (
     check_bounds,
     check_broker_change,
@@ -53,7 +54,7 @@ Result = AlterConfigsResponse_AlterConfigsResourceResponse
 
 def _alter(ctx: RequestContext, r: AlterConfigsRequest_AlterConfigsResource, validate_only: bool) -> None:
     """Raises KafkaError with the resource's answer."""
-    res = resolve(ctx, r.resource_type, r.resource_name)
+    res = resolve(ctx, r.resource_type, r.resource_name, AclOperation.ALTER_CONFIGS)
     defs = ctx.core.configs.definitions(res.rtype)
     new = static_settings(ctx.core, res)
     check_broker_change(ctx.core, res, [(c.name, c.value) for c in r.configs if c.value is not None])

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.share_coordinator import share_coordinator, share_enabled
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._groups import fitted, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -60,6 +61,10 @@ def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> AlterShar
         topic = topics.get(t.topic_name)
         tr = Topic(topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else Topic().topic_id)
         for p in t.partitions:
+            if topic_denied(ctx, AclOperation.READ, t.topic_name):
+                tr.partitions.append(Part(partition_index=p.partition_index,
+                                          error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 tr.partitions.append(Part(partition_index=p.partition_index,
                                           error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

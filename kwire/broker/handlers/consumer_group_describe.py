@@ -13,8 +13,14 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
-from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, coordinator, fitted, is_coordinator
+from kwire.broker.handlers._auth import (
+    DESCRIBED_TOPIC_DENIED,
+    AclOperation,
+    any_topic_undescribable,
+    group_denied,
+    group_operations,
+)
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.consumer_group_describe import (
@@ -47,9 +53,14 @@ def _assignment(ctx: RequestContext, a: dict[uuid.UUID, frozenset[int]]) -> Cons
 
 @fitted
 def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-    ops = ALL_GROUP_OPERATIONS if req.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
+    denied = []  # ACL-6: first in the answer, as KafkaApis adds them before the coordinator's results
     out = []
     for gid in req.group_ids:
+        if group_denied(ctx, AclOperation.DESCRIBE, gid):
+            denied.append(ConsumerGroupDescribeResponse_DescribedGroup(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=gid))
+            continue
+        ops = group_operations(ctx, gid, req.include_authorized_operations)
         if not is_coordinator(ctx, gid):
             out.append(ConsumerGroupDescribeResponse_DescribedGroup(error_code=ErrorCode.NOT_COORDINATOR, group_id=gid))
             continue
@@ -65,11 +76,17 @@ def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> ConsumerGr
             subscribed_topic_regex=m.subscribed_topic_regex, assignment=_assignment(ctx, m.assigned),
             target_assignment=_assignment(ctx, g.target.get(m.member_id, {})), member_type=CLASSIC_MEMBER_TYPE if m.classic is not None else CONSUMER_MEMBER_TYPE)
             for m in g.members.values()]
+        if any_topic_undescribable(ctx, {tp.topic_name for m in members for a in (m.assignment, m.target_assignment)
+                                         for tp in a.topic_partitions} | {n for m in members
+                                                                          for n in m.subscribed_topic_names}):
+            out.append(ConsumerGroupDescribeResponse_DescribedGroup(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=DESCRIBED_TOPIC_DENIED, group_id=gid))
+            continue
         out.append(ConsumerGroupDescribeResponse_DescribedGroup(
             error_code=ErrorCode.NONE, group_id=gid, group_state=g.state_name, group_epoch=g.group_epoch,
             assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name, members=members,
             authorized_operations=ops))
-    return ConsumerGroupDescribeResponse(groups=out)
+    return ConsumerGroupDescribeResponse(groups=denied + out)
 
 
 @fitted

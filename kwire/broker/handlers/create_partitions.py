@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import AclOperation, require_topic
+from kwire.broker.handlers._quota import mutation_quota
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_partitions import (
@@ -41,6 +43,7 @@ Result = CreatePartitionsResponse_CreatePartitionsTopicResult
 def _check(ctx: RequestContext, t: CreatePartitionsRequest_CreatePartitionsTopic) -> list[list[int]] | None:
     """The manual assignments of the new partitions (None: spread them); raises KafkaError."""
     cluster = ctx.core.cluster
+    require_topic(ctx, t.name, AclOperation.ALTER)  # ACL-5: before existence
     topic = cluster.topics.get(t.name)
     if topic is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
@@ -88,13 +91,15 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartition
                 res.error_code = ErrorCode.POLICY_VIOLATION
                 res.error_message = "Unable to perform excessively large batch operation."
         return CreatePartitionsResponse(results=results)
+    quota = mutation_quota(ctx, strict_from=3)  # QUO-4
     if not req.validate_only:
         for t, res, assignments in plans:
             try:
+                quota.record(t.count - len(core.cluster.topics[t.name].partitions))
                 core.create_partitions(t.name, t.count, assignments)
             except KafkaError as exc:
                 res.error_code, res.error_message = exc.code, exc.message
-    return CreatePartitionsResponse(results=results)
+    return CreatePartitionsResponse(results=results, throttle_time_ms=quota.throttle_ms)
 
 
 def error_response(ctx: RequestContext, req: CreatePartitionsRequest, code: int) -> CreatePartitionsResponse:

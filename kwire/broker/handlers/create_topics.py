@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import validate_topic_name
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.handlers._auth import AclOperation, may_create_topic, topic_denied
+from kwire.broker.handlers._quota import mutation_quota
 from kwire.errors import ConfigError, KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.create_topics import (
@@ -111,6 +113,9 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
             res.error_code = ErrorCode.INVALID_REQUEST
             res.error_message = "Create topics request from client contains a duplicate topic"
             continue
+        if not may_create_topic(ctx, t.name):  # ACL-5
+            res.error_code, res.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            continue
         try:
             parts, rf, assignments = _validate(ctx, t)
         except KafkaError as exc:
@@ -126,7 +131,14 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
                 res.error_message = "Unable to perform excessively large batch operation."
                 res.num_partitions = res.replication_factor = -1
         return CreateTopicsResponse(topics=results)
+    quota = mutation_quota(ctx, strict_from=6)  # QUO-4
     for t, res, parts, rf, assignments in plans:
+        try:
+            quota.record(parts)
+        except KafkaError as exc:
+            res.error_code, res.error_message = exc.code, exc.message
+            res.num_partitions = res.replication_factor = -1
+            continue
         if req.validate_only:
             res.num_partitions, res.replication_factor = parts, rf
             continue
@@ -138,13 +150,15 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsRespons
             continue
         res.topic_id = topic.topic_id
         res.num_partitions, res.replication_factor = parts, rf
-        if ctx.api_version >= 5:
+        if ctx.api_version >= 5 and topic_denied(ctx, AclOperation.DESCRIBE_CONFIGS, t.name):
+            res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # created; its configs not shown
+        elif ctx.api_version >= 5:
             res.configs = [
                 CreateTopicsResponse.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                                            config_source=int(e.source), is_sensitive=e.sensitive)
                 for e in core.configs.describe(ResourceType.TOPIC, t.name)
             ]
-    return CreateTopicsResponse(topics=results)
+    return CreateTopicsResponse(topics=results, throttle_time_ms=quota.throttle_ms)
 
 
 def error_response(ctx: RequestContext, req: CreateTopicsRequest, code: int) -> CreateTopicsResponse:

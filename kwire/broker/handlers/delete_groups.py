@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import AclOperation, group_denied
 from kwire.broker.handlers._common import error_message
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
@@ -35,7 +36,9 @@ def _result(gid: str, code: int) -> DeleteGroupsResponse_DeletableGroupResult:
 def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
     out = []
     for gid in req.groups_names:
-        if not is_coordinator(ctx, gid):
+        if group_denied(ctx, AclOperation.DELETE, gid):
+            out.append(_result(gid, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        elif not is_coordinator(ctx, gid):
             out.append(_result(gid, ErrorCode.NOT_COORDINATOR))
         else:
             out.append(_result(gid, coordinator(ctx).delete_group(gid)))

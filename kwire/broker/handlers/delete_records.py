@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._common import leader_error
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.delete_records import (
@@ -45,6 +46,9 @@ def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsRespo
         for rp in t.partitions:
             r = PartitionResult(partition_index=rp.partition_index, low_watermark=-1, error_code=ErrorCode.NONE)
             parts.append(r)
+            if topic_denied(ctx, AclOperation.DELETE, t.name):
+                r.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if topic is None or not 0 <= rp.partition_index < len(topic.partitions):
                 r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.share_coordinator import share_coordinator, share_enabled
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._groups import fitted, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -52,6 +53,10 @@ def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> DeleteSh
     out = []
     for t in req.topics:
         topic = topics.get(t.topic_name)
+        if topic_denied(ctx, AclOperation.READ, t.topic_name):
+            out.append(Topic(topic_name=t.topic_name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                             error_message="Topic authorization failed."))
+            continue
         if topic is None:
             out.append(Topic(topic_name=t.topic_name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue

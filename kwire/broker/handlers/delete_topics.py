@@ -17,6 +17,8 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.handlers._auth import AclOperation, require_topic
+from kwire.broker.handlers._quota import mutation_quota
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.delete_topics import (
@@ -66,12 +68,14 @@ def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsRespons
     dup_names = {n for n in names if names.count(n) > 1}
     dup_ids = {t for t in ids if ids.count(t) > 1}
     out = []
+    quota = mutation_quota(ctx, strict_from=5)  # QUO-4
     for name, tid in entries:
         res = Result(name=name, topic_id=tid, error_code=ErrorCode.NONE, error_message=None)
         out.append(res)
         try:
             _check(ctx, name, tid, dup_names, dup_ids)
             if name is not None:
+                require_topic(ctx, name, AclOperation.DESCRIBE, AclOperation.DELETE)  # ACL-5
                 topic = cluster.topics.get(name)
                 if topic is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -80,12 +84,14 @@ def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsRespons
                 topic = cluster.topics_by_id.get(tid)
                 if topic is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+                require_topic(ctx, topic.name, AclOperation.DESCRIBE, AclOperation.DELETE)
+            quota.record(len(topic.partitions))
             ctx.core.delete_topic(topic.name)
         except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
             continue
         res.name, res.topic_id = topic.name, topic.topic_id
-    return DeleteTopicsResponse(responses=out)
+    return DeleteTopicsResponse(responses=out, throttle_time_ms=quota.throttle_ms)
 
 
 def error_response(ctx: RequestContext, req: DeleteTopicsRequest, code: int) -> DeleteTopicsResponse:

@@ -2,8 +2,8 @@
 
 Behaviour: the live brokers, the cluster id and the controller id (a live broker, as a KRaft
 broker reports one since clients cannot reach the controller); the cluster's authorized
-operations when ``include_cluster_authorized_operations`` (every cluster operation: kwire has
-no ACLs), else -2^31.
+operations when ``include_cluster_authorized_operations`` (from the authorizer: ACL-8; 0 without
+DESCRIBE on the cluster; every cluster operation without an authorizer), else -2^31.
 Version notes: v1+ carries the endpoint type (KIP-919): brokers answer for BROKER (1) only,
 anything else → UNSUPPORTED_ENDPOINT_TYPE. v2+ lists stopped brokers too, as fenced, when
 ``include_fenced_brokers``.
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._common import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS
+from kwire.broker.core.acl import CLUSTER_NAME
+from kwire.broker.handlers._auth import AclOperation, ResourceType, allowed, authorized_operations
+from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kwire.protocol.registry import ApiKey
@@ -46,5 +48,12 @@ def handle(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterR
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE, error_message=None, endpoint_type=endpoint_type, cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id, brokers=brokers,
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
-                                       else NO_AUTHORIZED_OPERATIONS))
+        cluster_authorized_operations=_cluster_operations(ctx) if req.include_cluster_authorized_operations
+        else NO_AUTHORIZED_OPERATIONS)
+
+
+def _cluster_operations(ctx: RequestContext) -> int:
+    """AuthHelper.computeDescribeClusterResponse: 0 without DESCRIBE on the cluster."""
+    if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)

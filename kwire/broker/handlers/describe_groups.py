@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS, error_message
-from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, coordinator, fitted, is_coordinator
+from kwire.broker.handlers._auth import AclOperation, group_denied, group_operations
+from kwire.broker.handlers._common import error_message
+from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
@@ -40,9 +41,14 @@ def _error(group_id: str, code: int, state: str = "", message: str | None = None
 @fitted
 def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
     v = ctx.api_version
-    ops = ALL_GROUP_OPERATIONS if v >= 3 and req.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
+    include_ops = v >= 3 and req.include_authorized_operations
+    denied = []  # ACL-6: first in the answer, as KafkaApis adds them before the coordinator's results
     out = []
     for gid in req.groups:
+        if group_denied(ctx, AclOperation.DESCRIBE, gid):
+            denied.append(_error(gid, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            continue
+        ops = group_operations(ctx, gid, include_ops)
         if not is_coordinator(ctx, gid):
             out.append(_error(gid, ErrorCode.NOT_COORDINATOR))
             continue
@@ -63,7 +69,7 @@ def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsRes
                     member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
                     client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
                 for m in s.members]))
-    return DescribeGroupsResponse(groups=out)
+    return DescribeGroupsResponse(groups=denied + out)
 
 
 @fitted

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.txn_coordinator import describe_producers
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._common import error_message, leader_error
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
@@ -33,8 +34,10 @@ def handle(ctx: RequestContext, req: DescribeProducersRequest) -> DescribeProduc
         rows = []
         topic = topics.get(t.name)
         for index in t.partition_indexes:
-            if topic is None or not 0 <= index < len(topic.partitions):
-                code: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if topic_denied(ctx, AclOperation.READ, t.name):
+                code: int = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= index < len(topic.partitions):
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 code = leader_error(ctx, topic.partitions[index])
             if code or topic is None:

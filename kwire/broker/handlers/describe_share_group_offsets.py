@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.share_coordinator import share_coordinator, share_enabled
+from kwire.broker.handlers._auth import AclOperation, group_denied, topic_denied
 from kwire.broker.handlers._groups import fitted, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -53,7 +54,8 @@ def _group(ctx: RequestContext, req_group: object) -> Group:
         by_topic: dict[str, list[int]] = {}
         for held in share.partitions.of_group(gid):
             by_topic.setdefault(held.topic, []).append(held.partition)
-        wanted = [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
+        wanted = [(t, sorted(ps)) for t, ps in sorted(by_topic.items())
+                  if not topic_denied(ctx, AclOperation.DESCRIBE, t)]  # ACL-9: left out
     else:
         wanted = [(t.topic_name, list(t.partitions)) for t in req_topics]
     out = []
@@ -61,6 +63,11 @@ def _group(ctx: RequestContext, req_group: object) -> Group:
         topic = topics.get(name)
         tr = Topic(topic_name=name, topic_id=topic.topic_id if topic is not None else Topic().topic_id)
         for index in parts:
+            if topic_denied(ctx, AclOperation.DESCRIBE, name):
+                tr.partitions.append(Part(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1,
+                                          error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                          error_message="Topic authorization failed."))
+                continue
             if topic is None or not 0 <= index < len(topic.partitions):
                 tr.partitions.append(Part(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1,
                                           error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -82,6 +89,8 @@ def handle(ctx: RequestContext, req: DescribeShareGroupOffsetsRequest) -> Descri
     for g in req.groups:
         if not enabled:  # SG-2
             groups.append(Group(group_id=g.group_id, error_code=ErrorCode.UNSUPPORTED_VERSION))
+        elif group_denied(ctx, AclOperation.DESCRIBE, g.group_id):
+            groups.append(Group(group_id=g.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
         elif not is_coordinator(ctx, g.group_id):
             groups.append(Group(group_id=g.group_id, error_code=ErrorCode.NOT_COORDINATOR))
         else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.cluster import validate_topic_name
-from kwire.broker.handlers._common import TOPIC_OPERATIONS
+from kwire.broker.handlers._auth import AclOperation, ResourceType, authorized_operations, topic_denied
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_topic_partitions import (
@@ -79,7 +79,9 @@ def _describe(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Descr
         raise KafkaError(ErrorCode.INVALID_REQUEST, "DescribeTopicPartitionsRequest cursor partition must be valid")
     remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, req.response_partition_limit), 1)
     resp = Resp(topics=[], next_cursor=None)
-    for name in sorted(names):
+    # ACL-3: topics it may not describe are not looked up (named ones answer TOPIC_AUTHORIZATION_FAILED, last)
+    denied = sorted(n for n in names if topic_denied(ctx, AclOperation.DESCRIBE, n))
+    for name in sorted(names.difference(denied)):
         if remaining == 0:
             resp.next_cursor = Resp.Cursor(topic_name=name, partition_index=0)
             break
@@ -92,17 +94,22 @@ def _describe(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Descr
                 except KafkaError:
                     code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 resp.topics.append(TopicResp(error_code=code, name=name, topic_id=ZERO_UUID, is_internal=False,
-                                             partitions=[], topic_authorized_operations=TOPIC_OPERATIONS))
+                                             partitions=[], topic_authorized_operations=authorized_operations(
+                                                 ctx, ResourceType.TOPIC, name)))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         parts = _partitions(ctx, t, start, remaining)
         resp.topics.append(TopicResp(error_code=ErrorCode.NONE, name=name, topic_id=t.topic_id, is_internal=t.internal,
-                                     partitions=parts, topic_authorized_operations=TOPIC_OPERATIONS))
+                                     partitions=parts,
+                                     topic_authorized_operations=authorized_operations(ctx, ResourceType.TOPIC, name)))
         end = start + len(parts)
         if end < len(t.partitions):
             resp.next_cursor = Resp.Cursor(topic_name=name, partition_index=end)
             break
         remaining -= len(parts)
+    if not everything:
+        resp.topics.extend(TopicResp(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=n, topic_id=ZERO_UUID,
+                                     is_internal=False, partitions=[]) for n in denied)
     return resp
 
 

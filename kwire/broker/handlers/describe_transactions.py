@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import AclOperation, ResourceType, allowed, topic_denied
 from kwire.broker.handlers._txn import coordinator_or_error
 from kwire.errors import KafkaError
+from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
@@ -39,6 +41,9 @@ def _failed(tid: str, code: int) -> _State:
 def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     out = []
     for tid in req.transactional_ids:
+        if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+            out.append(_failed(tid, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            continue
         txn = coordinator_or_error(ctx, tid)
         if isinstance(txn, int):
             out.append(_failed(tid, txn))
@@ -50,6 +55,8 @@ def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> DescribeTra
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, partition in d.partitions:
+            if topic_denied(ctx, AclOperation.DESCRIBE, topic):
+                continue  # only the partitions it may describe
             by_topic.setdefault(topic, []).append(partition)
         out.append(_State(transactional_id=tid, transaction_state=d.state, transaction_timeout_ms=d.timeout_ms,
                           transaction_start_time_ms=d.start_ms, producer_id=d.producer_id,

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.fetch_sessions import SessionContext, SessionTarget
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._common import epoch_error, leader_error, node_endpoints
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -67,6 +68,9 @@ def _read(ctx: RequestContext, key: tuple[str, int], t: SessionTarget, budget: i
     pd = PD(partition_index=index, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
             preferred_read_replica=-1, records=b"")
     topic = core.cluster.topics.get(name)
+    if topic_denied(ctx, AclOperation.READ, name if topic is not None or not name.startswith("id:") else None):
+        pd.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return pd, 0, True
     if topic is None:
         pd.error_code = ErrorCode.UNKNOWN_TOPIC_ID if name.startswith("id:") else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return pd, 0, True
@@ -161,6 +165,8 @@ class FetchPoll:
 
 def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     core = ctx.core
+    if core.subsystems.quotas is not None:
+        core.subsystems.quotas.cap_fetch(ctx, req)  # QUO-3: one answer fits the consumer quota's window
     sessions = core.subsystems.fetch_sessions
     updates, forgotten = _targets(ctx, req)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import coordinator_key_denied
 from kwire.broker.handlers._common import error_message
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -28,6 +29,9 @@ def _lookup(ctx: RequestContext, key: str | None, key_type: int) -> tuple[int, i
     """(error code, node id, host, port)."""
     if key_type not in (GROUP, TRANSACTION, SHARE):
         return ErrorCode.INVALID_REQUEST, -1, "", -1
+    denied = coordinator_key_denied(ctx, key_type, key or "")  # KafkaApis.getCoordinator, before the key's checks
+    if denied:
+        return denied, -1, "", -1
     if not key:
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     if key_type == SHARE:

@@ -23,6 +23,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.handlers._auth import AclOperation
 from kwire.broker.handlers._configs import (
     Resource,
     check_bounds,
@@ -138,7 +139,7 @@ def handle(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Incremen
         try:
             if (r.resource_type, r.resource_name) in dup:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
-            res = resolve(ctx, r.resource_type, r.resource_name)
+            res = resolve(ctx, r.resource_type, r.resource_name, AclOperation.ALTER_CONFIGS)
             new = _apply(ctx, res, r)
             check_cluster_defaults(res, overrides_of(ctx.core, res), new)
             check_bounds(ctx.core, res, new)

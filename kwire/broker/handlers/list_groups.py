@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import may_list_group
 from kwire.broker.handlers._groups import coordinator, fitted
 from kwire.protocol.messages.list_groups import (
     ListGroupsRequest,
@@ -32,6 +33,7 @@ def handle(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     states = {s.lower() for s in req.states_filter} if v >= 4 else set()
     types = {t.lower() for t in req.types_filter} if v >= 5 else set()
     listed = coordinator(ctx).list_groups(ctx.broker_id, states or None, types or None)
+    listed = [g for g in listed if may_list_group(ctx, g.group_id)]  # ACL-6
     return ListGroupsResponse(groups=[
         ListGroupsResponse_ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
                                        group_type=g.group_type) for g in listed])

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.log import UNDEFINED_EPOCH
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._common import epoch_error, leader_error
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.list_offsets import (
@@ -42,6 +43,9 @@ def _one(ctx: RequestContext, topic: str, rp: ListOffsetsRequest_ListOffsetsPart
     core = ctx.core
     r = PR(partition_index=rp.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
     p = core.cluster.partition(topic, rp.partition_index)
+    if topic_denied(ctx, AclOperation.DESCRIBE, topic):
+        r.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return r
     if p is None:
         r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return r

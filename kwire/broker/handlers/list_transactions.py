@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.txn_coordinator import txn_coordinator
+from kwire.broker.handlers._auth import AclOperation, ResourceType, allowed
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from kwire.protocol.registry import ApiKey
@@ -43,7 +44,8 @@ def handle(ctx: RequestContext, req: ListTransactionsRequest) -> ListTransaction
     # only the ids this broker coordinates (each broker answers for its own share)
     states = [ListTransactionsResponse.TransactionState(transactional_id=t.transactional_id,
                                                          producer_id=t.producer_id, transaction_state=t.state)
-              for t in listed if ctx.core.is_coordinator(ctx.broker_id, t.transactional_id)]
+              for t in listed if ctx.core.is_coordinator(ctx.broker_id, t.transactional_id)
+              and allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id)]
     return ListTransactionsResponse(unknown_state_filters=unknown, transaction_states=states)
 
 

@@ -12,8 +12,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.core.acl import CLUSTER_NAME
 from kwire.broker.core.cluster import validate_topic_name
-from kwire.broker.handlers._common import CLUSTER_OPERATIONS, NO_AUTHORIZED_OPERATIONS, TOPIC_OPERATIONS
+from kwire.broker.handlers._auth import (
+    AclOperation,
+    ResourceType,
+    allowed,
+    authorized_operations,
+    may_create_topic,
+    topic_denied,
+)
+from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.metadata import (
@@ -50,7 +59,8 @@ def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse
         ))
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=t.name, topic_id=t.topic_id, is_internal=t.internal, partitions=parts,
-        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS,
+        topic_authorized_operations=(authorized_operations(ctx, ResourceType.TOPIC, t.name) if include_ops
+                                     else NO_AUTHORIZED_OPERATIONS),
     )
 
 
@@ -61,13 +71,16 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     include_ops = bool(req.include_topic_authorized_operations)
     allow_create = req.allow_auto_topic_creation if v >= 4 else True
     topics: list[MetadataResponse_MetadataResponseTopic] = []
+    unauthorized: list[MetadataResponse_MetadataResponseTopic] = []
     if req.topics is not None and v < 12:
         bad = _ids_before_v12(v, req)
         if bad is not None:
             return bad
     if req.topics is None or (v == 0 and not req.topics):
         # v0 has no null: an empty list meant "all topics" there.
-        topics = [_topic(ctx, t, include_ops) for t in cluster.topics.values()]
+        # ACL-3: topics the principal may not describe are left out.
+        topics = [_topic(ctx, t, include_ops) for t in cluster.topics.values()
+                  if not topic_denied(ctx, AclOperation.DESCRIBE, t.name)]
     else:
         for rt in req.topics:
             if rt.name is None:
@@ -76,8 +89,17 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=rt.topic_id,
                         topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
+                elif topic_denied(ctx, AclOperation.DESCRIBE, t.name):  # ids are not secret: the id stays
+                    unauthorized.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None, topic_id=t.topic_id,
+                        topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                 else:
                     topics.append(_topic(ctx, t, include_ops))
+                continue
+            if topic_denied(ctx, AclOperation.DESCRIBE, rt.name):  # ACL-3: existence is not disclosed
+                unauthorized.append(MetadataResponse.MetadataResponseTopic(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=rt.name,
+                    topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                 continue
             t = cluster.topics.get(rt.name)
             if t is None:
@@ -87,6 +109,11 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=exc.code, name=rt.name, topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                     continue
+                if allow_create and core.auto_create_enabled() and not may_create_topic(ctx, rt.name):
+                    unauthorized.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=rt.name,
+                        topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
+                    continue
                 if allow_create:
                     t = core.maybe_auto_create(rt.name)
             if t is None:
@@ -95,13 +122,17 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                     topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
             else:
                 topics.append(_topic(ctx, t, include_ops))
+    topics.extend(unauthorized)  # after the others, as KafkaApis lists them
     brokers = [MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=h, port=p, rack=n.rack)
                for n in cluster.live_nodes() for h, p in [n.address(ctx.conn.listener)]]
+    cluster_ops = NO_AUTHORIZED_OPERATIONS
+    if 8 <= v <= 10 and req.include_cluster_authorized_operations:
+        # v8-10 (KIP-430): librdkafka's DescribeCluster asks here; 0 without DESCRIBE on the cluster.
+        cluster_ops = (authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                       if allowed(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
     return MetadataResponse(
         brokers=brokers, cluster_id=cluster.cluster_id, controller_id=cluster.controller_id, topics=topics,
-        # v8-10 (KIP-430): librdkafka's DescribeCluster asks here; no ACLs, so every cluster operation.
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations
-                                       else NO_AUTHORIZED_OPERATIONS),
+        cluster_authorized_operations=cluster_ops,
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.offsets import DEFAULT_OFFSET_METADATA_MAX_BYTES, CommittedOffset, offset_store
+from kwire.broker.handlers._auth import AclOperation, authorize_topic
 from kwire.broker.handlers._common import resolve_topic
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.errors import KafkaError
@@ -62,6 +63,7 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitRespons
     topics = []
     for rt in req.topics:
         t, topic_code = resolve_topic(ctx, rt.name, rt.topic_id, by_id)
+        t, topic_code = authorize_topic(ctx, AclOperation.READ, None if by_id else rt.name, t, topic_code)
         parts = []
         for rp in rt.partitions:
             code: int

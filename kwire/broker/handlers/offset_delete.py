@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.offsets import offset_store
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -45,7 +46,9 @@ def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteRespons
         t = ctx.core.cluster.topics.get(rt.name)
         parts = []
         for rp in rt.partitions:
-            if t is None or not 0 <= rp.partition_index < len(t.partitions):
+            if topic_denied(ctx, AclOperation.READ, rt.name):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif t is None or not 0 <= rp.partition_index < len(t.partitions):
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif rt.name in subscribed:
                 code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.offsets import offset_store
+from kwire.broker.handlers._auth import AclOperation, group_denied, topic_denied
 from kwire.broker.handlers._groups import coordinator, fitted, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -66,6 +67,8 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: _Wanted | None,
                  member_id: str | None, member_epoch: int, require_stable: bool,
                  by_id: bool) -> tuple[int, list[_TopicRows]]:
     """(group error, topics); ``wanted`` is None for "every committed offset"."""
+    if group_denied(ctx, AclOperation.DESCRIBE, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     if not is_coordinator(ctx, group_id):
         return ErrorCode.NOT_COORDINATOR, []
     try:
@@ -88,7 +91,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: _Wanted | None,
             by_topic.setdefault(topic, []).append(partition)
         for topic, parts in by_topic.items():
             t = cluster.topics.get(topic)
-            if by_id and t is None:
+            if (by_id and t is None) or topic_denied(ctx, AclOperation.DESCRIBE, topic):  # ACL-4: left out
                 continue
             out.append(_TopicRows(topic, t.topic_id if t is not None else _ZERO, [row(topic, p) for p in parts]))
         return ErrorCode.NONE, out
@@ -99,6 +102,10 @@ def _fetch_group(ctx: RequestContext, group_id: str, wanted: _Wanted | None,
                 out.append(_TopicRows("", topic_id, [_Row(p, error_code=ErrorCode.UNKNOWN_TOPIC_ID) for p in parts]))
                 continue
             name = t.name
+        if topic_denied(ctx, AclOperation.DESCRIBE, name):
+            out.append(_TopicRows(name or "", topic_id, [_Row(p, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                                                         for p in parts]))
+            continue
         out.append(_TopicRows(name or "", topic_id, [row(name or "", p) for p in parts]))
     return ErrorCode.NONE, out
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._common import epoch_error, leader_error
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.offset_for_leader_epoch import (
@@ -45,6 +46,9 @@ def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLe
         for rp in t.partitions:
             r = EpochEndOffset(error_code=ErrorCode.NONE, partition=rp.partition, leader_epoch=-1, end_offset=-1)
             parts.append(r)
+            if topic_denied(ctx, AclOperation.DESCRIBE, t.topic):
+                r.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if topic is None or not 0 <= rp.partition < len(topic.partitions):
                 r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.log import AppendOrigin
+from kwire.broker.handlers._auth import AclOperation, authorize_topic
 from kwire.broker.handlers._common import error_message, leader_error, node_endpoints, resolve_topic
 from kwire.errors import KafkaError, RecordError, RecordErrorsError
 from kwire.protocol.error_codes import ErrorCode
@@ -182,6 +183,7 @@ def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None
     leaders: set[int] = set()
     for td in req.topic_data:
         topic, tcode = resolve_topic(ctx, td.name, td.topic_id, by_id)
+        topic, tcode = authorize_topic(ctx, AclOperation.WRITE, None if by_id else td.name, topic, tcode)
         parts = []
         for pd in td.partition_data:
             r = PR(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)

@@ -14,8 +14,14 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core.share_coordinator import share_coordinator, share_enabled
 from kwire.broker.core.share_groups import Assignment
-from kwire.broker.handlers._common import NO_AUTHORIZED_OPERATIONS
-from kwire.broker.handlers._groups import ALL_GROUP_OPERATIONS, fitted, is_coordinator
+from kwire.broker.handlers._auth import (
+    DESCRIBED_TOPIC_DENIED,
+    AclOperation,
+    any_topic_undescribable,
+    group_denied,
+    group_operations,
+)
+from kwire.broker.handlers._groups import fitted, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.share_group_describe import (
@@ -46,10 +52,14 @@ def _assignment(ctx: RequestContext, a: Assignment) -> ShareGroupDescribeRespons
 
 @fitted
 def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
-    ops = ALL_GROUP_OPERATIONS if req.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
     enabled = share_enabled(ctx.core)
+    denied = []  # ACL-6: first in the answer, as KafkaApis adds them before the coordinator's results
     out = []
     for gid in req.group_ids:
+        if group_denied(ctx, AclOperation.DESCRIBE, gid):
+            denied.append(Group(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=gid))
+            continue
+        ops = group_operations(ctx, gid, req.include_authorized_operations)
         if not enabled:  # SG-2
             out.append(Group(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=gid))
             continue
@@ -61,6 +71,12 @@ def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDes
         except KafkaError as exc:
             out.append(Group(error_code=exc.code, error_message=exc.message or None, group_id=gid))
             continue
+        by_id = ctx.core.cluster.topics_by_id
+        if any_topic_undescribable(ctx, {n for m in d.members for n in m.subscribed_topic_names}
+                                   | {by_id[t].name for m in d.members for t in m.assignment if t in by_id}):
+            out.append(Group(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=DESCRIBED_TOPIC_DENIED,
+                             group_id=gid))
+            continue
         out.append(Group(
             group_id=d.group_id, group_state=d.group_state, group_epoch=d.group_epoch,
             assignment_epoch=d.assignment_epoch, assignor_name=d.assignor_name, authorized_operations=ops,
@@ -68,7 +84,7 @@ def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> ShareGroupDes
                 member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
                 client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
                 assignment=_assignment(ctx, m.assignment)) for m in d.members]))
-    return ShareGroupDescribeResponse(groups=out)
+    return ShareGroupDescribeResponse(groups=denied + out)
 
 
 @fitted

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from kwire.broker.core._group_common import GroupError
 from kwire.broker.core.offsets import DEFAULT_OFFSET_METADATA_MAX_BYTES, CommittedOffset
 from kwire.broker.core.txn_coordinator import txn_coordinator
+from kwire.broker.handlers._auth import AclOperation, topic_denied
 from kwire.broker.handlers._groups import coordinator, is_coordinator
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
@@ -68,7 +69,9 @@ def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitR
         for p in t.partitions:
             code = verdict
             topic = topics.get(t.name)
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if topic_denied(ctx, AclOperation.READ, t.name):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not code and p.committed_metadata is not None \
                     and len(p.committed_metadata.encode()) > DEFAULT_OFFSET_METADATA_MAX_BYTES:

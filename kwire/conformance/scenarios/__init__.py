@@ -21,6 +21,7 @@ from kwire.conformance.scenarios.base import (
 )
 from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, group_migration, kip848_group
+from kwire.conformance.scenarios.quotas import quota_throttle
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.conformance.scenarios.security import SECURITY_SCENARIOS
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
@@ -47,6 +48,7 @@ SCENARIOS: dict[str, Scenario] = {
     "failover": failover,
     "transactions": transactions,
     **WINDOW_SCENARIOS,
+    "quota_throttle": quota_throttle,
     **SHARE_SCENARIOS,
     **SECURITY_SCENARIOS,
 }
@@ -61,6 +63,7 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "failover": frozenset({"producer", "consume"}),
     "transactions": frozenset({"txn_producer", "consume"}),
     **{name: frozenset({"txn_producer", "consume"}) for name in WINDOW_SCENARIOS},
+    "quota_throttle": frozenset({"produce", "consume"}),
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
     **{name: frozenset() for name in SHARE_SCENARIOS},
     "ssl": frozenset({"produce", "consume"}),
