@@ -48,7 +48,9 @@ from kwire.errors import ConformanceError
 
 __all__ = [
     "ALL_CODECS",
+    "FEATURES",
     "Ack",
+    "Hello",
     "ClientAdapter",
     "GroupMember",
     "GroupProtocol",
@@ -126,6 +128,42 @@ class ProduceResult:
     client: str
     produced: list[Produced]
     elapsed_s: float
+
+
+# Capabilities beyond the ops that a driver announces in its ``describe`` answer ("features") or
+# declines with a reason ("lacks": {capability: reason}); docs/driver-protocol.md.
+FEATURES: dict[str, str] = {
+    "share_consumer": "a share consumer (KIP-932)",
+    "share_implicit": "implicit acknowledgement (share.acknowledgement.mode=implicit)",
+    "share_renew": "RENEW acknowledgements (KIP-1222)",
+    "share_commit_async": "commitAsync with results through a callback",
+    "share_lock_timeout": "the acquisition lock timeout",
+    "consume_positions": "consumer positions after a consume",
+}
+# How long a driver may take to answer ``describe`` (a JVM compiles the source driver first).
+_DESCRIBE_TIMEOUT_S = 90.0
+
+
+@dataclass(slots=True, frozen=True)
+class Hello:
+    """What a driver said about itself in its ``describe`` answer."""
+
+    name: str = ""
+    version: str = "?"
+    ops: frozenset[str] = frozenset()
+    features: frozenset[str] = frozenset()
+    lacks: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_event(cls, ev: Mapping[str, Any], default_ops: frozenset[str] = frozenset()) -> Hello:
+        ops = frozenset(str(o) for o in ev.get("ops", default_ops))
+        return cls(str(ev.get("name") or ""), str(ev.get("version", "?")), ops,
+                   frozenset(str(f) for f in ev.get("features") or ()),
+                   {str(k): str(v) for k, v in (ev.get("lacks") or {}).items()})
+
+
+# describe answers of the built-in share programs, by adapter class (one JVM start per run).
+_HELLOS: dict[type, Hello] = {}
 
 
 S = TypeVar("S", bound="_Session")
@@ -351,6 +389,56 @@ class ClientAdapter(ABC):
     no_transactions: ClassVar[str | None] = None
     # Consumer settings that make the client read committed records only (KIP-98 read_committed).
     read_committed_config: ClassVar[Mapping[str, Any]] = {"isolation.level": "read_committed"}
+
+    # Why the built-in client has no share consumer (None: ``share_argv`` names its program).
+    no_share_consumer: ClassVar[str | None] = None
+
+    def share_argv(self) -> list[str] | None:
+        """The program that answers ``share_consumer`` (None: the client has none)."""
+        return None if self.no_share_consumer is not None else self.argv()
+
+    def share_env(self) -> dict[str, str] | None:
+        """Extra environment of the share program."""
+        return self.env()
+
+    def hello(self) -> Hello:
+        """What the client's share driver says about itself (``describe``), asked once per run."""
+        cached = _HELLOS.get(type(self))
+        if cached is not None:
+            return cached
+        argv = self.share_argv() if self.unavailable_reason() is None else None
+        if argv is None:
+            hello = Hello(self.name, ops=self.supported_ops,
+                          lacks={"share_consumer": self.no_share_consumer or f"{self.name} has no share consumer"})
+        else:
+            try:
+                events = run_json_command(argv, {"op": "describe"}, _DESCRIBE_TIMEOUT_S, env=self.share_env(),
+                                          label=f"{self.name} describe")
+                ev = next((e for e in events if e.get("event") == "describe"), {})
+                hello = Hello.from_event(ev, self.supported_ops)
+            except ConformanceError as exc:
+                hello = Hello(self.name, ops=self.supported_ops,
+                              lacks={"share_consumer": f"the share driver did not describe itself: {exc}"})
+        _HELLOS[type(self)] = hello
+        return hello
+
+    def lacks(self, capability: str) -> str | None:
+        """Why the client cannot do ``capability`` (an op or a ``FEATURES`` name); None when it can."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            return f"not installed: {reason}"
+        if capability != "share_consumer" and capability.startswith("share_"):
+            base = self.lacks("share_consumer")
+            if base is not None:
+                return base
+        hello = self.hello()
+        if capability in hello.lacks:
+            return hello.lacks[capability]
+        if capability == "share_consumer":
+            return None if "share_consumer" in hello.ops else "the driver does not announce op share_consumer"
+        if capability in FEATURES:
+            return None if capability in hello.features else f"the driver does not announce {capability}"
+        return None if capability in self.supported_ops else f"the driver lacks {capability}"
 
     def available(self) -> bool:
         """Whether the client is installed here."""

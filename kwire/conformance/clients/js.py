@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import ClassVar
 
 from kwire.conformance import paths
@@ -49,6 +50,7 @@ class KafkajsAdapter(_NodeAdapter):
     }
     failover_idempotent = True
     read_committed_config = {"consumer": {"readUncommitted": False}}
+    no_share_consumer = "kafkajs 2.2 has no share consumer (KIP-932)"
     failover_no_live_read = (
         "kafkajs reads only as a group member, and an uncommitted group re-reads after a rebalance"
     )
@@ -75,3 +77,7 @@ class KafkatsAdapter(_NodeAdapter):
     )
     failover_idempotent = True
     read_committed_config = {"consumer": {"isolationLevel": "read_committed"}}
+
+    def share_argv(self) -> list[str] | None:
+        """``js/share_driver.cjs`` (the ShareConsumer of @kafkats/client)."""
+        return ["node", str(Path(__file__).parent / "js" / "share_driver.cjs")]

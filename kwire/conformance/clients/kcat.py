@@ -24,6 +24,8 @@ class KcatAdapter(ClientAdapter):
         "test_transactions_real_clients.py)"
     )
 
+    no_share_consumer = "kcat has no share consumer (KIP-932)"
+
     def unavailable_reason(self) -> str | None:
         if shutil.which("kcat") is None and shutil.which("kafkacat") is None:
             return "kcat is not installed (run tools/install_clients.sh kcat)"
