@@ -68,6 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _list() -> int:
     from kwire.conformance.clients import get_adapter
+    from kwire.conformance.report import scenario_summary
     from kwire.conformance.rules import RULES
     from kwire.conformance.scenarios import SCENARIOS
 
@@ -78,7 +79,7 @@ def _list() -> int:
         print(f"  {install:<16} {internal:<16} {state}")
     print("scenarios:")
     for name, fn in SCENARIOS.items():
-        print(f"  {name:<16} {(fn.__doc__ or '').strip().splitlines()[0]}")
+        print(f"  {name:<28} {scenario_summary(fn)}")
     print("client rules (docs/client-rules.md):")
     for r in RULES:
         print(f"  {r.id:<6} {r.statement}")
@@ -134,15 +135,16 @@ def run_cell(scenario: str, adapter: Any, bootstrap: str, control: Any, broker: 
 
 def _table(results: dict[tuple[str, str], Any], clients: Sequence[str], scenarios: Sequence[str],
            running: tuple[str, str] | None, done: int, total: int) -> Any:
+    """The live matrix: one row per scenario, one column per client (names are never squeezed)."""
     from rich.table import Table
 
     t = Table(title=f"kwire conform  {done}/{total}", title_justify="left")
-    t.add_column("client")
-    for s in scenarios:
-        t.add_column(s)
+    t.add_column("scenario", no_wrap=True)
     for c in clients:
-        row = [c]
-        for s in scenarios:
+        t.add_column(c, no_wrap=True)
+    for s in scenarios:
+        row = [s]
+        for c in clients:
             r = results.get((c, s))
             if r is None:
                 row.append("[yellow]running…[/]" if running == (c, s) else "[dim]·[/]")
@@ -179,7 +181,9 @@ def run(args: argparse.Namespace) -> int:
 
     import importlib.util
 
-    fancy = importlib.util.find_spec("rich") is not None  # a live table with rich; plain lines without it
+    # A live table with rich on a terminal; plain lines without rich or when stdout is a file or a
+    # CI log (a table redrawn there is unreadable, and its width squeezes the names).
+    fancy = importlib.util.find_spec("rich") is not None and sys.stdout.isatty()
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     command = "kwire " + shlex.join(getattr(args, "_argv", None) or sys.argv[1:])
     results: dict[tuple[str, str], Any] = {}
@@ -204,8 +208,12 @@ def run(args: argparse.Namespace) -> int:
             for a in adapters:
                 for s in scenarios:
                     r = results[(a.name, s)] = run_cell(s, a, bootstrap, control, broker, rules)
-                    print(f"[{len(results)}/{total}] {a.name} / {s}: {r.outcome.value} ({r.elapsed_s:.1f}s)", flush=True)
+                    why = f": {' '.join(r.reason.split())[:300]}" if r.reason else ""
+                    print(f"[{len(results)}/{total}] {a.name} / {s}: {r.outcome.value} ({r.elapsed_s:.1f}s){why}",
+                          flush=True)
     ordered = [results[(c, s)] for c in clients for s in scenarios]
+    versions = {r.client: r.client_version for r in ordered if r.client_version}
+    print("clients: " + ", ".join(f"{c} {versions.get(c, '?')}" for c in clients))
     for r in ordered:
         if r.outcome is Outcome.FAIL:
             print(f"FAIL {r.client} / {r.scenario}: {r.reason}")

@@ -61,6 +61,7 @@ class Frame:
     request: Any  # decoded body; None when even a lenient decode failed
     response: Any = None  # decoded body; None when none was sent (closed, acks=0, undecodable)
     closed: str | None = None
+    response_at_ms: int | None = None  # broker time the answer was made (None: unknown or none)
 
     @property
     def connection(self) -> str:
@@ -202,7 +203,7 @@ def frames_from_exchanges(exchanges: Iterable[Any]) -> list[Frame]:
             except (KwireError, ValueError):
                 response = None
         out.append(Frame(i, ex.at_ms, ex.broker_id, ex.conn_id, key, version, corr, client_id, request,
-                         response, ex.closed))
+                         response, ex.closed, getattr(ex, "response_at_ms", None)))
     return out
 
 
@@ -577,12 +578,58 @@ def _check_acks_held(frames: Sequence[Frame]) -> Found:
                                               f"{partition} (type {t}) that it does not hold", (f,)))
                 if t != _ACK_RENEW:
                     ranges.remove(a, z)
+        if int(f.request.share_session_epoch) == -1:
+            # SS-4, SS-5: closing the session releases whatever the member still held.
+            for key in [k for k in held if k[:2] == (group, member)]:
+                del held[key]
+            continue
         if f.api_key == _SHARE_FETCH and f.response is not None and _top_error(f.response) == 0:
             for t in f.response.responses or ():
                 for p in t.partitions or ():
                     for a in p.acquired_records or ():
                         held.setdefault((group, member, t.topic_id, int(p.partition_index)), _Ranges()).add(
                             int(a.first_offset), int(a.last_offset))
+    return out
+
+
+# --- CR-10 -------------------------------------------------------------------------------------
+
+
+def _renewed_offsets(req: Any) -> Iterable[tuple[Any, int, int]]:
+    """(topic id, partition, offset) of every RENEW in a ShareFetch or ShareAcknowledge."""
+    for topic_id, partition, b in _ack_batches(req):
+        types = list(b.acknowledge_types or ())
+        lo, hi = int(b.first_offset), int(b.last_offset)
+        if hi < lo or hi - lo > 100_000:
+            continue  # malformed or absurd; other rules and the broker deal with it
+        for i, off in enumerate(range(lo, hi + 1)):
+            t = types[0] if len(types) == 1 else (types[i] if i < len(types) else None)
+            if t == _ACK_RENEW:
+                yield topic_id, partition, off
+
+
+def _check_renew_after_answer(frames: Sequence[Frame]) -> Found:
+    # (group, member, topic id, partition, offset) -> the frame of the renewal not yet answered
+    # as of its answer time. KafkaShareConsumer hands a renewed record back through poll() only
+    # once the renewal's answer came (ShareConsumerImpl: takeRenewedRecords), and the application
+    # may acknowledge only records poll() returned: a second RENEW before the first was answered
+    # means the client renewed a record that poll() had not handed back.
+    pending: dict[tuple[str, str, Any, int, int], Frame] = {}
+    out: Found = []
+    for f in frames:
+        if f.api_key not in (_SHARE_FETCH, _SHARE_ACKNOWLEDGE) or f.request is None:
+            continue
+        group, member = str(f.request.group_id), str(f.request.member_id)
+        for topic_id, partition, off in _renewed_offsets(f.request):
+            key = (group, member, topic_id, partition, off)
+            prev = pending.get(key)
+            if prev is not None and prev.response_at_ms is not None and f.at_ms < prev.response_at_ms:
+                out.append((f.connection, f"member {member!r} renewed offset {off} of partition {partition} again "
+                                          f"before the broker answered its renewal in #{prev.index}", (prev, f)))
+            if f.response is not None and f.response_at_ms is not None:
+                pending[key] = f
+            else:
+                pending.pop(key, None)  # no answer (connection closed): the client starts over
     return out
 
 
@@ -603,6 +650,8 @@ RULES: tuple[Rule, ...] = (
          _check_txn_partitions),
     Rule("CR-9", "A share consumer acknowledges only records it holds (acquired by it and not yet acknowledged).",
          _check_acks_held),
+    Rule("CR-10", "A share consumer renews a record again only after the broker answered its previous renewal "
+                  "(the record comes back through poll in between).", _check_renew_after_answer),
 )
 
 

@@ -600,6 +600,14 @@ class ClientAdapter(ABC):
             raise
         return session
 
+    def client_version(self) -> str:
+        """The client's exact version for reports ("?" where it cannot be told)."""
+        if self.unavailable_reason() is not None:
+            return "not installed"
+        from kwire.conformance.report import client_version
+
+        return client_version(self.name)
+
     def describe(self) -> str:
         """A one-line summary for reports."""
         return f"{self.name} (codecs {','.join(self.supported_codecs)}; kip848={self.supports_kip848})"

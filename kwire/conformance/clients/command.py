@@ -42,6 +42,9 @@ class CommandAdapter(ClientAdapter):
     def share_argv(self) -> list[str] | None:
         return list(self.command)
 
+    def client_version(self) -> str:
+        return self.version
+
     def hello(self) -> Hello:
         """The driver's ``describe`` answer, asked when the adapter was made."""
         return self.hello_info

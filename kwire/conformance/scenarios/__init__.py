@@ -21,6 +21,7 @@ from kwire.conformance.scenarios.base import (
 )
 from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, group_migration, kip848_group
+from kwire.conformance.scenarios.renew import RENEW_SCENARIOS
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
 from kwire.conformance.scenarios.transactions import transactions
@@ -46,6 +47,7 @@ SCENARIOS: dict[str, Scenario] = {
     "failover": failover,
     "transactions": transactions,
     **SHARE_SCENARIOS,
+    **RENEW_SCENARIOS,
 }
 
 # The driver operations (docs/driver-protocol.md) each scenario needs; a client whose driver
@@ -58,7 +60,9 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "failover": frozenset({"producer", "consume"}),
     "transactions": frozenset({"txn_producer", "consume"}),
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
+    # Share scenarios ask the driver's capabilities themselves (share_consumer, share_renew, ...).
     **{name: frozenset() for name in SHARE_SCENARIOS},
+    **{name: frozenset() for name in RENEW_SCENARIOS},
 }
 
 
@@ -68,6 +72,13 @@ def run_scenario(name: str, adapter: ClientAdapter, bootstrap: str, control: Bro
     Skips: the client is not installed, or the target lists the pair as a known defect
     (``control.known_defects``). A ConformanceError from the client becomes ``fail``.
     """
+    result = _run_scenario(name, adapter, bootstrap, control)
+    if not result.client_version:
+        result.client_version = adapter.client_version()
+    return result
+
+
+def _run_scenario(name: str, adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
     scenario = SCENARIOS[name]
     reason = adapter.unavailable_reason()
     if reason is not None:

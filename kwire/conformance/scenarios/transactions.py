@@ -53,7 +53,8 @@ PLAN: tuple[Step, ...] = (
 
 
 def transactions(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """Two transactional producers interleave commits and aborts on 3 partitions; read_committed reads back."""
+    """Two transactional producers interleave commits and aborts on 3 partitions; a read_committed
+    consumer reads back every committed record once, in order, and no aborted one."""
     if adapter.no_transactions is not None:
         return ScenarioResult.skipped(adapter.name, SCENARIO, adapter.no_transactions)
     topic = unique_name(f"kw-txn-{adapter.name}")

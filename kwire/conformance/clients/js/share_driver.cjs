@@ -69,7 +69,10 @@ async function handle(cmd) {
       if (!h) throw new Error(`no record ${key} is held`)
       const action = { ACCEPT: 'ack', RELEASE: 'release', REJECT: 'reject', RENEW: 'renew' }[cmd.type]
       await h.message[action]()
-      if (action !== 'renew') { held.delete(key); h.done() }
+      if (action !== 'renew') { held.delete(key); h.done() } else {
+        // The protocol's (and KafkaShareConsumer's) contract: a renewed record comes back from poll.
+        delivered.push(h.message)
+      }
       break
     }
     case 'commit': case 'commit_async': break // each acknowledgement was sent when made
