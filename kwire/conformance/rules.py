@@ -210,22 +210,37 @@ def frames_from_exchanges(exchanges: Iterable[Any]) -> list[Frame]:
 # --- shared helpers ----------------------------------------------------------------------------
 
 
-def _advertised(frames: Sequence[Frame]) -> dict[int, dict[int, tuple[int, int]]]:
-    """broker id -> api key -> (min, max) from the ApiVersions answers in the recording."""
-    out: dict[int, dict[int, tuple[int, int]]] = {}
+def _answers(frames: Sequence[Frame]) -> list[tuple[int, int, dict[int, tuple[int, int]]]]:
+    """(recording index, broker id, api key -> (min, max)) of every ApiVersions answer, in order."""
+    out = []
     for f in frames:
         if f.api_key != _API_VERSIONS or f.response is None or getattr(f.response, "error_code", 1) != 0:
             continue
-        table = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in f.response.api_keys}
-        out.setdefault(f.broker_id, {}).update(table)
+        out.append((f.index, f.broker_id,
+                    {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in f.response.api_keys}))
     return out
 
 
-def _advertised_for(adv: dict[int, dict[int, tuple[int, int]]], broker_id: int) -> dict[int, tuple[int, int]] | None:
-    if broker_id in adv:
-        return adv[broker_id]
-    # A client that never asked this broker: every broker of a cluster runs the same software.
-    return next(iter(adv.values()), None)
+class _Advertised:
+    """What the broker had advertised when a request arrived: the latest ApiVersions answer of
+    that broker before it (a broker's versions can change: an upgrade, or a test capping them),
+    else of any broker of the cluster (they run the same software), else the first answer at all
+    (a client that sent before asking is judged by what the broker says it serves)."""
+
+    __slots__ = ("answers",)
+
+    def __init__(self, frames: Sequence[Frame]) -> None:
+        self.answers = _answers(frames)
+
+    def at(self, f: Frame) -> dict[int, tuple[int, int]] | None:
+        before = [a for a in self.answers if a[0] < f.index]
+        mine = [a for a in before if a[1] == f.broker_id]
+        if mine:
+            return mine[-1][2]
+        if before:
+            return before[-1][2]
+        later = [a for a in self.answers if a[1] == f.broker_id] or self.answers
+        return later[0][2] if later else None
 
 
 def _next_epoch(epoch: int) -> int:
@@ -241,12 +256,12 @@ def _top_error(msg: Any) -> int:
 
 
 def _check_versions(frames: Sequence[Frame]) -> Found:
-    adv = _advertised(frames)
+    adv = _Advertised(frames)
     out: Found = []
     for f in frames:
         if f.api_key == _API_VERSIONS:
             continue  # KIP-511: the client may ask in any version; the broker answers in v0 if it must
-        table = _advertised_for(adv, f.broker_id)
+        table = adv.at(f)
         if table is None:
             continue
         rng = table.get(f.api_key)
@@ -437,7 +452,7 @@ def _ack_batches(req: Any) -> Iterable[tuple[Any, int, Any]]:
 
 
 def _check_renew_advertised(frames: Sequence[Frame]) -> Found:
-    adv = _advertised(frames)
+    adv = _Advertised(frames)
     out: Found = []
     for f in frames:
         if f.api_key not in (_SHARE_FETCH, _SHARE_ACKNOWLEDGE) or f.request is None:
@@ -447,7 +462,7 @@ def _check_renew_advertised(frames: Sequence[Frame]) -> Found:
         )
         if not renew:
             continue
-        table = _advertised_for(adv, f.broker_id) or {}
+        table = adv.at(f) or {}
         rng = table.get(f.api_key)
         if rng is None or rng[1] < 2:
             shown = "not advertised" if rng is None else f"advertised up to v{rng[1]}"

@@ -377,3 +377,15 @@ def test_cr10_renewing_again_before_the_renewal_was_answered_is_reported() -> No
     other = _timed(_frame(2, 79, 2, _share_ack(2, [(2, 2, [4])]), _ACK_OK), 105, 106)
     assert rule_by_id("CR-10").run([fetch, first, later]) == []
     assert rule_by_id("CR-10").run([fetch, first, other]) == []
+
+
+def test_cr1_and_cr6_judge_a_request_by_what_was_advertised_before_it() -> None:
+    """CR-1, CR-6: a broker whose versions change (upgraded, or capped by a test) judges each request
+    by the latest ApiVersions answer before it: ShareAcknowledge v2 with RENEW while v2 was
+    advertised is fine, the same after the broker advertised only v1 is not."""
+    renew = _share_ack(1, [(0, 0, [4])])
+    frames = [_advertise(0, {79: (1, 2)}), _frame(1, 79, 2, renew), _advertise(2, {79: (1, 1)}),
+              _frame(3, 79, 2, renew)]
+    for rule in ("CR-1", "CR-6"):
+        [v] = rule_by_id(rule).run(frames)
+        assert v.frames[0].index == 3, rule

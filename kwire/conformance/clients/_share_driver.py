@@ -60,7 +60,7 @@ def share_consumer(cmd: dict[str, Any], lines: Any) -> None:
                             "share.acknowledgement.mode": cmd.get("ack_mode", "explicit"), "log_level": 3}
     conf.update(cmd.get("config") or {})
     c = ShareConsumer(conf)
-    held: dict[tuple[str, int, int], Any] = {}
+    held: dict[tuple[Any, Any, Any], Any] = {}
 
     def on_commit(offsets: Any, err: Any) -> None:
         for tp, done in (offsets or {}).items():
@@ -84,7 +84,8 @@ def share_consumer(cmd: dict[str, Any], lines: Any) -> None:
                 deadline = time.monotonic() + step["timeout_ms"] / 1000
                 got = False
                 while not got and time.monotonic() < deadline:
-                    for m in c.poll(max(0.0, deadline - time.monotonic())) or []:
+                    polled: Any = c.poll(max(0.0, deadline - time.monotonic())) or []
+                    for m in polled:
                         if m.error() is not None:
                             continue
                         got = True
@@ -94,10 +95,10 @@ def share_consumer(cmd: dict[str, Any], lines: Any) -> None:
                              headers=[[k, _hex(v)] for k, v in m.headers() or ()],
                              delivery_count=m.delivery_count())
             elif op == "acknowledge":
-                m = held.get((step["topic"], int(step["partition"]), int(step["offset"])))
-                if m is None:
+                record = held.get((step["topic"], int(step["partition"]), int(step["offset"])))
+                if record is None:
                     raise LookupError(f"no record {step['topic']}-{step['partition']}@{step['offset']} was delivered")
-                c.acknowledge(m, getattr(AcknowledgeType, step["type"]))
+                c.acknowledge(record, getattr(AcknowledgeType, step["type"]))
             elif op == "commit":
                 for tp, err in (c.commit_sync() or {}).items():
                     bad = err or tp.error

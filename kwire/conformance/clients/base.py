@@ -30,6 +30,10 @@ cannot take the test runner down. All programs speak the same protocol:
   ``{"op": "abort"}``; each step ends with ``{"event": "txn", "step"}`` or ``{"event":
   "txn_failed", "step", "error", "message"}``. ``stop`` or EOF closes it (``closed``).
 
+* ``{"op": "share_consumer", "bootstrap", "group_id", "ack_mode", "config"}`` starts a share
+  consumer driven step by step (``kwire.conformance.clients.share``, docs/driver-protocol.md).
+* ``{"op": "describe"}`` answers ``describe`` (ops, ``features``, ``lacks``: see ``Hello``).
+
 WireRecord: ``{"key": hex|null, "value": hex|null, "headers": [[name, hex|null], ...],
 "partition": int|null, "offset": int}``; hex keeps binary data intact.
 """
@@ -392,6 +396,8 @@ class ClientAdapter(ABC):
 
     # Why the built-in client has no share consumer (None: ``share_argv`` names its program).
     no_share_consumer: ClassVar[str | None] = None
+    # ``FEATURES`` the built-in driver program has beyond what its share driver's describe says.
+    features: ClassVar[frozenset[str]] = frozenset()
 
     def share_argv(self) -> list[str] | None:
         """The program that answers ``share_consumer`` (None: the client has none)."""
@@ -437,7 +443,8 @@ class ClientAdapter(ABC):
         if capability == "share_consumer":
             return None if "share_consumer" in hello.ops else "the driver does not announce op share_consumer"
         if capability in FEATURES:
-            return None if capability in hello.features else f"the driver does not announce {capability}"
+            have = hello.features | self.features
+            return None if capability in have else f"the driver does not announce {capability}"
         return None if capability in self.supported_ops else f"the driver lacks {capability}"
 
     def available(self) -> bool:
@@ -529,6 +536,34 @@ class ClientAdapter(ABC):
             timeout_s,
         )
         return [Record.from_wire(e) for e in events if e.get("event") == "record"]
+
+    def consume_committed(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        count: int,
+        timeout_s: float = 30.0,
+    ) -> tuple[list[Record], dict[int, int] | None]:
+        """A groupless read_committed read (KIP-98): the records and, where the driver announces
+        ``consume_positions``, each partition's position afterwards (None otherwise).
+
+        The command carries ``isolation_level`` for drivers that take it, and the adapter's
+        ``read_committed_config`` for the built-in ones."""
+        command: dict[str, Any] = {
+            "op": "consume", "bootstrap": bootstrap, "topic": topic, "group_id": None, "count": count,
+            "from_beginning": True, "group_protocol": "classic", "isolation_level": "read_committed",
+            "config": dict(self.read_committed_config),
+        }
+        want_positions = self.lacks("consume_positions") is None
+        if want_positions:
+            command["positions"] = True
+        events = self._run(command, timeout_s)
+        records = [Record.from_wire(e) for e in events if e.get("event") == "record"]
+        got = next((e for e in events if e.get("event") == "positions"), None)
+        if not want_positions or got is None:
+            return records, None
+        return records, {int(p): int(o) for p, o in (got.get("positions") or {}).items()}
 
     def start_member(
         self,

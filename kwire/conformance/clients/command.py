@@ -73,8 +73,9 @@ def command_adapter(command: str, name: str | None = None) -> type[CommandAdapte
         "supports_kip848": bool(info.get("kip848", False)),
         "binary_headers": bool(info.get("binary_headers", True)),
     }
-    attrs["hello_info"] = Hello.from_event({**info, "name": attrs["name"]}, _DEFAULT_OPS)
-    lacks = attrs["hello_info"].lacks
+    hello = Hello.from_event({**info, "name": attrs["name"]}, _DEFAULT_OPS)
+    attrs["hello_info"] = hello
+    lacks = hello.lacks
     if "transactions" in lacks:
         attrs["no_transactions"] = lacks["transactions"]
     return type(f"CommandAdapter_{attrs['name']}", (CommandAdapter,), attrs)

@@ -42,6 +42,7 @@ class ConfluentKafkaAdapter(_PythonAdapter):
     supports_kip848 = True
     failover_config = {"enable.idempotence": True}
     failover_idempotent = True
+    features = frozenset({"consume_positions"})
 
     def share_argv(self) -> list[str] | None:
         """``_share_driver`` (confluent-kafka's ShareConsumer); its ``describe`` says what it lacks."""

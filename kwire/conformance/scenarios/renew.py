@@ -3,9 +3,10 @@ record, against a broker whose clock the scenario drives (kwire's control API; o
 Every scenario needs the driver's ``share_renew`` capability; a client without it skips with the
 reason its driver gives.
 
-* ``renew_hold`` (RN-4, RN-7, AQ-12): A holds a record for three lock durations by renewing every
-  20 s of broker time; B polls the same partition all the while and never receives it; the
-  delivery count stays 1 and A's ACCEPT finishes it.
+* ``renew_hold`` (RN-4, RN-7, AQ-12): with the group's lock at 15 s, A holds a record for 30 s of
+  broker time by renewing every 10 s while B polls the same partition all the while and never
+  receives it; the delivery count never changes, the client reports the 15 s lock, and A's ACCEPT
+  finishes the record; both consumers then close.
 * ``renew_expired`` (RN-5, AQ-12): A renews after the lock ran out: the client reports the
   acknowledgement error (INVALID_RECORD_STATE) and B receives the record with delivery count 2.
 * ``renew_mixed`` (RN-4, AK-4, AK-12): ACCEPT, RELEASE, REJECT and RENEW of four records in one
@@ -272,6 +273,10 @@ def renew_disabled(adapter: ClientAdapter, bootstrap: str, control: BrokerContro
         b.commit()
         _wait_start_offset(ctl, group, topic, 1)
         # 2. A broker before KIP-1222 (RN-1): share.version 1, ShareFetch/ShareAcknowledge v1 only.
+        # The consumers connected to the newer broker go first: a client does not ask a live
+        # connection's versions again, and a broker is not downgraded under its connections.
+        a.kill()
+        b.kill()
         set_broker("share.version", "1")
         cap("ShareFetch", 1)
         cap("ShareAcknowledge", 1)
