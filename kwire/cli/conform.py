@@ -3,6 +3,7 @@
     kwire conform --list
     kwire conform --client confluent-kafka --scenario roundtrip --report out/
     kwire conform --client-command 'python examples/conform_driver.py' --target kwire
+    kwire conform --client confluent-kafka==2.12.1 --client confluent-kafka==2.16.1   # a version matrix
     kwire conform --client java --target localhost:9092        # a real cluster, for comparison
 
 Against kwire (the default target) the broker records every request, and the client rules of
@@ -22,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLIENT_ALIASES", "add_arguments", "resolve_client", "run"]
+__all__ = ["CLIENT_ALIASES", "add_arguments", "resolve_client", "run", "split_pin"]
 
 # The names people install the clients by -> the adapters' internal names (which work too).
 CLIENT_ALIASES: dict[str, str] = {
@@ -34,6 +35,12 @@ CLIENT_ALIASES: dict[str, str] = {
     "kafkajs": "kafkajs",
     "@kafkats/client": "kafkats",
 }
+
+
+def split_pin(spec: str) -> tuple[str, str | None]:
+    """``confluent-kafka==2.12.1`` -> (``confluent-kafka``, ``2.12.1``); no pin -> (spec, None)."""
+    name, sep, version = spec.partition("==")
+    return (name, version) if sep else (spec, None)
 
 
 def resolve_client(name: str) -> str:
@@ -50,8 +57,10 @@ def resolve_client(name: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--client", action="append", default=[], metavar="NAME",
-                   help=f"a client to run (repeatable; default: all): {', '.join(CLIENT_ALIASES)}")
+    p.add_argument("--client", action="append", default=[], metavar="NAME[==VERSION]",
+                   help=f"a client to run (repeatable; default: all): {', '.join(CLIENT_ALIASES)}; "
+                        "NAME==VERSION installs that release in its own cached environment (pip and npm "
+                        "clients) and runs it as its own row")
     p.add_argument("--client-command", action="append", default=[], metavar="'CMD ARGS'",
                    help="a driver speaking the JSON-lines protocol (docs/driver-protocol.md); repeatable")
     p.add_argument("--scenario", action="append", default=[], metavar="NAME",
@@ -157,6 +166,24 @@ def _table(results: dict[tuple[str, str], Any], clients: Sequence[str], scenario
     return t
 
 
+def _adapter_for(spec: str) -> Any:
+    """The adapter of ``--client NAME[==VERSION]``; a pinned version is installed first."""
+    from kwire.cli import CliError
+    from kwire.conformance.clients import ADAPTER_CLASSES, get_adapter
+    from kwire.conformance.clients.versions import install_pinned, pinned_adapter
+    from kwire.errors import ConformanceError
+
+    name, version = split_pin(spec)
+    internal = resolve_client(name)
+    if version is None:
+        return get_adapter(internal)
+    try:
+        install_pinned(internal, version, log=lambda msg: print(msg, flush=True))
+    except ConformanceError as exc:
+        raise CliError(str(exc)) from exc
+    return pinned_adapter(next(c for c in ADAPTER_CLASSES if c.name == internal), version)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
@@ -171,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     for s in scenarios:
         if s not in SCENARIOS:
             raise CliError(f"unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
-    adapters = [get_adapter(resolve_client(c)) for c in args.client]
+    adapters = [_adapter_for(spec) for spec in args.client]
     adapters += [command_adapter(cmd)() for cmd in args.client_command]
     if not adapters:
         adapters = [get_adapter(c) for c in CLIENT_ALIASES.values()]

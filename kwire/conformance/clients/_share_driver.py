@@ -34,22 +34,25 @@ def describe() -> None:
     import importlib.metadata
 
     import confluent_kafka
-    from confluent_kafka import AcknowledgeType
 
     version = importlib.metadata.version("confluent-kafka")
+    if not hasattr(confluent_kafka, "ShareConsumer"):
+        emit(event="describe", name="confluent_kafka", version=version, ops=[], features=[],
+             lacks={"share_consumer": f"confluent-kafka {version} has no ShareConsumer (2.16 or later)"})
+        emit(event="done")
+        return
+    ack_type = confluent_kafka.AcknowledgeType
     lacks: dict[str, str] = {
         "share_lock_timeout": f"confluent-kafka {version} does not expose the acquisition lock timeout",
     }
     features = ["share_consumer", "share_implicit", "share_commit_async"]
-    if hasattr(AcknowledgeType, "RENEW"):
+    if hasattr(ack_type, "RENEW"):
         features.append("share_renew")
     else:
         lacks["share_renew"] = (f"confluent-kafka {version} (librdkafka {confluent_kafka.libversion()[0]}) has no "
                                 f"AcknowledgeType.RENEW (KIP-1222)")
-    ops = ["share_consumer"] if hasattr(confluent_kafka, "ShareConsumer") else []
-    if not ops:
-        lacks["share_consumer"] = f"confluent-kafka {version} has no ShareConsumer (2.16 or later)"
-    emit(event="describe", name="confluent_kafka", version=version, ops=ops, features=features, lacks=lacks)
+    emit(event="describe", name="confluent_kafka", version=version, ops=["share_consumer"], features=features,
+         lacks=lacks)
     emit(event="done")
 
 
