@@ -34,6 +34,8 @@ CLIENT_ALIASES: dict[str, str] = {
     "kcat": "kcat",
     "kafkajs": "kafkajs",
     "@kafkats/client": "kafkats",
+    "@platformatic/kafka": "platformatic",
+    "@confluentinc/kafka-javascript": "confluent_js",
 }
 
 

@@ -109,8 +109,13 @@ def client_version(name: str) -> str:
             return f"{version} (librdkafka {confluent_kafka.libversion()[0]})"
         if name in ("kafka_python", "aiokafka"):
             return importlib.metadata.version({"kafka_python": "kafka-python"}.get(name, name))
-        if name in ("kafkajs", "kafkats"):
-            package = {"kafkajs": "kafkajs", "kafkats": "@kafkats/client"}[name]
+        if name == "confluent_js":
+            from kwire.conformance.clients.js import confluent_js_modules
+
+            data = json.loads((confluent_js_modules() / "@confluentinc" / "kafka-javascript" / "package.json").read_text())
+            return str(data["version"])
+        if name in ("kafkajs", "kafkats", "platformatic"):
+            package = {"kafkajs": "kafkajs", "kafkats": "@kafkats/client", "platformatic": "@platformatic/kafka"}[name]
             data = json.loads((paths.node_modules_dir() / package / "package.json").read_text())
             return str(data["version"])
         if name == "kcat":

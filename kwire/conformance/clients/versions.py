@@ -33,6 +33,7 @@ PINNABLE: dict[str, tuple[str, str]] = {
     "aiokafka": ("pip", "aiokafka"),
     "kafkajs": ("npm", "kafkajs"),
     "kafkats": ("npm", "@kafkats/client"),
+    "platformatic": ("npm", "@platformatic/kafka"),
 }
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+-]*$")
 _INSTALL_TIMEOUT_S = 600.0
