@@ -16,7 +16,12 @@ from kwire.conformance.clients.base import (
     Record,
 )
 from kwire.conformance.clients.java import JavaAdapter
-from kwire.conformance.clients.js import ConfluentJsAdapter, KafkajsAdapter, KafkatsAdapter, PlatformaticAdapter
+from kwire.conformance.clients.js import (
+    ConfluentJsAdapter,
+    KafkajsAdapter,
+    KafkatsAdapter,
+    PlatformaticAdapter,
+)
 from kwire.conformance.clients.kcat import KcatAdapter
 from kwire.conformance.clients.python_clients import (
     AiokafkaAdapter,
