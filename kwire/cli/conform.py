@@ -87,7 +87,7 @@ def _list() -> int:
     for install, internal in CLIENT_ALIASES.items():
         reason = get_adapter(internal).unavailable_reason()
         state = "installed" if reason is None else f"not installed ({reason})"
-        print(f"  {install:<16} {internal:<16} {state}")
+        print(f"  {install:<31} {internal:<16} {state}")
     print("scenarios:")
     for name, fn in SCENARIOS.items():
         print(f"  {name:<28} {scenario_summary(fn)}")

@@ -179,11 +179,12 @@ def format_markdown(results: Sequence[ScenarioResult], *, target: str, command: 
         f"{os.cpu_count()} CPUs); target: {target}.",
         "Do not edit by hand: run the command again.",
         "",
-        "| client | " + " | ".join(scenarios) + " |",
-        "|---|" + "---|" * len(scenarios),
+        # Scenarios are rows and clients columns: the table stays readable however many scenarios.
+        "| scenario | " + " | ".join(clients) + " |",
+        "|---|" + "---|" * len(clients),
     ]
-    for c in clients:
-        lines.append(f"| {c} | " + " | ".join(cell.get((c, s), "") for s in scenarios) + " |")
+    for sc in scenarios:
+        lines.append(f"| {sc} | " + " | ".join(cell.get((c, sc), "") for c in clients) + " |")
     lines += [
         "",
         f"{counts[Outcome.PASS]} passed, {counts[Outcome.FAIL]} failed, {counts[Outcome.SKIP]} skipped.",

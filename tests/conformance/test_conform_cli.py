@@ -66,7 +66,7 @@ def test_example_driver_passes_roundtrip_and_every_report_is_written(tmp_path: P
     [rt] = [r for r in results["results"] if r["scenario"] == "roundtrip"]
     assert rt["outcome"] == "pass" and rt["recorded_frames"] > 0 and rt["violations"] == []
     md = (report / "conformance.md").read_text()
-    assert "| example-kafka-python | pass (" in md
+    assert "| scenario | example-kafka-python |" in md and "| roundtrip | pass (" in md
     assert "example-kafka-python" in (report / "report.html").read_text()
 
 
