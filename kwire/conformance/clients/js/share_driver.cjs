@@ -55,6 +55,8 @@ async function handle(cmd) {
       const deadline = Date.now() + Number(cmd.timeout_ms)
       while (!delivered.length && Date.now() < deadline) await sleep(10)
       for (const m of delivered.splice(0)) {
+        // A renewed record queued again but finished since (acknowledged before this poll) is not handed out.
+        if (!held.has(`${m.topic}:${m.partition}:${m.offset}`)) continue
         out({ event: 'share_record', topic: m.topic, partition: m.partition, offset: Number(m.offset),
           key: hex(m.key), value: hex(m.value),
           headers: Object.entries(m.headers || {}).map(([k, v]) => [k, hex(v)]),
