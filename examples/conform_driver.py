@@ -48,6 +48,7 @@ def consume(cmd: dict) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=cmd["bootstrap"], enable_auto_commit=False,
+                             isolation_level=cmd.get("isolation_level", "read_uncommitted"),
                              auto_offset_reset="earliest" if cmd.get("from_beginning", True) else "latest")
     deadline = time.monotonic() + cmd["timeout_ms"] / 1000
     parts = None
@@ -61,6 +62,8 @@ def consume(cmd: dict) -> None:
                 seen += 1
                 emit(event="record", key=hexed(m.key), value=hexed(m.value), partition=m.partition,
                      offset=m.offset, headers=[[k, hexed(v)] for k, v in m.headers or ()])
+    if cmd.get("positions"):
+        emit(event="positions", positions={tp.partition: consumer.position(tp) for tp in consumer.assignment()})
     consumer.close()
 
 
@@ -72,7 +75,10 @@ def main() -> None:
             import kafka
 
             emit(event="describe", name="example-kafka-python", version=kafka.__version__,
-                 codecs=["none", "gzip"], ops=["produce", "consume"], kip848=False)
+                 codecs=["none", "gzip"], ops=["produce", "consume"], kip848=False,
+                 features=["consume_positions"],
+                 lacks={"share_consumer": "kafka-python has no share consumer (see examples/share_driver.py)",
+                        "transactions": "this example has no transactional producer"})
         elif op == "produce":
             produce(cmd)
         elif op == "consume":

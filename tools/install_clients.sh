@@ -18,6 +18,8 @@
 #
 # Layout of $KWIRE_CLIENTS_DIR (kwire/conformance/paths.py reads the same):
 #   java/lib/*.jar  java/classes/KwireJavaClient.class  js/node_modules/
+#   js-confluent/node_modules/ (@confluentinc/kafka-javascript, built from source)
+#   pip/<dist>-<version>/  npm/<package>-<version>/  (kwire conform --client NAME==VERSION)
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -160,13 +162,20 @@ install_java() {
 # ---- js -----------------------------------------------------------------------------
 
 install_js() {
+  # The pure JavaScript clients, then the native one (whose failure leaves the others usable).
+  install_js_packages || return 1
+  install_confluent_js || FAILED+=("js: @confluentinc/kafka-javascript")
+}
+
+install_js_packages() {
   local dest="$CLIENTS_DIR/js" stamp
   stamp="$(stamp_of "$JS_SRC/package.json" "$JS_SRC/package-lock.json")"
   if [ -d "$dest/node_modules/kafkajs" ] && [ -d "$dest/node_modules/@kafkats/client" ] \
+      && [ -d "$dest/node_modules/@platformatic/kafka" ] \
       && [ "$(cat "$dest/.stamp" 2>/dev/null)" = "$stamp" ]; then
     log "js: ok ($dest/node_modules)"; return 0
   fi
-  if [ "$CHECK" = 1 ]; then MISSING+=("js: kafkajs, @kafkats/client"); return 0; fi
+  if [ "$CHECK" = 1 ]; then MISSING+=("js: kafkajs, @kafkats/client, @platformatic/kafka"); return 0; fi
   if ! command -v npm >/dev/null 2>&1; then
     log "js: no npm; installing nodejs and npm from Debian"
     apt_install nodejs npm || return 1
@@ -176,6 +185,37 @@ install_js() {
   log "js: npm ci in $dest"
   (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || return 1
   echo "$stamp" >"$dest/.stamp"
+}
+
+# @confluentinc/kafka-javascript ships no native addon in its npm package: its install script
+# (node-pre-gyp) downloads a prebuilt one from github.com, and the fallback build of its bundled
+# librdkafka downloads zlib, OpenSSL, zstd and curl sources (mklove --install-deps). Neither is
+# reachable where only the package registries are, so it is built with CKJS_LINKING=dynamic: the
+# bundled librdkafka against Debian's libssl-dev, zlib1g-dev and libzstd-dev (a few minutes of
+# C compiling). Its own directory, so a failed build leaves the other node clients alone.
+CONFLUENT_JS_VERSION="1.10.1"
+
+install_confluent_js() {
+  local dest="$CLIENTS_DIR/js-confluent"
+  local pkg="$dest/node_modules/@confluentinc/kafka-javascript"
+  if [ -f "$pkg/build/Release/confluent-kafka-javascript.node" ] \
+      && grep -q "\"version\": \"$CONFLUENT_JS_VERSION\"" "$pkg/package.json" 2>/dev/null; then
+    log "js: ok ($pkg)"; return 0
+  fi
+  if [ "$CHECK" = 1 ]; then MISSING+=("js: @confluentinc/kafka-javascript"); return 0; fi
+  local deps=()
+  for d in g++ make python3; do command -v "$d" >/dev/null 2>&1 || deps+=("$d"); done
+  for h in /usr/include/openssl/ssl.h /usr/include/zlib.h /usr/include/zstd.h; do [ -f "$h" ] || deps+=("$h"); done
+  if [ "${#deps[@]}" -gt 0 ]; then
+    log "js: @confluentinc/kafka-javascript needs build tools and headers (${deps[*]}); installing from Debian"
+    apt_install g++ make python3 libssl-dev zlib1g-dev libzstd-dev || return 1
+  fi
+  mkdir -p "$dest"
+  [ -f "$dest/package.json" ] || echo '{"name":"kwire-confluent-js","version":"0.0.0","private":true}' >"$dest/package.json"
+  log "js: building @confluentinc/kafka-javascript $CONFLUENT_JS_VERSION in $dest (CKJS_LINKING=dynamic)"
+  (cd "$dest" && CKJS_LINKING=dynamic npm install --no-audit --no-fund --loglevel=error \
+      "@confluentinc/kafka-javascript@$CONFLUENT_JS_VERSION" >"$dest/build.log" 2>&1) || {
+    log "js: @confluentinc/kafka-javascript did not build; see $dest/build.log"; return 1; }
 }
 
 # ---- kcat ---------------------------------------------------------------------------

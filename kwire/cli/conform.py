@@ -3,6 +3,7 @@
     kwire conform --list
     kwire conform --client confluent-kafka --scenario roundtrip --report out/
     kwire conform --client-command 'python examples/conform_driver.py' --target kwire
+    kwire conform --client confluent-kafka==2.12.1 --client confluent-kafka==2.16.1   # a version matrix
     kwire conform --client java --target localhost:9092        # a real cluster, for comparison
 
 Against kwire (the default target) the broker records every request, and the client rules of
@@ -24,7 +25,7 @@ from typing import Any
 
 from kwire.cli._numbers import BROKERS
 
-__all__ = ["CLIENT_ALIASES", "add_arguments", "resolve_client", "run"]
+__all__ = ["CLIENT_ALIASES", "add_arguments", "resolve_client", "run", "split_pin"]
 
 # The names people install the clients by -> the adapters' internal names (which work too).
 CLIENT_ALIASES: dict[str, str] = {
@@ -35,7 +36,15 @@ CLIENT_ALIASES: dict[str, str] = {
     "kcat": "kcat",
     "kafkajs": "kafkajs",
     "@kafkats/client": "kafkats",
+    "@platformatic/kafka": "platformatic",
+    "@confluentinc/kafka-javascript": "confluent_js",
 }
+
+
+def split_pin(spec: str) -> tuple[str, str | None]:
+    """``confluent-kafka==2.12.1`` -> (``confluent-kafka``, ``2.12.1``); no pin -> (spec, None)."""
+    name, sep, version = spec.partition("==")
+    return (name, version) if sep else (spec, None)
 
 
 def resolve_client(name: str) -> str:
@@ -52,8 +61,10 @@ def resolve_client(name: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--client", action="append", default=[], metavar="NAME",
-                   help=f"a client to run (repeatable; default: all): {', '.join(CLIENT_ALIASES)}")
+    p.add_argument("--client", action="append", default=[], metavar="NAME[==VERSION]",
+                   help=f"a client to run (repeatable; default: all): {', '.join(CLIENT_ALIASES)}; "
+                        "NAME==VERSION installs that release in its own cached environment (pip and npm "
+                        "clients) and runs it as its own row")
     p.add_argument("--client-command", action="append", default=[], metavar="'CMD ARGS'",
                    help="a driver speaking the JSON-lines protocol (docs/driver-protocol.md); repeatable")
     p.add_argument("--scenario", action="append", default=[], metavar="NAME",
@@ -70,6 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _list() -> int:
     from kwire.conformance.clients import get_adapter
+    from kwire.conformance.report import scenario_summary
     from kwire.conformance.rules import RULES
     from kwire.conformance.scenarios import SCENARIOS
 
@@ -77,10 +89,10 @@ def _list() -> int:
     for install, internal in CLIENT_ALIASES.items():
         reason = get_adapter(internal).unavailable_reason()
         state = "installed" if reason is None else f"not installed ({reason})"
-        print(f"  {install:<16} {internal:<16} {state}")
+        print(f"  {install:<31} {internal:<16} {state}")
     print("scenarios:")
     for name, fn in SCENARIOS.items():
-        print(f"  {name:<16} {(fn.__doc__ or '').strip().splitlines()[0]}")
+        print(f"  {name:<28} {scenario_summary(fn)}")
     print("client rules (docs/client-rules.md):")
     for r in RULES:
         print(f"  {r.id:<6} {r.statement}")
@@ -136,15 +148,16 @@ def run_cell(scenario: str, adapter: Any, bootstrap: str, control: Any, broker: 
 
 def _table(results: dict[tuple[str, str], Any], clients: Sequence[str], scenarios: Sequence[str],
            running: tuple[str, str] | None, done: int, total: int) -> Any:
+    """The live matrix: one row per scenario, one column per client (names are never squeezed)."""
     from rich.table import Table
 
     t = Table(title=f"kwire conform  {done}/{total}", title_justify="left")
-    t.add_column("client")
-    for s in scenarios:
-        t.add_column(s)
+    t.add_column("scenario", no_wrap=True)
     for c in clients:
-        row = [c]
-        for s in scenarios:
+        t.add_column(c, no_wrap=True)
+    for s in scenarios:
+        row = [s]
+        for c in clients:
             r = results.get((c, s))
             if r is None:
                 row.append("[yellow]running…[/]" if running == (c, s) else "[dim]·[/]")
@@ -155,6 +168,24 @@ def _table(results: dict[tuple[str, str], Any], clients: Sequence[str], scenario
             row.append(f"[{style}]{r.outcome.value}{time}[/]{v}")
         t.add_row(*row)
     return t
+
+
+def _adapter_for(spec: str) -> Any:
+    """The adapter of ``--client NAME[==VERSION]``; a pinned version is installed first."""
+    from kwire.cli import CliError
+    from kwire.conformance.clients import ADAPTER_CLASSES, get_adapter
+    from kwire.conformance.clients.versions import install_pinned, pinned_adapter
+    from kwire.errors import ConformanceError
+
+    name, version = split_pin(spec)
+    internal = resolve_client(name)
+    if version is None:
+        return get_adapter(internal)
+    try:
+        install_pinned(internal, version, log=lambda msg: print(msg, flush=True))
+    except ConformanceError as exc:
+        raise CliError(str(exc)) from exc
+    return pinned_adapter(next(c for c in ADAPTER_CLASSES if c.name == internal), version)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     for s in scenarios:
         if s not in SCENARIOS:
             raise CliError(f"unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
-    adapters = [get_adapter(resolve_client(c)) for c in args.client]
+    adapters = [_adapter_for(spec) for spec in args.client]
     adapters += [command_adapter(cmd)() for cmd in args.client_command]
     if not adapters:
         adapters = [get_adapter(c) for c in CLIENT_ALIASES.values()]
@@ -181,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
 
     import importlib.util
 
-    fancy = importlib.util.find_spec("rich") is not None  # a live table with rich; plain lines without it
+    # A live table with rich on a terminal; plain lines without rich or when stdout is a file or a
+    # CI log (a table redrawn there is unreadable, and its width squeezes the names).
+    fancy = importlib.util.find_spec("rich") is not None and sys.stdout.isatty()
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     command = "kwire " + shlex.join(getattr(args, "_argv", None) or sys.argv[1:])
     results: dict[tuple[str, str], Any] = {}
@@ -206,8 +239,12 @@ def run(args: argparse.Namespace) -> int:
             for a in adapters:
                 for s in scenarios:
                     r = results[(a.name, s)] = run_cell(s, a, bootstrap, control, broker, rules)
-                    print(f"[{len(results)}/{total}] {a.name} / {s}: {r.outcome.value} ({r.elapsed_s:.1f}s)", flush=True)
+                    why = f": {' '.join(r.reason.split())[:300]}" if r.reason else ""
+                    print(f"[{len(results)}/{total}] {a.name} / {s}: {r.outcome.value} ({r.elapsed_s:.1f}s){why}",
+                          flush=True)
     ordered = [results[(c, s)] for c in clients for s in scenarios]
+    versions = {r.client: r.client_version for r in ordered if r.client_version}
+    print("clients: " + ", ".join(f"{c} {versions.get(c, '?')}" for c in clients))
     for r in ordered:
         if r.outcome is Outcome.FAIL:
             print(f"FAIL {r.client} / {r.scenario}: {r.reason}")

@@ -189,6 +189,31 @@ class KwireControl:
     def describe_share_group(self, group: str) -> dict[str, Any] | None:
         return self.broker.describe_share_group(group)
 
+    # --- RENEW scenarios (kwire.conformance.scenarios.renew) ------------------------------------
+    def share_states(self, group: str, topic: str, partition: int) -> dict[int, tuple[str, int]]:
+        """offset -> (state, delivery count) of each in-flight record at or above the start offset."""
+        st = self.broker.share_state(group, topic, partition)
+        if st is None:
+            return {}
+        return {o["offset"]: (o["state"], o["delivery_count"]) for o in st["offsets"]
+                if o["offset"] >= st["start_offset"]}
+
+    def cap_api_version(self, api: str, max_version: int | None) -> None:
+        """Advertise at most ``max_version`` of ``api`` (an older broker); None lifts the cap."""
+        self.broker.cap_api_version(api, max_version)
+
+    def set_broker_config(self, key: str, value: str | None) -> None:
+        """Set (None: reset) a dynamic broker config such as the ``share.version`` feature level."""
+        self.broker.set_config("broker", "", key, value)
+
+    def recorded_frames(self) -> list[Any]:
+        """The requests recorded so far (``kwire.conformance.rules.Frame``); recording starts on
+        the first call if the harness has not started it."""
+        from kwire.conformance.rules import frames_from_exchanges
+
+        self.broker.start_recording()
+        return frames_from_exchanges(self.broker.recorded())
+
     def wait_for_records(self, topic: str, count: int, timeout_s: float) -> bool:
         def enough(core: object) -> bool:
             t = self.broker.core.cluster.topics.get(topic)

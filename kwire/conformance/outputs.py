@@ -53,6 +53,9 @@ def render_junit(results: Sequence[ScenarioResult], info: RunInfo) -> str:
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="target", value=info.target)
         ET.SubElement(props, "property", name="client_rules_checked", value=str(info.rules_checked).lower())
+        version = next((r.client_version for r in mine if r.client_version), "")
+        if version:
+            ET.SubElement(props, "property", name="client_version", value=version)
         for r in mine:
             case = ET.SubElement(suite, "testcase", classname=f"kwire.conform.{c}", name=r.scenario,
                                  time=f"{r.elapsed_s:.3f}")
@@ -68,65 +71,112 @@ def render_junit(results: Sequence[ScenarioResult], info: RunInfo) -> str:
 
 
 _CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2430;background:#fff}
-h1{font-size:22px;margin:0 0 4px} .meta{color:#5b6472;margin-bottom:16px}
-table.matrix{border-collapse:collapse;margin:12px 0}
-.matrix th,.matrix td{border:1px solid #c9ced6;padding:6px 12px;text-align:left}
-.matrix th{background:#eef1f5}
-td.pass{background:#d9f2df;color:#14532d} td.fail{background:#fbd5d5;color:#7f1d1d;font-weight:600}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,sans-serif;margin:16px 20px;color:#1d2430;background:#fff;max-width:100%}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:20px 0 8px}
+.meta{color:#5b6472;margin-bottom:12px;overflow-wrap:anywhere}
+.matrix-wrap{max-width:100%;overflow-x:auto;border:1px solid #c9ced6}
+table.matrix{border-collapse:separate;border-spacing:0;width:100%;table-layout:fixed}
+.matrix th,.matrix td{border-right:1px solid #c9ced6;border-bottom:1px solid #c9ced6;padding:5px 8px;
+text-align:left;vertical-align:top;overflow-wrap:anywhere}
+.matrix thead th{background:#eef1f5;position:sticky;top:0;z-index:2}
+.matrix th.scenario{position:sticky;left:0;background:#eef1f5;z-index:1;width:210px;font-weight:600}
+.matrix thead th.scenario{z-index:3}
+.matrix .version{display:block;font-weight:400;color:#5b6472;font-size:12px}
+.matrix .counts{display:block;font-weight:400;font-size:12px}
+td.pass{background:#d9f2df;color:#14532d} td.fail{background:#fbd5d5;color:#7f1d1d}
 td.skip{background:#f1f1f1;color:#6b7280}
-.totals{font-weight:600} details{margin:8px 0;border:1px solid #e5e7eb;border-radius:4px;padding:6px 10px}
-summary{cursor:pointer;font-weight:600} pre{white-space:pre-wrap;word-break:break-all;background:#f7f8fa;
-padding:8px;font-size:12px} .rule{color:#7f1d1d;font-weight:700}
+td .outcome{font-weight:600} td.fail .outcome{font-weight:700}
+td .why{display:-webkit-box;-webkit-line-clamp:3;-webkit-box-orient:vertical;overflow:hidden;font-size:12px}
+.totals{font-weight:600}
+details{margin:8px 0;border:1px solid #e5e7eb;border-radius:4px;padding:6px 10px;max-width:100%}
+summary{cursor:pointer;font-weight:600} pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f8fa;
+padding:8px;font-size:12px;max-width:100%} .rule{color:#7f1d1d;font-weight:700}
+table.clients{border-collapse:collapse} .clients td,.clients th{border:1px solid #c9ced6;padding:4px 10px;text-align:left}
 """
+
+
+def _anchor(*parts: object) -> str:
+    return html.escape("--".join(str(p) for p in parts).replace(" ", "_"))
+
+
+def _short(text: str, limit: int = 220) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _cell(r: ScenarioResult | None) -> str:
     if r is None:
         return "<td></td>"
-    label = r.outcome.value + (f" ({r.elapsed_s:.1f}s)" if r.outcome is not Outcome.SKIP else "")
+    label = r.outcome.value + (f" {r.elapsed_s:.1f}s" if r.outcome is not Outcome.SKIP else "")
     if r.violations:
         label += f" · {len(r.violations)} rule violation" + ("s" if len(r.violations) != 1 else "")
-    anchor = f"{r.client}--{r.scenario}"
-    inner = f'<a href="#{html.escape(anchor)}">{html.escape(label)}</a>' if r.outcome is not Outcome.PASS \
-        else html.escape(label)
-    return f'<td class="{r.outcome.value}">{inner}</td>'
+    out = f'<span class="outcome">{html.escape(label)}</span>'
+    if r.outcome is not Outcome.PASS:
+        why = r.reason or (r.violations[0].explanation if r.violations else "")
+        out = (f'<a href="#{_anchor(r.client, r.scenario)}">{out}</a>'
+               f'<span class="why" title="{html.escape(" ".join(why.split()))}">{html.escape(_short(why))}</span>')
+    return f'<td class="{r.outcome.value}">{out}</td>'
+
+
+def _frame_block(f: Any) -> str:
+    """One frame of a violation: its summary line, then the whole decoded exchange."""
+    whole = json.dumps(f.to_json(), indent=1, default=str)
+    return (f"<pre>{html.escape(f.describe())}</pre>"
+            f"<details><summary>decoded request and response of #{f.index}</summary>"
+            f"<pre>{html.escape(whole)}</pre></details>")
 
 
 def render_html(results: Sequence[ScenarioResult], info: RunInfo) -> str:
-    """The whole report as one HTML document (no scripts, no external resources)."""
+    """The whole report as one HTML document (no scripts, no external resources).
+
+    Scenarios are rows and clients columns, so the page fits a laptop screen (1400 px) whatever the
+    number of scenarios; the scenario column and the client header stay in view while scrolling.
+    Every cell that is not a pass shows its reason and links to its details, where each
+    client-rule violation shows the decoded frames of the violating exchange."""
     clients = list(dict.fromkeys(r.client for r in results))
     scenarios = list(dict.fromkeys(r.scenario for r in results))
     by = {(r.client, r.scenario): r for r in results}
+    versions = {r.client: r.client_version for r in results if r.client_version}
     counts = {o: sum(r.outcome is o for r in results) for o in Outcome}
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>kwire conform report</title>", f"<style>{_CSS}</style></head><body>",
         "<h1>kwire conform: client conformance</h1>",
         f'<div class="meta">{html.escape(info.started)} · target: {html.escape(info.target)} · '
         f"client rules {'checked from recorded traffic' if info.rules_checked else 'not checked (target does not record)'}"
         f"<br><code>{html.escape(info.command)}</code></div>",
-        '<table class="matrix"><thead><tr><th>client</th>'
-        + "".join(f"<th>{html.escape(s)}</th>" for s in scenarios) + "</tr></thead><tbody>",
+        f'<p class="totals">{counts[Outcome.PASS]} passed, {counts[Outcome.FAIL]} failed, '
+        f"{counts[Outcome.SKIP]} skipped.</p>",
+        '<div class="matrix-wrap"><table class="matrix"><thead><tr><th class="scenario">scenario</th>',
     ]
     for c in clients:
-        out.append(f"<tr><th>{html.escape(c)}</th>" + "".join(_cell(by.get((c, s))) for s in scenarios) + "</tr>")
-    out.append("</tbody></table>")
-    out.append(f'<p class="totals">{counts[Outcome.PASS]} passed, {counts[Outcome.FAIL]} failed, '
-               f"{counts[Outcome.SKIP]} skipped.</p>")
+        mine = [r for r in results if r.client == c]
+        tally = ", ".join(f"{n} {o.value}" for o in Outcome if (n := sum(r.outcome is o for r in mine)))
+        out.append(f'<th class="client">{html.escape(c)}<span class="version">{html.escape(versions.get(c, "?"))}'
+                   f'</span><span class="counts">{html.escape(tally)}</span></th>')
+    out.append("</tr></thead><tbody>")
+    for s in scenarios:
+        out.append(f'<tr><th class="scenario">{html.escape(s)}</th>'
+                   + "".join(_cell(by.get((c, s))) for c in clients) + "</tr>")
+    out.append("</tbody></table></div>")
+    out += ["<h2>Clients</h2>", '<table class="clients"><tr><th>client</th><th>version</th></tr>']
+    out += [f"<tr><td>{html.escape(c)}</td><td>{html.escape(versions.get(c, '?'))}</td></tr>" for c in clients]
+    out.append("</table>")
     notes = [r for r in results if r.outcome is not Outcome.PASS or r.violations]
     if notes:
         out.append("<h2>Details</h2>")
     for r in notes:
-        anchor = html.escape(f"{r.client}--{r.scenario}")
-        out.append(f'<details id="{anchor}" {"open" if r.outcome is Outcome.FAIL else ""}>'
+        out.append(f'<details id="{_anchor(r.client, r.scenario)}" {"open" if r.outcome is Outcome.FAIL else ""}>'
                    f"<summary>{html.escape(r.client)} / {html.escape(r.scenario)}: {r.outcome.value}</summary>")
         if r.reason:
             out.append(f"<p>{html.escape(r.reason)}</p>")
-        for v in r.violations:
-            out.append(f'<p><span class="rule">{html.escape(v.rule_id)}</span> {html.escape(v.statement)}<br>'
+        for n, v in enumerate(r.violations, 1):
+            out.append(f'<p id="{_anchor(r.client, r.scenario, f"v{n}")}"><span class="rule">{html.escape(v.rule_id)}'
+                       f"</span> {html.escape(v.statement)}<br>"
                        f"on {html.escape(v.connection)}: {html.escape(v.explanation)}</p>")
-            out.append("<pre>" + html.escape("\n".join(f.describe() for f in v.frames)) + "</pre>")
+            out += [_frame_block(f) for f in v.frames]
         out.append("</details>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
@@ -134,7 +184,8 @@ def render_html(results: Sequence[ScenarioResult], info: RunInfo) -> str:
 
 def results_json(results: Sequence[ScenarioResult], info: RunInfo) -> str:
     rows: list[dict[str, Any]] = [
-        {"client": r.client, "scenario": r.scenario, "outcome": r.outcome.value, "reason": r.reason,
+        {"client": r.client, "client_version": r.client_version, "scenario": r.scenario,
+         "outcome": r.outcome.value, "reason": r.reason,
          "elapsed_s": round(r.elapsed_s, 3), "recorded_frames": r.recorded_frames,
          "violations": [v.to_json() for v in r.violations], "details": r.details}
         for r in results

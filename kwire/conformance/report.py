@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -24,7 +25,8 @@ from kwire.conformance.clients import ADAPTER_CLASSES, get_adapter
 from kwire.conformance.scenarios import SCENARIOS, BrokerControl, Outcome, ScenarioResult, run_scenario
 from kwire.errors import ConformanceError
 
-__all__ = ["AdminControl", "client_version", "format_markdown", "format_matrix", "main", "run_matrix"]
+__all__ = ["AdminControl", "client_version", "format_markdown", "format_matrix", "main", "run_matrix",
+           "scenario_summary"]
 
 
 @dataclass(slots=True)
@@ -86,6 +88,7 @@ def _md_cell(r: ScenarioResult, note: int | None) -> str:
     return text + (f" [{note}]" if note is not None else "")
 
 
+@functools.cache
 def client_version(name: str) -> str:
     """The installed version of a client, best effort ("?" when it cannot be told)."""
     import glob
@@ -106,8 +109,13 @@ def client_version(name: str) -> str:
             return f"{version} (librdkafka {confluent_kafka.libversion()[0]})"
         if name in ("kafka_python", "aiokafka"):
             return importlib.metadata.version({"kafka_python": "kafka-python"}.get(name, name))
-        if name in ("kafkajs", "kafkats"):
-            package = {"kafkajs": "kafkajs", "kafkats": "@kafkats/client"}[name]
+        if name == "confluent_js":
+            from kwire.conformance.clients.js import confluent_js_modules
+
+            data = json.loads((confluent_js_modules() / "@confluentinc" / "kafka-javascript" / "package.json").read_text())
+            return str(data["version"])
+        if name in ("kafkajs", "kafkats", "platformatic"):
+            package = {"kafkajs": "kafkajs", "kafkats": "@kafkats/client", "platformatic": "@platformatic/kafka"}[name]
             data = json.loads((paths.node_modules_dir() / package / "package.json").read_text())
             return str(data["version"])
         if name == "kcat":
@@ -119,6 +127,12 @@ def client_version(name: str) -> str:
     except Exception:  # noqa: BLE001 - a version is decoration; never fail the report for it
         return "?"
     return "?"
+
+
+def scenario_summary(fn: object) -> str:
+    """A scenario's description for reports: the first paragraph of its docstring, as one line."""
+    doc = (getattr(fn, "__doc__", None) or "").strip()
+    return " ".join(doc.split("\n\n")[0].split())
 
 
 def _git_commit() -> str:
@@ -165,26 +179,25 @@ def format_markdown(results: Sequence[ScenarioResult], *, target: str, command: 
         f"{os.cpu_count()} CPUs); target: {target}.",
         "Do not edit by hand: run the command again.",
         "",
-        "| client | " + " | ".join(scenarios) + " |",
-        "|---|" + "---|" * len(scenarios),
+        # Scenarios are rows and clients columns: the table stays readable however many scenarios.
+        "| scenario | " + " | ".join(clients) + " |",
+        "|---|" + "---|" * len(clients),
     ]
-    for c in clients:
-        lines.append(f"| {c} | " + " | ".join(cell.get((c, s), "") for s in scenarios) + " |")
+    for sc in scenarios:
+        lines.append(f"| {sc} | " + " | ".join(cell.get((c, sc), "") for c in clients) + " |")
     lines += [
         "",
         f"{counts[Outcome.PASS]} passed, {counts[Outcome.FAIL]} failed, {counts[Outcome.SKIP]} skipped.",
     ]
     if notes:
         lines += ["", "Notes:", "", *notes]
+    versions = {r.client: r.client_version for r in results if r.client_version}
     lines += ["", "## Clients", "", "| client | version |", "|---|---|"]
-    lines += [f"| {c} | {client_version(c)} |" for c in clients]
+    lines += [f"| {c} | {versions.get(c) or client_version(c)} |" for c in clients]
     lines += ["", "## Scenarios", ""]
     for name in scenarios:
         fn = SCENARIOS[name]
-        module = sys.modules[fn.__module__]
-        summary = (module.__doc__ or "").strip().split("\n")[0]
-        detail = (fn.__doc__ or "").strip().split("\n")[0]
-        lines.append(f"* `{name}` (`{module.__name__}`): {summary} {detail}")
+        lines.append(f"* `{name}` (`{fn.__module__}`): {scenario_summary(fn)}")
     if "failover" in scenarios:
         lines += [
             "",

@@ -211,22 +211,37 @@ def frames_from_exchanges(exchanges: Iterable[Any]) -> list[Frame]:
 # --- shared helpers ----------------------------------------------------------------------------
 
 
-def _advertised(frames: Sequence[Frame]) -> dict[int, dict[int, tuple[int, int]]]:
-    """broker id -> api key -> (min, max) from the ApiVersions answers in the recording."""
-    out: dict[int, dict[int, tuple[int, int]]] = {}
+def _answers(frames: Sequence[Frame]) -> list[tuple[int, int, dict[int, tuple[int, int]]]]:
+    """(recording index, broker id, api key -> (min, max)) of every ApiVersions answer, in order."""
+    out = []
     for f in frames:
         if f.api_key != _API_VERSIONS or f.response is None or getattr(f.response, "error_code", 1) != 0:
             continue
-        table = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in f.response.api_keys}
-        out.setdefault(f.broker_id, {}).update(table)
+        out.append((f.index, f.broker_id,
+                    {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in f.response.api_keys}))
     return out
 
 
-def _advertised_for(adv: dict[int, dict[int, tuple[int, int]]], broker_id: int) -> dict[int, tuple[int, int]] | None:
-    if broker_id in adv:
-        return adv[broker_id]
-    # A client that never asked this broker: every broker of a cluster runs the same software.
-    return next(iter(adv.values()), None)
+class _Advertised:
+    """What the broker had advertised when a request arrived: the latest ApiVersions answer of
+    that broker before it (a broker's versions can change: an upgrade, or a test capping them),
+    else of any broker of the cluster (they run the same software), else the first answer at all
+    (a client that sent before asking is judged by what the broker says it serves)."""
+
+    __slots__ = ("answers",)
+
+    def __init__(self, frames: Sequence[Frame]) -> None:
+        self.answers = _answers(frames)
+
+    def at(self, f: Frame) -> dict[int, tuple[int, int]] | None:
+        before = [a for a in self.answers if a[0] < f.index]
+        mine = [a for a in before if a[1] == f.broker_id]
+        if mine:
+            return mine[-1][2]
+        if before:
+            return before[-1][2]
+        later = [a for a in self.answers if a[1] == f.broker_id] or self.answers
+        return later[0][2] if later else None
 
 
 def _next_epoch(epoch: int) -> int:
@@ -242,12 +257,12 @@ def _top_error(msg: Any) -> int:
 
 
 def _check_versions(frames: Sequence[Frame]) -> Found:
-    adv = _advertised(frames)
+    adv = _Advertised(frames)
     out: Found = []
     for f in frames:
         if f.api_key == _API_VERSIONS:
             continue  # KIP-511: the client may ask in any version; the broker answers in v0 if it must
-        table = _advertised_for(adv, f.broker_id)
+        table = adv.at(f)
         if table is None:
             continue
         rng = table.get(f.api_key)
@@ -446,7 +461,7 @@ def _ack_batches(req: Any) -> Iterable[tuple[Any, int, Any]]:
 
 
 def _check_renew_advertised(frames: Sequence[Frame]) -> Found:
-    adv = _advertised(frames)
+    adv = _Advertised(frames)
     out: Found = []
     for f in frames:
         if f.api_key not in (_SHARE_FETCH, _SHARE_ACKNOWLEDGE) or f.request is None:
@@ -456,7 +471,7 @@ def _check_renew_advertised(frames: Sequence[Frame]) -> Found:
         )
         if not renew:
             continue
-        table = _advertised_for(adv, f.broker_id) or {}
+        table = adv.at(f) or {}
         rng = table.get(f.api_key)
         if rng is None or rng[1] < 2:
             shown = "not advertised" if rng is None else f"advertised up to v{rng[1]}"
@@ -587,6 +602,11 @@ def _check_acks_held(frames: Sequence[Frame]) -> Found:
                                               f"{partition} (type {t}) that it does not hold", (f,)))
                 if t != _ACK_RENEW:
                     ranges.remove(a, z)
+        if int(f.request.share_session_epoch) == -1:
+            # SS-4, SS-5: closing the session releases whatever the member still held.
+            for key in [k for k in held if k[:2] == (group, member)]:
+                del held[key]
+            continue
         if f.api_key == _SHARE_FETCH and f.response is not None and _top_error(f.response) == 0:
             for t in f.response.responses or ():
                 for p in t.partitions or ():
@@ -629,6 +649,47 @@ def _check_throttle_honoured(frames: Sequence[Frame]) -> Found:
     return out
 
 
+# --- CR-11 -------------------------------------------------------------------------------------
+
+
+def _renewed_offsets(req: Any) -> Iterable[tuple[Any, int, int]]:
+    """(topic id, partition, offset) of every RENEW in a ShareFetch or ShareAcknowledge."""
+    for topic_id, partition, b in _ack_batches(req):
+        types = list(b.acknowledge_types or ())
+        lo, hi = int(b.first_offset), int(b.last_offset)
+        if hi < lo or hi - lo > 100_000:
+            continue  # malformed or absurd; other rules and the broker deal with it
+        for i, off in enumerate(range(lo, hi + 1)):
+            t = types[0] if len(types) == 1 else (types[i] if i < len(types) else None)
+            if t == _ACK_RENEW:
+                yield topic_id, partition, off
+
+
+def _check_renew_after_answer(frames: Sequence[Frame]) -> Found:
+    # (group, member, topic id, partition, offset) -> the frame of the renewal not yet answered
+    # as of its answer time. KafkaShareConsumer hands a renewed record back through poll() only
+    # once the renewal's answer came (ShareConsumerImpl: takeRenewedRecords), and the application
+    # may acknowledge only records poll() returned: a second RENEW before the first was answered
+    # means the client renewed a record that poll() had not handed back.
+    pending: dict[tuple[str, str, Any, int, int], Frame] = {}
+    out: Found = []
+    for f in frames:
+        if f.api_key not in (_SHARE_FETCH, _SHARE_ACKNOWLEDGE) or f.request is None:
+            continue
+        group, member = str(f.request.group_id), str(f.request.member_id)
+        for topic_id, partition, off in _renewed_offsets(f.request):
+            key = (group, member, topic_id, partition, off)
+            prev = pending.get(key)
+            if prev is not None and prev.response_at_ms is not None and f.at_ms < prev.response_at_ms:
+                out.append((f.connection, f"member {member!r} renewed offset {off} of partition {partition} again "
+                                          f"before the broker answered its renewal in #{prev.index}", (prev, f)))
+            if f.response is not None and f.response_at_ms is not None:
+                pending[key] = f
+            else:
+                pending.pop(key, None)  # no answer (connection closed): the client starts over
+    return out
+
+
 RULES: tuple[Rule, ...] = (
     Rule("CR-1", "The client never sends a request version the broker did not advertise in ApiVersions.",
          _check_versions),
@@ -649,6 +710,8 @@ RULES: tuple[Rule, ...] = (
          _check_acks_held),
     Rule("CR-10", "After a response with ThrottleTimeMs > 0 (KIP-219 versions), the client sends nothing on that "
                   "connection before the throttle time has passed.", _check_throttle_honoured),
+    Rule("CR-11", "A share consumer renews a record again only after the broker answered its previous renewal "
+                  "(the record comes back through poll in between).", _check_renew_after_answer),
 )
 
 

@@ -66,7 +66,7 @@ def test_example_driver_passes_roundtrip_and_every_report_is_written(tmp_path: P
     [rt] = [r for r in results["results"] if r["scenario"] == "roundtrip"]
     assert rt["outcome"] == "pass" and rt["recorded_frames"] > 0 and rt["violations"] == []
     md = (report / "conformance.md").read_text()
-    assert "| example-kafka-python | pass (" in md
+    assert "| scenario | example-kafka-python |" in md and "| roundtrip | pass (" in md
     assert "example-kafka-python" in (report / "report.html").read_text()
 
 
@@ -163,3 +163,24 @@ def test_without_rich_the_matrix_prints_plain_lines_and_skips_say_why(
     assert "[1/1] kcat / roundtrip: skip" in out
     assert "skip kcat / roundtrip: not installed: kcat is not installed (test)" in out
     assert out.strip().splitlines()[-1] == "conform: 0 passed, 0 failed, 1 skipped"
+
+
+def test_when_stdout_is_not_a_terminal_the_matrix_prints_plain_lines_with_reasons(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI log gets one plain line per cell with its reason and the clients' versions, never a
+    redrawn table whose columns squeeze names to ``cl…`` (rich is installed here; stdout is not a
+    terminal under capsys)."""
+    import importlib.util
+
+    if importlib.util.find_spec("rich") is None:
+        pytest.skip("rich is not installed: the plain path is the only one")
+    monkeypatch.setattr("kwire.conformance.clients.kcat.KcatAdapter.unavailable_reason",
+                        lambda self: "kcat is not installed (test)")
+    rc = main(["conform", "--client", "kcat", "--scenario", "roundtrip", "--scenario", "share_exclusive"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "[1/2] kcat / roundtrip: skip (0.0s): not installed: kcat is not installed (test)" in out
+    assert "[2/2] kcat / share_exclusive: skip (0.0s): not installed: kcat is not installed (test)" in out
+    assert "clients: kcat not installed" in out
+    assert "…" not in out and "┃" not in out

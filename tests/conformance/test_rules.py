@@ -361,3 +361,63 @@ def test_cr10_a_request_sent_during_a_throttle_is_reported() -> None:
             c.recv_frame()
         [v] = _violations(b, "CR-10")
         assert "before the throttle time" in v.explanation and v.frames[1].api_key == 3
+
+
+def _acquired(index: int, first: int, last: int) -> Frame:
+    """A ShareFetch (epoch 0) whose answer hands offsets ``first``-``last`` of partition 0 to member m1."""
+    return _frame(index, 78, 2, _share_fetch(0), {
+        "ErrorCode": 0, "AcquisitionLockTimeoutMs": 30000, "Responses": [{"TopicId": TOPIC_ID, "Partitions": [{
+            "PartitionIndex": 0, "ErrorCode": 0, "AcknowledgeErrorCode": 0,
+            "CurrentLeader": {"LeaderId": 1, "LeaderEpoch": 0}, "Records": None,
+            "AcquiredRecords": [{"FirstOffset": first, "LastOffset": last, "DeliveryCount": 1}]}]}],
+        "NodeEndpoints": []})
+
+
+def test_cr9_acknowledging_after_the_session_closed_is_reported() -> None:
+    """CR-9 (SS-4, SS-5): closing the share session (epoch -1) releases what the member held, so an
+    ACCEPT sent after the close acknowledges a record it no longer holds."""
+    close = _frame(1, 79, 2, _share_ack(-1, []))
+    late = _frame(2, 79, 2, _share_ack(1, [(0, 0, [1])]))
+    [v] = rule_by_id("CR-9").run([_acquired(0, 0, 2), close, late])
+    assert "acknowledged offsets 0-0 of partition 0 (type 1) that it does not hold" in v.explanation
+    assert v.frames == (late,)
+    # The same ACCEPT carried by the closing request itself is fine: acks first, then the release.
+    assert rule_by_id("CR-9").run([_acquired(0, 0, 2), _frame(1, 79, 2, _share_ack(-1, [(0, 0, [1])]))]) == []
+
+
+def _timed(f: Frame, at_ms: int, answered_ms: int) -> Frame:
+    f.at_ms, f.response_at_ms = at_ms, answered_ms
+    return f
+
+
+_ACK_OK = {"ErrorCode": 0, "AcquisitionLockTimeoutMs": 30000, "Responses": [], "NodeEndpoints": []}
+
+
+@pytest.mark.rule("RN-4")
+def test_cr11_renewing_again_before_the_renewal_was_answered_is_reported() -> None:
+    """CR-11: the second RENEW of offset 1 arrives (t=105) before the broker answered the first one
+    (t=110): KafkaShareConsumer cannot do that, since the record comes back through poll only with
+    the answer (ShareConsumerImpl.takeRenewedRecords). Renewing after the answer, or renewing
+    another offset meanwhile, is fine."""
+    fetch = _timed(_acquired(0, 0, 2), 0, 1)
+    first = _timed(_frame(1, 79, 2, _share_ack(1, [(1, 1, [4])]), _ACK_OK), 100, 110)
+    early = _timed(_frame(2, 79, 2, _share_ack(2, [(0, 2, [4])]), _ACK_OK), 105, 106)
+    [v] = rule_by_id("CR-11").run([fetch, first, early])
+    assert "renewed offset 1 of partition 0 again before the broker answered its renewal in #1" in v.explanation
+    assert v.frames == (first, early)
+    later = _timed(_frame(2, 79, 2, _share_ack(2, [(1, 1, [4])]), _ACK_OK), 110, 111)
+    other = _timed(_frame(2, 79, 2, _share_ack(2, [(2, 2, [4])]), _ACK_OK), 105, 106)
+    assert rule_by_id("CR-11").run([fetch, first, later]) == []
+    assert rule_by_id("CR-11").run([fetch, first, other]) == []
+
+
+def test_cr1_and_cr6_judge_a_request_by_what_was_advertised_before_it() -> None:
+    """CR-1, CR-6: a broker whose versions change (upgraded, or capped by a test) judges each request
+    by the latest ApiVersions answer before it: ShareAcknowledge v2 with RENEW while v2 was
+    advertised is fine, the same after the broker advertised only v1 is not."""
+    renew = _share_ack(1, [(0, 0, [4])])
+    frames = [_advertise(0, {79: (1, 2)}), _frame(1, 79, 2, renew), _advertise(2, {79: (1, 1)}),
+              _frame(3, 79, 2, renew)]
+    for rule in ("CR-1", "CR-6"):
+        [v] = rule_by_id(rule).run(frames)
+        assert v.frames[0].index == 3, rule

@@ -16,7 +16,12 @@ from kwire.conformance.clients.base import (
     Record,
 )
 from kwire.conformance.clients.java import JavaAdapter
-from kwire.conformance.clients.js import KafkajsAdapter, KafkatsAdapter
+from kwire.conformance.clients.js import (
+    ConfluentJsAdapter,
+    KafkajsAdapter,
+    KafkatsAdapter,
+    PlatformaticAdapter,
+)
 from kwire.conformance.clients.kcat import KcatAdapter
 from kwire.conformance.clients.python_clients import (
     AiokafkaAdapter,
@@ -30,6 +35,7 @@ __all__ = [
     "ADAPTER_CLASSES",
     "AiokafkaAdapter",
     "ClientAdapter",
+    "ConfluentJsAdapter",
     "ConfluentKafkaAdapter",
     "GroupMember",
     "GroupProtocol",
@@ -38,6 +44,7 @@ __all__ = [
     "KafkajsAdapter",
     "KafkatsAdapter",
     "KcatAdapter",
+    "PlatformaticAdapter",
     "Produced",
     "ProduceResult",
     "Record",
@@ -53,6 +60,8 @@ ADAPTER_CLASSES: tuple[type[ClientAdapter], ...] = (
     KafkajsAdapter,
     AiokafkaAdapter,
     KcatAdapter,
+    PlatformaticAdapter,
+    ConfluentJsAdapter,
 )
 
 

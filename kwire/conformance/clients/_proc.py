@@ -170,6 +170,18 @@ class JsonLineProcess:
         tail = list(self._stderr)[-8:] + list(self._non_json)[-4:]
         return f"rc={rc}; " + " | ".join(tail)
 
+    def kill(self) -> int | None:
+        """Kill the process group at once, as a crash would (no EOF on stdin first)."""
+        proc = self._proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+        rc = proc.wait()
+        self.close_stdin()
+        return rc
+
     def close(self, grace_s: float = 5.0) -> int | None:
         """Close stdin, wait up to ``grace_s``, then kill the process group."""
         proc = self._proc

@@ -277,6 +277,9 @@ def ck_consume(cmd: Cmd) -> None:
                 got += 1
             if group_id is not None and msgs:
                 c.commit(asynchronous=False)
+        if cmd.get("positions"):
+            # Where the consumer stands after the read (read_committed: past the markers it fetched).
+            emit(event="positions", positions={tp.partition: tp.offset for tp in c.position(c.assignment())})
     finally:
         c.close()
 

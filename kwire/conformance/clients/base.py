@@ -30,6 +30,10 @@ cannot take the test runner down. All programs speak the same protocol:
   ``{"op": "abort"}``; each step ends with ``{"event": "txn", "step"}`` or ``{"event":
   "txn_failed", "step", "error", "message"}``. ``stop`` or EOF closes it (``closed``).
 
+* ``{"op": "share_consumer", "bootstrap", "group_id", "ack_mode", "config"}`` starts a share
+  consumer driven step by step (``kwire.conformance.clients.share``, docs/driver-protocol.md).
+* ``{"op": "describe"}`` answers ``describe`` (ops, ``features``, ``lacks``: see ``Hello``).
+
 WireRecord: ``{"key": hex|null, "value": hex|null, "headers": [[name, hex|null], ...],
 "partition": int|null, "offset": int}``; hex keeps binary data intact.
 """
@@ -48,7 +52,9 @@ from kwire.errors import ConformanceError
 
 __all__ = [
     "ALL_CODECS",
+    "FEATURES",
     "Ack",
+    "Hello",
     "ClientAdapter",
     "GroupMember",
     "GroupProtocol",
@@ -153,6 +159,42 @@ class ProduceResult:
     client: str
     produced: list[Produced]
     elapsed_s: float
+
+
+# Capabilities beyond the ops that a driver announces in its ``describe`` answer ("features") or
+# declines with a reason ("lacks": {capability: reason}); docs/driver-protocol.md.
+FEATURES: dict[str, str] = {
+    "share_consumer": "a share consumer (KIP-932)",
+    "share_implicit": "implicit acknowledgement (share.acknowledgement.mode=implicit)",
+    "share_renew": "RENEW acknowledgements (KIP-1222)",
+    "share_commit_async": "commitAsync with results through a callback",
+    "share_lock_timeout": "the acquisition lock timeout",
+    "consume_positions": "consumer positions after a consume",
+}
+# How long a driver may take to answer ``describe`` (a JVM compiles the source driver first).
+_DESCRIBE_TIMEOUT_S = 90.0
+
+
+@dataclass(slots=True, frozen=True)
+class Hello:
+    """What a driver said about itself in its ``describe`` answer."""
+
+    name: str = ""
+    version: str = "?"
+    ops: frozenset[str] = frozenset()
+    features: frozenset[str] = frozenset()
+    lacks: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_event(cls, ev: Mapping[str, Any], default_ops: frozenset[str] = frozenset()) -> Hello:
+        ops = frozenset(str(o) for o in ev.get("ops", default_ops))
+        return cls(str(ev.get("name") or ""), str(ev.get("version", "?")), ops,
+                   frozenset(str(f) for f in ev.get("features") or ()),
+                   {str(k): str(v) for k, v in (ev.get("lacks") or {}).items()})
+
+
+# describe answers of the built-in share programs, by adapter class (one JVM start per run).
+_HELLOS: dict[type, Hello] = {}
 
 
 S = TypeVar("S", bound="_Session")
@@ -393,6 +435,59 @@ class ClientAdapter(ABC):
         the client cannot connect that way (the scenario skips with it)."""
         return f"the {self.name} adapter has no TLS/SASL settings"
 
+    # Why the built-in client has no share consumer (None: ``share_argv`` names its program).
+    no_share_consumer: ClassVar[str | None] = None
+    # ``FEATURES`` the built-in driver program has beyond what its share driver's describe says.
+    features: ClassVar[frozenset[str]] = frozenset()
+
+    def share_argv(self) -> list[str] | None:
+        """The program that answers ``share_consumer`` (None: the client has none)."""
+        return None if self.no_share_consumer is not None else self.argv()
+
+    def share_env(self) -> dict[str, str] | None:
+        """Extra environment of the share program."""
+        return self.env()
+
+    def hello(self) -> Hello:
+        """What the client's share driver says about itself (``describe``), asked once per run."""
+        cached = _HELLOS.get(type(self))
+        if cached is not None:
+            return cached
+        argv = self.share_argv() if self.unavailable_reason() is None else None
+        if argv is None:
+            hello = Hello(self.name, ops=self.supported_ops,
+                          lacks={"share_consumer": self.no_share_consumer or f"{self.name} has no share consumer"})
+        else:
+            try:
+                events = run_json_command(argv, {"op": "describe"}, _DESCRIBE_TIMEOUT_S, env=self.share_env(),
+                                          label=f"{self.name} describe")
+                ev = next((e for e in events if e.get("event") == "describe"), {})
+                hello = Hello.from_event(ev, self.supported_ops)
+            except ConformanceError as exc:
+                hello = Hello(self.name, ops=self.supported_ops,
+                              lacks={"share_consumer": f"the share driver did not describe itself: {exc}"})
+        _HELLOS[type(self)] = hello
+        return hello
+
+    def lacks(self, capability: str) -> str | None:
+        """Why the client cannot do ``capability`` (an op or a ``FEATURES`` name); None when it can."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            return f"not installed: {reason}"
+        if capability != "share_consumer" and capability.startswith("share_"):
+            base = self.lacks("share_consumer")
+            if base is not None:
+                return base
+        hello = self.hello()
+        if capability in hello.lacks:
+            return hello.lacks[capability]
+        if capability == "share_consumer":
+            return None if "share_consumer" in hello.ops else "the driver does not announce op share_consumer"
+        if capability in FEATURES:
+            have = hello.features | self.features
+            return None if capability in have else f"the driver does not announce {capability}"
+        return None if capability in self.supported_ops else f"the driver lacks {capability}"
+
     def available(self) -> bool:
         """Whether the client is installed here."""
         return self.unavailable_reason() is None
@@ -483,6 +578,34 @@ class ClientAdapter(ABC):
         )
         return [Record.from_wire(e) for e in events if e.get("event") == "record"]
 
+    def consume_committed(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        count: int,
+        timeout_s: float = 30.0,
+    ) -> tuple[list[Record], dict[int, int] | None]:
+        """A groupless read_committed read (KIP-98): the records and, where the driver announces
+        ``consume_positions``, each partition's position afterwards (None otherwise).
+
+        The command carries ``isolation_level`` for drivers that take it, and the adapter's
+        ``read_committed_config`` for the built-in ones."""
+        command: dict[str, Any] = {
+            "op": "consume", "bootstrap": bootstrap, "topic": topic, "group_id": None, "count": count,
+            "from_beginning": True, "group_protocol": "classic", "isolation_level": "read_committed",
+            "config": dict(self.read_committed_config),
+        }
+        want_positions = self.lacks("consume_positions") is None
+        if want_positions:
+            command["positions"] = True
+        events = self._run(command, timeout_s)
+        records = [Record.from_wire(e) for e in events if e.get("event") == "record"]
+        got = next((e for e in events if e.get("event") == "positions"), None)
+        if not want_positions or got is None:
+            return records, None
+        return records, {int(p): int(o) for p, o in (got.get("positions") or {}).items()}
+
     def start_member(
         self,
         bootstrap: str,
@@ -552,6 +675,14 @@ class ClientAdapter(ABC):
             proc.close(grace_s=0)
             raise
         return session
+
+    def client_version(self) -> str:
+        """The client's exact version for reports ("?" where it cannot be told)."""
+        if self.unavailable_reason() is not None:
+            return "not installed"
+        from kwire.conformance.report import client_version
+
+        return client_version(self.name)
 
     def describe(self) -> str:
         """A one-line summary for reports."""

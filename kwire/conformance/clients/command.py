@@ -2,9 +2,11 @@
 
 The program speaks the protocol of ``docs/driver-protocol.md`` (the one the built-in drivers
 speak, see ``base``). Before the scenarios run, the harness sends ``{"op": "describe"}``; a
-driver answers ``{"event": "describe", "name", "version", "codecs", "ops", "kip848"}`` then
-``{"event": "done"}``, and the adapter takes its name and capabilities from that answer. A
-driver without ``describe`` (it answers with an error) gets the defaults below.
+driver answers ``{"event": "describe", "name", "version", "codecs", "ops", "kip848", "features",
+"lacks"}`` then ``{"event": "done"}``, and the adapter takes its name and capabilities from that
+answer (``features``: capabilities beyond the ops, ``base.FEATURES``; ``lacks``: capability ->
+the reason the client has none, shown where a scenario skips). A driver without ``describe`` (it
+answers with an error) gets the defaults below. The same command serves ``share_consumer``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import shlex
 from typing import Any, ClassVar
 
 from kwire.conformance.clients._proc import run_json_command
-from kwire.conformance.clients.base import ALL_CODECS, ClientAdapter
+from kwire.conformance.clients.base import ALL_CODECS, ClientAdapter, Hello
 from kwire.errors import ConformanceError
 
 __all__ = ["CommandAdapter", "command_adapter"]
@@ -29,12 +31,23 @@ class CommandAdapter(ClientAdapter):
     name: ClassVar[str] = "command"
     command: ClassVar[tuple[str, ...]] = ()
     version: ClassVar[str] = "?"
+    hello_info: ClassVar[Hello] = Hello()
 
     def unavailable_reason(self) -> str | None:
         return None if self.command else "no command given"
 
     def argv(self) -> list[str]:
         return list(self.command)
+
+    def share_argv(self) -> list[str] | None:
+        return list(self.command)
+
+    def client_version(self) -> str:
+        return self.version
+
+    def hello(self) -> Hello:
+        """The driver's ``describe`` answer, asked when the adapter was made."""
+        return self.hello_info
 
 
 def command_adapter(command: str, name: str | None = None) -> type[CommandAdapter]:
@@ -60,4 +73,9 @@ def command_adapter(command: str, name: str | None = None) -> type[CommandAdapte
         "supports_kip848": bool(info.get("kip848", False)),
         "binary_headers": bool(info.get("binary_headers", True)),
     }
+    hello = Hello.from_event({**info, "name": attrs["name"]}, _DEFAULT_OPS)
+    attrs["hello_info"] = hello
+    lacks = hello.lacks
+    if "transactions" in lacks:
+        attrs["no_transactions"] = lacks["transactions"]
     return type(f"CommandAdapter_{attrs['name']}", (CommandAdapter,), attrs)

@@ -30,6 +30,14 @@ class JavaAdapter(ClientAdapter):
     }
     failover_idempotent = True
 
+    def share_argv(self) -> list[str] | None:
+        """``java/ShareDriver.java`` (a KafkaShareConsumer), run by the source launcher."""
+        from pathlib import Path
+
+        jars = sorted(paths.java_lib_dir().glob("*.jar"))
+        return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", ":".join(map(str, jars)),
+                str(Path(__file__).parent / "java" / "ShareDriver.java")]
+
     def classpath(self) -> str:
         """The jars plus the compiled driver."""
         return f"{paths.java_lib_dir()}/*:{paths.java_classes_dir()}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any, ClassVar
 
 from kwire.conformance import paths
@@ -54,6 +55,7 @@ class KafkajsAdapter(_NodeAdapter):
     }
     failover_idempotent = True
     read_committed_config = {"consumer": {"readUncommitted": False}}
+    no_share_consumer = "kafkajs 2.2 has no share consumer (KIP-932)"
     failover_no_live_read = (
         "kafkajs reads only as a group member, and an uncommitted group re-reads after a rebalance"
     )
@@ -108,3 +110,64 @@ class KafkatsAdapter(_NodeAdapter):
             client["sasl"] = {"mechanism": sec.mechanism, "username": sec.username, "password": sec.password,
                               "reauthenticationThresholdMs": 1000}
         return {"client": client}
+
+    def share_argv(self) -> list[str] | None:
+        """``js/share_driver.cjs`` (the ShareConsumer of @kafkats/client)."""
+        return ["node", str(Path(__file__).parent / "js" / "share_driver.cjs")]
+
+
+class PlatformaticAdapter(_NodeAdapter):
+    """@platformatic/kafka 2.12: pure JavaScript; classic and KIP-848 groups; transactions; no share
+    consumer. Driven by ``js/platformatic_driver.cjs``, which answers ``describe`` like any
+    outside driver."""
+
+    name = "platformatic"
+    package = "@platformatic/kafka"
+    # zstd uses node's own zlib zstd, which arrived in node 22.15; Debian 12's node 20 has none.
+    supported_codecs = ("none", "gzip", "snappy", "lz4")
+    supports_kip848 = True
+    supported_ops = frozenset({"produce", "consume", "member", "producer", "txn_producer"})
+    # platformatic reads only as a group member; "no group" is a throwaway group that never commits.
+    groupless_consume = False
+    no_share_consumer = "@platformatic/kafka 2.12 has no share consumer (KIP-932)"
+    read_committed_config = {"consumer": {"isolationLevel": 1}}
+    failover_config = {"idempotent": True}
+    failover_idempotent = True
+
+    def argv(self) -> list[str]:
+        return ["node", str(Path(__file__).parent / "js" / "platformatic_driver.cjs")]
+
+
+def confluent_js_modules() -> Path:
+    """Where tools/install_clients.sh builds @confluentinc/kafka-javascript (its own node_modules:
+    the native build may fail on a machine without compilers, and must not take the others down)."""
+    return paths.clients_dir() / "js-confluent" / "node_modules"
+
+
+class ConfluentJsAdapter(_NodeAdapter):
+    """@confluentinc/kafka-javascript 1.10 (librdkafka 2.15 in a native addon) through its
+    KafkaJS-compatible API: classic and KIP-848 groups, transactions, every codec; no share
+    consumer. Driven by ``js/confluent_js_driver.cjs``."""
+
+    name = "confluent_js"
+    package = "@confluentinc/kafka-javascript"
+    supports_kip848 = True
+    groupless_consume = False
+    no_share_consumer = "@confluentinc/kafka-javascript 1.10 has no share consumer in its API"
+    read_committed_config = {"consumer": {}}
+    failover_config = {"producer": {"enable.idempotence": True}}
+    failover_idempotent = True
+
+    def unavailable_reason(self) -> str | None:
+        if shutil.which("node") is None:
+            return "no node on PATH"
+        if not (confluent_js_modules() / self.package / "package.json").is_file():
+            return (f"{self.package} is not in {confluent_js_modules()} (run tools/install_clients.sh js: its "
+                    f"prebuilt addon is downloaded from github.com, so it is built from source there)")
+        return None
+
+    def argv(self) -> list[str]:
+        return ["node", str(Path(__file__).parent / "js" / "confluent_js_driver.cjs")]
+
+    def env(self) -> dict[str, str] | None:
+        return {"KWIRE_NODE_MODULES": str(confluent_js_modules())}

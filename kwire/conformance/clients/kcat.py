@@ -26,6 +26,8 @@ class KcatAdapter(ClientAdapter):
     )
     txn_commit_at_exit = True
 
+    no_share_consumer = "kcat has no share consumer (KIP-932)"
+
     def unavailable_reason(self) -> str | None:
         if shutil.which("kcat") is None and shutil.which("kafkacat") is None:
             return "kcat is not installed (run tools/install_clients.sh kcat)"

@@ -42,6 +42,11 @@ class ConfluentKafkaAdapter(_PythonAdapter):
     supports_kip848 = True
     failover_config = {"enable.idempotence": True}
     failover_idempotent = True
+    features = frozenset({"consume_positions"})
+
+    def share_argv(self) -> list[str] | None:
+        """``_share_driver`` (confluent-kafka's ShareConsumer); its ``describe`` says what it lacks."""
+        return [sys.executable, "-m", "kwire.conformance.clients._share_driver"]
 
     def security_config(self, sec: Security) -> dict[str, Any] | str:
         return librdkafka_security(sec)
@@ -85,6 +90,7 @@ class KafkaPythonAdapter(_PythonAdapter):
     failover_config = {"enable_idempotence": True}
     failover_idempotent = True
     read_committed_config = {"isolation_level": "read_committed"}
+    no_share_consumer = "kafka-python 3.0 has no share consumer (KIP-932)"
     failover_no_live_read = (
         "kafka-python 3.0.12's fetcher marks a node as having a fetch in flight before send(), and "
         "send() raises UnknownBrokerIdError for a broker that just left the metadata (it is down): "
@@ -115,6 +121,7 @@ class AiokafkaAdapter(_PythonAdapter):
     # periodic refresh, 5 minutes by default.
     failover_consumer_config = {"metadata_max_age_ms": 1000}
     read_committed_config = {"isolation_level": "read_committed"}
+    no_share_consumer = "aiokafka 0.14 has no share consumer (KIP-932)"
 
     @property
     def supported_codecs(self) -> tuple[str, ...]:  # type: ignore[override]

@@ -1,146 +1,234 @@
-"""Share consumers (KIP-932) driven step by step: one child program per consumer, speaking lines.
+"""Share consumers (KIP-932) driven step by step over the JSON-lines driver protocol.
 
-Every share driver (Java ``java/ShareDriver.java``, confluent-kafka ``_share_driver.py``,
-@kafkats/client ``js/share_driver.cjs``) reads one command per stdin line and answers with its
-output lines, then ``ok`` (or ``error CLASS MESSAGE``):
+Every share consumer, built-in or outside, is a driver program that answers
+``{"op": "share_consumer", ...}`` (docs/driver-protocol.md): it creates the consumer, says
+``ready``, then takes one command per stdin line and ends each with ``{"event": "ok", "op"}`` or
+``{"event": "failed", "op", "error", "message"}``:
 
-``subscribe TOPIC`` · ``poll MS`` (prints ``rec PARTITION OFFSET DELIVERYCOUNT VALUE`` per record) ·
-``ack PARTITION OFFSET ACCEPT|RELEASE|REJECT|RENEW`` · ``commit`` (prints ``committed PARTITION
-RESULT``) · ``commitasync`` (results come later as ``async-committed ...`` lines) ·
-``locktimeout`` (prints ``lock MS``, -1 where the client does not tell) · ``close``.
+``subscribe`` (topics) · ``poll`` (``share_record`` events, each with topic, partition, offset,
+key, value, headers and delivery count) · ``acknowledge`` (topic, partition, offset, type
+ACCEPT|RELEASE|REJECT|RENEW) · ``commit`` (one ``committed`` event per partition: error or null)
+· ``commit_async`` (results come later as ``async_committed`` events) · ``lock_timeout``
+(``{"event": "lock_timeout", "ms"}``, null where the client does not tell) · ``close``.
 
-A test holds records between polls, acknowledges any of them later, and can kill the process
-mid-batch; the broker sees exactly what a real application would make the client send.
+The built-in share drivers are programs of their own (Java ``java/ShareDriver.java``,
+confluent-kafka ``_share_driver.py``, @kafkats/client ``js/share_driver.cjs``); an outside client's
+driver is its ``--client-command``. Which program an adapter runs, and what it can do, come from
+the adapter (``ClientAdapter.share_argv`` and the driver's ``describe`` answer), so a scenario
+never names a client.
+
+``ShareMember`` is what scenarios and tests hold: it keeps the records a poll returned, can
+acknowledge any of them later, and can be killed mid-batch; the broker sees exactly what a real
+application would make the client send.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import threading
+import contextlib
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from queue import Empty, Queue
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from kwire.conformance import paths
+from kwire.conformance.clients._proc import Event, JsonLineProcess
 from kwire.errors import ConformanceError
 
-__all__ = ["Delivered", "ShareMember", "share_command", "SHARE_CLIENTS"]
+if TYPE_CHECKING:
+    from kwire.conformance.clients.base import ClientAdapter
 
-HERE = Path(__file__).parent
-# Clients with a share consumer: name -> what it needs.
+__all__ = [
+    "ACK_TYPES",
+    "AsyncCommit",
+    "CommitResult",
+    "Delivered",
+    "ShareMember",
+    "register_adapter",
+    "share_adapter",
+    "share_command",
+    "SHARE_CLIENTS",
+]
+
+# The built-in clients with a share consumer (kept for callers that list them; scenarios ask the
+# adapter's capabilities instead).
 SHARE_CLIENTS = ("java", "confluent_kafka", "kafkats")
+ACK_TYPES = ("ACCEPT", "RELEASE", "REJECT", "RENEW")
+# Adapters known by name beyond the built-in ones (``--client-command`` drivers), so a
+# ``ShareMember(name, ...)`` reaches the same program as the adapter.
+_REGISTERED: dict[str, ClientAdapter] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class Delivered:
+    """One record a share consumer's poll returned."""
+
     partition: int
     offset: int
     delivery_count: int
     value: str
+    topic: str = ""
+    key: bytes | None = field(default=None, compare=False)
+    headers: tuple[tuple[str, bytes | None], ...] = field(default=(), compare=False)
+    raw_value: bytes | None = field(default=None, compare=False)
 
 
-def share_command(client: str, bootstrap: str, group: str, *, mode: str = "explicit",
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """One partition's result of commitSync: ``error`` is None on success, else the client's error kind."""
+
+    topic: str
+    partition: int
+    error: str | None
+    message: str = ""
+
+    def line(self) -> str:
+        """The legacy ``committed PARTITION RESULT`` form."""
+        return f"committed {self.partition} {self.error or 'ok'}"
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncCommit:
+    """An acknowledgement commit the client reported later (commitAsync, or acks sent as made)."""
+
+    topic: str
+    partition: int
+    offsets: tuple[int, ...]
+    error: str | None
+
+    def line(self) -> str:
+        """The legacy ``async-committed PARTITION:[OFFSETS]`` form."""
+        return f"async-committed {self.partition}:{list(self.offsets)}" + (f" error {self.error}" if self.error else "")
+
+
+def register_adapter(adapter: ClientAdapter) -> None:
+    """Make ``adapter`` reachable by its name (a ``--client-command`` driver)."""
+    _REGISTERED[adapter.name] = adapter
+
+
+def share_adapter(client: str | ClientAdapter) -> ClientAdapter:
+    """The adapter behind a client name (built-in or registered) or the adapter itself."""
+    if not isinstance(client, str):
+        return client
+    if client in _REGISTERED:
+        return _REGISTERED[client]
+    from kwire.conformance.clients import get_adapter
+
+    return get_adapter(client)
+
+
+def share_command(client: str | ClientAdapter, bootstrap: str = "", group: str = "", *, mode: str = "explicit",
                   config: dict[str, object] | None = None) -> tuple[list[str], dict[str, str] | None]:
-    """The argv and extra environment of ``client``'s share driver. ``mode`` (explicit or implicit
-    acknowledgement) and ``config`` (client properties) are for the Java driver.
+    """The argv and extra environment of ``client``'s share driver (``bootstrap``, ``group``,
+    ``mode`` and ``config`` travel in the ``share_consumer`` command, not on the command line).
 
     Raises:
         ConformanceError: the client has no share consumer, or it is not installed here.
     """
-    if client == "java":
-        java = shutil.which("java")
-        jars = sorted(paths.java_lib_dir().glob("*.jar"))
-        if java is None or not jars:
-            raise ConformanceError("java or the kafka-clients jars are not installed (tools/install_clients.sh java)")
-        return [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", ":".join(map(str, jars)),
-                str(HERE / "java" / "ShareDriver.java"), bootstrap, group, mode,
-                *(f"{k}={v}" for k, v in (config or {}).items())], None
-    if client == "confluent_kafka":
-        try:
-            import confluent_kafka
-        except ImportError:
-            raise ConformanceError("confluent-kafka is not installed (tools/install_clients.sh python)") from None
-        if not hasattr(confluent_kafka, "ShareConsumer"):
-            raise ConformanceError("this confluent-kafka has no ShareConsumer (2.16 or later)")
-        return [sys.executable, "-m", "kwire.conformance.clients._share_driver", bootstrap, group], None
-    if client == "kafkats":
-        node = shutil.which("node")
-        modules = paths.node_modules_dir()
-        if node is None or not (modules / "@kafkats" / "client" / "package.json").is_file():
-            raise ConformanceError("node or @kafkats/client is not installed (tools/install_clients.sh js)")
-        return [node, str(HERE / "js" / "share_driver.cjs"), bootstrap, group], {"KWIRE_NODE_MODULES": str(modules)}
-    raise ConformanceError(f"{client} has no share consumer")
+    adapter = share_adapter(client)
+    reason = adapter.lacks("share_consumer")
+    if reason is not None:
+        raise ConformanceError(reason)
+    if mode == "implicit" and (why := adapter.lacks("share_implicit")) is not None:
+        raise ConformanceError(why)
+    argv = adapter.share_argv()
+    assert argv is not None  # lacks() said it has one
+    return argv, adapter.share_env()
+
+
+def _unhex(s: str | None) -> bytes | None:
+    return None if s is None else bytes.fromhex(s)
 
 
 class ShareMember:
-    """One share consumer in its own process; each method is one driver command."""
+    """One share consumer in its own driver process; each method is one driver command."""
 
-    def __init__(self, client: str, bootstrap: str, group: str, *, mode: str = "explicit",
-                 config: dict[str, object] | None = None) -> None:
-        argv, env = share_command(client, bootstrap, group, mode=mode, config=config)
-        self.client = client
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, bufsize=1, env={**os.environ, **(env or {})})
-        self.lines: Queue[str | None] = Queue()
-        self.async_commits: list[str] = []
-        self.stderr: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
+    def __init__(self, client: str | ClientAdapter, bootstrap: str, group: str, *, mode: str = "explicit",
+                 config: dict[str, object] | None = None, ready_timeout_s: float = 60.0) -> None:
+        adapter = share_adapter(client)
+        argv, env = share_command(adapter, bootstrap, group, mode=mode, config=config)
+        self.adapter = adapter
+        self.client = adapter.name
+        self.group = group
+        self.topics: list[str] = []
+        self.async_results: list[AsyncCommit] = []
+        self.async_commits: list[str] = []  # the same, as legacy lines
+        self.last_commit: list[CommitResult] = []
+        self.last_lock_timeout_ms: int | None = None
+        self.closed = False
+        self.proc = JsonLineProcess(argv, env=env, label=f"{adapter.name} share consumer").start()
+        try:
+            self.proc.send({"op": "share_consumer", "bootstrap": bootstrap, "group_id": group, "ack_mode": mode,
+                            "config": {k: v for k, v in (config or {}).items()},
+                            "timeout_ms": 600_000})
+            deadline = time.monotonic() + ready_timeout_s
+            while True:
+                ev = self._next(deadline, "ready")
+                if ev.get("event") == "ready":
+                    break
+        except BaseException:
+            self.proc.close(grace_s=0)
+            raise
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
+    # --- the protocol ---------------------------------------------------------------------------
+    def _next(self, deadline: float, what: str) -> Event:
+        try:
+            ev = self.proc.next_event(deadline)
+        except ConformanceError as exc:
+            raise ConformanceError(f"{self.client} {what}: the driver exited ({self.proc.diagnostics()})") from exc
+        if ev is None:
+            raise ConformanceError(f"{self.client} {what}: no answer in time ({self.proc.diagnostics()})")
+        kind = ev.get("event")
+        if kind == "error":
+            raise ConformanceError(f"{self.client} {what}: {ev.get('error')}: {ev.get('message')}")
+        if kind == "async_committed":
+            res = AsyncCommit(str(ev.get("topic") or ""), int(ev.get("partition", -1)),
+                              tuple(int(o) for o in ev.get("offsets") or ()), ev.get("error"))
+            self.async_results.append(res)
+            self.async_commits.append(res.line())
+        elif kind == "closed":
+            self.closed = True
+        return ev
 
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line.rstrip("\n"))
-
-    def command(self, line: str, timeout_s: float = 60.0) -> list[str]:
-        """Send one command; its output lines up to ``ok``.
+    def request(self, command: dict[str, Any], timeout_s: float = 60.0) -> tuple[list[Event], Event]:
+        """Send one command; its events up to ``ok`` and the ``ok`` event itself.
 
         Raises:
-            ConformanceError: the driver answered ``error ...``, exited, or said nothing in time.
+            ConformanceError: the driver answered ``failed``, exited, or said nothing in time.
         """
-        assert self.proc.stdin is not None
+        op = str(command["op"])
         try:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        except OSError as exc:
-            raise ConformanceError(f"{self.client} {line!r}: the driver is gone ({exc})") from None
-        out: list[str] = []
+            self.proc.send(command)
+        except ConformanceError as exc:
+            raise ConformanceError(f"{self.client} {op}: the driver is gone ({exc})") from None
+        out: list[Event] = []
         deadline = time.monotonic() + timeout_s
         while True:
-            try:
-                got = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except Empty:
-                raise ConformanceError(f"{self.client} {line!r}: no answer in {timeout_s:.0f}s; "
-                                       f"stderr: {self.stderr[-10:]}") from None
-            if got is None:
-                raise ConformanceError(f"{self.client} {line!r}: the driver exited; stderr: {self.stderr[-20:]}")
-            if got == "ok":
-                return out
-            if got.startswith("error "):
-                raise ConformanceError(f"{self.client} {line!r}: {got}")
-            if got.startswith("async-committed"):
-                self.async_commits.append(got)
-            else:
-                out.append(got)
+            ev = self._next(deadline, op)
+            kind = ev.get("event")
+            if kind == "ok":
+                return out, ev
+            if kind == "failed":
+                raise ConformanceError(f"{self.client} {op}: {ev.get('error')} {ev.get('message') or ''}".rstrip())
+            if kind != "async_committed":
+                out.append(ev)
 
-    def subscribe(self, topic: str) -> None:
-        self.command(f"subscribe {topic}")
+    # --- what scenarios call --------------------------------------------------------------------
+    def subscribe(self, topic: str, *more: str) -> None:
+        self.topics = [topic, *more]
+        self.request({"op": "subscribe", "topics": self.topics})
 
     def poll(self, ms: int = 500) -> list[Delivered]:
+        events, ok = self.request({"op": "poll", "timeout_ms": ms}, timeout_s=ms / 1000 + 60)
+        if ok.get("acquisition_lock_timeout_ms") is not None:
+            self.last_lock_timeout_ms = int(ok["acquisition_lock_timeout_ms"])
         out = []
-        for line in self.command(f"poll {ms}"):
-            _, p, o, n, *v = line.split(" ", 4)
-            out.append(Delivered(int(p), int(o), int(n), v[0] if v else ""))
+        for ev in events:
+            if ev.get("event") != "share_record":
+                continue
+            value = _unhex(ev.get("value"))
+            out.append(Delivered(
+                int(ev["partition"]), int(ev["offset"]), int(ev.get("delivery_count", -1) if
+                                                              ev.get("delivery_count") is not None else -1),
+                (value or b"").decode(errors="replace"), str(ev.get("topic") or (self.topics or [""])[0]),
+                _unhex(ev.get("key")), tuple((str(k), _unhex(v)) for k, v in ev.get("headers") or ()), value))
         return out
 
     def poll_until(self, count: int, timeout_s: float = 60.0) -> list[Delivered]:
@@ -158,28 +246,47 @@ class ShareMember:
         return got
 
     def ack(self, r: Delivered, kind: str) -> None:
-        self.command(f"ack {r.partition} {r.offset} {kind}")
+        """acknowledge(record, kind) with kind ACCEPT, RELEASE, REJECT or RENEW."""
+        if kind not in ACK_TYPES:
+            raise ConformanceError(f"unknown acknowledge type {kind!r}")
+        self.request({"op": "acknowledge", "topic": r.topic or (self.topics or [""])[0], "partition": r.partition,
+                      "offset": r.offset, "type": kind})
+
+    def commit_results(self, timeout_s: float = 60.0) -> list[CommitResult]:
+        """commitSync: one result per partition (none where the client acknowledges as it goes)."""
+        events, _ = self.request({"op": "commit"}, timeout_s)
+        self.last_commit = [CommitResult(str(e.get("topic") or ""), int(e.get("partition", -1)), e.get("error"),
+                                         str(e.get("message") or ""))
+                            for e in events if e.get("event") == "committed"]
+        return self.last_commit
 
     def commit(self) -> list[str]:
-        """commitSync; one ``committed PARTITION RESULT`` line per partition (none where the client
-        acknowledges as it goes)."""
-        return self.command("commit")
+        """commitSync as ``committed PARTITION RESULT`` lines (RESULT ``ok`` or the error kind)."""
+        return [r.line() for r in self.commit_results()]
 
     def commit_async(self) -> None:
-        self.command("commitasync")
+        self.request({"op": "commit_async"})
 
     def lock_timeout_ms(self) -> int:
-        return int(self.command("locktimeout")[0].split()[1])
+        """The acquisition lock timeout the client reports; -1 where it does not tell."""
+        events, _ = self.request({"op": "lock_timeout"})
+        got = next((e.get("ms") for e in events if e.get("event") == "lock_timeout"), None)
+        return -1 if got is None else int(got)
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
+    def close(self, timeout_s: float = 60.0) -> None:
+        """close(): the client sends its last acknowledgements and leaves; the process ends."""
+        if self.proc.returncode() is None and not self.closed:
             try:
-                self.command("close", timeout_s=60)
+                with contextlib.suppress(ConformanceError):
+                    self.proc.send({"op": "close"})
+                deadline = time.monotonic() + timeout_s
+                while not self.closed:
+                    ev = self._next(deadline, "close")
+                    if ev.get("event") == "failed":
+                        raise ConformanceError(f"{self.client} close: {ev.get('error')} {ev.get('message')}")
             finally:
                 self.kill()
 
     def kill(self) -> None:
         """End the process at once, as a crash would (its connections drop)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        self.proc.kill()

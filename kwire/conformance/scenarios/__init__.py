@@ -22,6 +22,7 @@ from kwire.conformance.scenarios.base import (
 from kwire.conformance.scenarios.failover import failover
 from kwire.conformance.scenarios.group import consumer_group, group_migration, kip848_group
 from kwire.conformance.scenarios.quotas import quota_throttle
+from kwire.conformance.scenarios.renew import RENEW_SCENARIOS
 from kwire.conformance.scenarios.roundtrip import produce_consume_roundtrip
 from kwire.conformance.scenarios.security import SECURITY_SCENARIOS
 from kwire.conformance.scenarios.share import SHARE_SCENARIOS
@@ -51,6 +52,7 @@ SCENARIOS: dict[str, Scenario] = {
     "quota_throttle": quota_throttle,
     **SHARE_SCENARIOS,
     **SECURITY_SCENARIOS,
+    **RENEW_SCENARIOS,
 }
 
 # The driver operations (docs/driver-protocol.md) each scenario needs; a client whose driver
@@ -65,11 +67,13 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     **{name: frozenset({"txn_producer", "consume"}) for name in WINDOW_SCENARIOS},
     "quota_throttle": frozenset({"produce", "consume"}),
     # Share drivers are their own programs (kwire.conformance.clients.share), not driver ops.
+    # Share scenarios ask the driver's capabilities themselves (share_consumer, share_renew, ...).
     **{name: frozenset() for name in SHARE_SCENARIOS},
     "ssl": frozenset({"produce", "consume"}),
     "sasl_ssl": frozenset({"produce", "consume"}),
     "oauthbearer": frozenset({"produce", "consume"}),
     "reauth": frozenset({"producer", "consume"}),
+    **{name: frozenset() for name in RENEW_SCENARIOS},
 }
 
 
@@ -79,6 +83,13 @@ def run_scenario(name: str, adapter: ClientAdapter, bootstrap: str, control: Bro
     Skips: the client is not installed, or the target lists the pair as a known defect
     (``control.known_defects``). A ConformanceError from the client becomes ``fail``.
     """
+    result = _run_scenario(name, adapter, bootstrap, control)
+    if not result.client_version:
+        result.client_version = adapter.client_version()
+    return result
+
+
+def _run_scenario(name: str, adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
     scenario = SCENARIOS[name]
     reason = adapter.unavailable_reason()
     if reason is not None:

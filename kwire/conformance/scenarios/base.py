@@ -95,6 +95,8 @@ class ScenarioResult:
     violations: list[Any] = field(default_factory=list)
     # How many requests the broker recorded during the scenario (None: the target does not record).
     recorded_frames: int | None = None
+    # The client's exact version as its adapter or driver tells it ("" before the harness sets it).
+    client_version: str = ""
 
     @classmethod
     def passed(cls, client: str, scenario: str, **details: object) -> ScenarioResult:

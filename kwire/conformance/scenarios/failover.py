@@ -210,7 +210,8 @@ def _check_acks(acks: list[Ack], sent: int, found: dict[tuple[int, int], int]) -
 
 
 def failover(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """Steps: broker down, leader move, broker up, leader back; then read everything back."""
+    """A producer rides out a broker going down, a leader move, the broker coming back and the leader
+    moving back; everything acknowledged is then read back."""
     if not isinstance(control, ClusterControl):
         return ScenarioResult.skipped(
             adapter.name, SCENARIO, f"{control.name} control is wire-only (no broker_down/move_leader)"

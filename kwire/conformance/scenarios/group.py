@@ -159,19 +159,20 @@ def group_scenario(
 
 
 def consumer_group(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """Classic protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup)."""
+    """Two members share a topic in a classic group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
     return group_scenario(adapter, bootstrap, control, protocol="classic", scenario="consumer_group")
 
 
 def kip848_group(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """KIP-848 protocol (ConsumerGroupHeartbeat); skipped for clients without it."""
+    """Two members share a topic in a KIP-848 consumer group (ConsumerGroupHeartbeat)."""
     if not adapter.supports_kip848:
         return ScenarioResult.skipped(adapter.name, "kip848_group", f"{adapter.name} has no KIP-848 consumer")
     return group_scenario(adapter, bootstrap, control, protocol="consumer", scenario="kip848_group")
 
 
 def group_migration(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """Rolling classic -> consumer -> classic restarts of a two-member group; see the module docstring."""
+    """A two-member group is restarted member by member from classic to KIP-848 and back, without
+    losing or re-reading committed records."""
     name = "group_migration"
     if not adapter.supports_kip848:
         return ScenarioResult.skipped(adapter.name, name, f"{adapter.name} has no KIP-848 consumer")

@@ -55,7 +55,7 @@ def _show(r: Record) -> str:
 def produce_consume_roundtrip(
     adapter: ClientAdapter, bootstrap: str, control: BrokerControl
 ) -> ScenarioResult:
-    """Produce the record set once per supported codec, consume it back, compare."""
+    """The record set is produced once per supported codec, consumed back and compared."""
     topic = unique_name(f"kw-rt-{adapter.name}")
     control.create_topic(topic, PARTITIONS)
     expected: list[Record] = []

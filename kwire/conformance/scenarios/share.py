@@ -33,7 +33,7 @@ import time
 from typing import Any, Protocol, runtime_checkable
 
 from kwire.conformance.clients.base import ClientAdapter
-from kwire.conformance.clients.share import SHARE_CLIENTS, Delivered, ShareMember, share_command
+from kwire.conformance.clients.share import Delivered, ShareMember, register_adapter
 from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, unique_name
 from kwire.errors import ConformanceError
 
@@ -84,37 +84,40 @@ class CrashControl(Protocol):
     def crash_restart(self) -> None: ...
 
 
-def _prepare(adapter: ClientAdapter, bootstrap: str, control: BrokerControl,
-             scenario: str) -> tuple[ShareControl, str, str] | ScenarioResult:
-    if adapter.name not in SHARE_CLIENTS:
-        return ScenarioResult.skipped(adapter.name, scenario, f"{adapter.name} has no share consumer")
+def _prepare(adapter: ClientAdapter, bootstrap: str, control: BrokerControl, scenario: str,
+             needs: tuple[str, ...] = ()) -> tuple[ShareControl, str, str] | ScenarioResult:
+    """Skip unless the client's driver announces a share consumer (and ``needs``: ``base.FEATURES``
+    names) and the broker offers a clock and group configs; else a fresh topic and group."""
+    for capability in ("share_consumer", *needs):
+        reason = adapter.lacks(capability)
+        if reason is not None:
+            return ScenarioResult.skipped(adapter.name, scenario, reason)
     if not isinstance(control, ShareControl):
         return ScenarioResult.skipped(adapter.name, scenario, f"{control.name} offers no clock or group configs")
-    try:
-        share_command(adapter.name, bootstrap, "probe")
-    except ConformanceError as exc:
-        return ScenarioResult.skipped(adapter.name, scenario, str(exc))
+    register_adapter(adapter)
     topic, group = unique_name(f"kw-share-{adapter.name}"), unique_name(f"kw-sg-{adapter.name}")
     control.create_topic(topic, 1)
     control.set_group_config(group, "share.auto.offset.reset", "earliest")
     return control, topic, group
 
 
-def _member(adapter: ClientAdapter, bootstrap: str, group: str, topic: str, members: list[ShareMember]) -> ShareMember:
-    m = ShareMember(adapter.name, bootstrap, group)
+def _member(adapter: ClientAdapter, bootstrap: str, group: str, topic: str, members: list[ShareMember],
+            **kw: Any) -> ShareMember:
+    m = ShareMember(adapter, bootstrap, group, **kw)
     members.append(m)
     m.subscribe(topic)
     return m
 
 
-def _run(scenario: str, adapter: ClientAdapter, bootstrap: str, control: BrokerControl, body: Any) -> ScenarioResult:
-    prepared = _prepare(adapter, bootstrap, control, scenario)
+def _run(scenario: str, adapter: ClientAdapter, bootstrap: str, control: BrokerControl, body: Any,
+         needs: tuple[str, ...] = ()) -> ScenarioResult:
+    prepared = _prepare(adapter, bootstrap, control, scenario, needs)
     if isinstance(prepared, ScenarioResult):
         return prepared
     ctl, topic, group = prepared
     members: list[ShareMember] = []
     try:
-        details = body(ctl, topic, group, lambda: _member(adapter, bootstrap, group, topic, members))
+        details = body(ctl, topic, group, lambda **kw: _member(adapter, bootstrap, group, topic, members, **kw))
     except ConformanceError as exc:
         return ScenarioResult.failed(adapter.name, scenario, str(exc))
     finally:

@@ -64,7 +64,8 @@ PLAN: tuple[Step, ...] = (
 
 
 def transactions(adapter: ClientAdapter, bootstrap: str, control: BrokerControl) -> ScenarioResult:
-    """Two transactional producers interleave commits and aborts on 3 partitions; read_committed reads back."""
+    """Two transactional producers interleave commits and aborts on 3 partitions; a read_committed
+    consumer reads back every committed record once, in order, and no aborted one."""
     if adapter.no_transactions is not None:
         return ScenarioResult.skipped(adapter.name, SCENARIO, adapter.no_transactions)
     topic = unique_name(f"kw-txn-{adapter.name}")
@@ -81,8 +82,8 @@ def transactions(adapter: ClientAdapter, bootstrap: str, control: BrokerControl)
             if not session.closed:
                 session.kill()
 
-    got = adapter.consume(bootstrap, topic, group_id=None, count=sum(map(len, committed.values())),
-                          timeout_s=45, config=adapter.read_committed_config)
+    got, positions = adapter.consume_committed(bootstrap, topic, count=sum(map(len, committed.values())),
+                                               timeout_s=45)
     by_part: dict[int, list[bytes]] = defaultdict(list)
     for r in sorted(got, key=lambda r: (r.partition or 0, r.offset or 0)):
         by_part[r.partition if r.partition is not None else -1].append(r.value or b"")
@@ -99,6 +100,18 @@ def transactions(adapter: ClientAdapter, bootstrap: str, control: BrokerControl)
                 f"committed in order were {[v.decode() for v in want]}")
     details: dict[str, object] = {"topic": topic, "committed": sum(map(len, committed.values())),
                                   "aborted": len(aborted)}
+    if positions is not None:
+        # TX-21: a read_committed consumer stands past the last committed record it returned and
+        # never past the log end.
+        ends = control.end_offsets(topic) if isinstance(control, ClusterControl) else {}
+        last = {p: max((r.offset or 0) for r in got if r.partition == p) for p in by_part if p >= 0}
+        for p in range(PARTITIONS):
+            pos = positions.get(p)
+            if pos is None or pos <= last.get(p, -1) or (p in ends and pos > ends[p]):
+                return ScenarioResult.failed(
+                    adapter.name, SCENARIO, f"partition {p}: read_committed position {pos} after reading up to "
+                                            f"offset {last.get(p)} (log end {ends.get(p)})")
+        details["positions"] = {str(p): o for p, o in sorted(positions.items())}
     if isinstance(control, ClusterControl):
         ends = control.end_offsets(topic)
         data = {p: len(committed.get(p, [])) + sum(1 for v in aborted if v.split(b"-")[1] == f"p{p}".encode())

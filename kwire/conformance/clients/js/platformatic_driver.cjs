@@ -1,0 +1,230 @@
+#!/usr/bin/env node
+// @platformatic/kafka behind kwire's JSON-lines driver protocol (docs/driver-protocol.md):
+// describe, produce, consume, member (classic and KIP-848 groups), producer, txn_producer.
+// @platformatic/kafka has no share consumer (KIP-932), which describe says.
+// usage: KWIRE_NODE_MODULES=<dir> node platformatic_driver.cjs < command.json
+'use strict'
+
+const fs = require('fs')
+const path = require('path')
+const readline = require('readline')
+const { createRequire } = require('module')
+
+// @platformatic/kafka targets node >= 22 and uses Promise.withResolvers (ES2024); Debian 12 ships
+// node 20, so the driver supplies the one missing builtin (its specified behaviour, nothing more).
+if (typeof Promise.withResolvers !== 'function') {
+  Promise.withResolvers = function withResolvers() {
+    let resolve, reject
+    const promise = new this((res, rej) => { resolve = res; reject = rej })
+    return { promise, resolve, reject }
+  }
+}
+
+const dir = process.env.KWIRE_NODE_MODULES
+const req = createRequire(path.join(dir || '.', 'noop.js'))
+const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
+const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
+const unhex = (s) => (s === null || s === undefined ? undefined : Buffer.from(s, 'hex'))
+const SESSION_TIMEOUT_MS = 6000
+const HEARTBEAT_INTERVAL_MS = 500
+
+// stdin lines as a pull queue: null at EOF
+const lines = []
+const waiting = []
+let ended = false
+readline.createInterface({ input: process.stdin })
+  .on('line', (l) => { if (!l.trim()) return; if (waiting.length) waiting.shift()(l); else lines.push(l) })
+  .on('close', () => { ended = true; while (waiting.length) waiting.shift()(null) })
+const nextLine = () => new Promise((resolve) => {
+  if (lines.length) resolve(lines.shift()); else if (ended) resolve(null); else waiting.push(resolve)
+})
+async function nextCommand(deadline) {
+  let timer
+  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
+  const line = await Promise.race([nextLine(), t]).finally(() => clearTimeout(timer))
+  if (line === null) return null
+  const c = JSON.parse(line)
+  return c.op === 'stop' ? null : c
+}
+
+function version() {
+  return JSON.parse(fs.readFileSync(path.join(dir, '@platformatic', 'kafka', 'package.json'))).version
+}
+
+const base = (cmd, clientId) => ({ clientId, bootstrapBrokers: cmd.bootstrap.split(','), ...((cmd.config || {}).client || {}) })
+const message = (topic, r) => {
+  const m = { topic, key: unhex(r.key), value: unhex(r.value) ?? null,
+    headers: new Map((r.headers || []).map(([k, v]) => [Buffer.from(k), unhex(v) ?? Buffer.alloc(0)])) }
+  if (r.partition !== null && r.partition !== undefined) m.partition = r.partition
+  return m
+}
+const offsetOf = (result, topic) => (result.offsets || []).find((o) => o.topic === topic)
+const record = (m) => ({
+  event: 'record', partition: m.partition, offset: Number(m.offset), key: hex(m.key), value: hex(m.value),
+  headers: [...(m.headers || new Map())].map(([k, v]) => [Buffer.from(k).toString(), hex(v)]),
+})
+
+function producer(cmd, extra) {
+  const { Producer } = req('@platformatic/kafka')
+  return new Producer({ ...base(cmd, 'kwire-platformatic'), ...extra, ...((cmd.config || {}).producer || {}) })
+}
+
+// One record per send: platformatic answers one base offset per partition, so a single-record
+// send names that record's exact place whatever partition the client picked.
+async function sendOne(p, cmd, r, extra) {
+  const res = await p.send({ messages: [message(cmd.topic, r)], acks: cmd.acks ?? -1,
+    ...(cmd.compression && cmd.compression !== 'none' ? { compression: cmd.compression } : {}), ...extra })
+  const o = offsetOf(res, cmd.topic)
+  return [o ? o.partition : r.partition, o ? Number(o.offset) : null]
+}
+
+const ops = {
+  describe() {
+    emit({ event: 'describe', name: 'platformatic', version: version(), codecs: ['none', 'gzip', 'snappy', 'lz4', ...(require('zlib').zstdCompress ? ['zstd'] : [])],
+      ops: ['produce', 'consume', 'member', 'producer', 'txn_producer'], kip848: true,
+      features: [],
+      lacks: { share_consumer: `@platformatic/kafka ${version()} has no share consumer (KIP-932)` } })
+  },
+
+  async produce(cmd) {
+    const p = producer(cmd, {})
+    try {
+      for (const r of cmd.records) {
+        const [partition, offset] = await sendOne(p, cmd, r, {})
+        emit({ event: 'produced', partition, offset })
+      }
+    } finally { await p.close() }
+  },
+
+  async producer(cmd) {
+    const p = producer(cmd, (cmd.config || {}).idempotent ? { idempotent: true } : {})
+    emit({ event: 'ready' })
+    const deadline = Date.now() + cmd.timeout_ms
+    let chain = Promise.resolve()
+    for (;;) {
+      const c = await nextCommand(deadline)
+      if (c === null) break
+      for (const r of c.records || []) {
+        chain = chain.then(async () => {
+          try {
+            const [partition, offset] = await sendOne(p, cmd, r, {})
+            emit({ event: 'produced', seq: r.seq, partition, offset })
+          } catch (e) { emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) }) }
+        })
+      }
+    }
+    await chain
+    await p.close()
+    emit({ event: 'closed' })
+  },
+
+  async txn_producer(cmd) {
+    const p = producer(cmd, { transactionalId: cmd.transactional_id, idempotent: true })
+    await p.initIdempotentProducer({})
+    emit({ event: 'ready' })
+    const deadline = Date.now() + cmd.timeout_ms
+    let txn = null
+    for (;;) {
+      const c = await nextCommand(deadline)
+      if (c === null) break
+      try {
+        if (c.op === 'begin') txn = await p.beginTransaction()
+        else if (c.op === 'send') {
+          for (const r of c.records || []) {
+            const res = await txn.send({ messages: [message(cmd.topic, r)], acks: -1 })
+            const o = offsetOf(res, cmd.topic)
+            emit({ event: 'produced', seq: r.seq, partition: o ? o.partition : r.partition, offset: o ? Number(o.offset) : null })
+          }
+        } else if (c.op === 'commit') { await txn.commit(); txn = null } else if (c.op === 'abort') { await txn.abort(); txn = null } else throw new Error(`unknown step ${c.op}`)
+        emit({ event: 'txn', step: c.op })
+      } catch (e) {
+        emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
+      }
+    }
+    await p.close()
+    emit({ event: 'closed' })
+  },
+
+  consumer(cmd, groupId) {
+    const { Consumer } = req('@platformatic/kafka')
+    const proto = cmd.group_protocol === 'consumer' ? { groupProtocol: 'consumer' } : { sessionTimeout: SESSION_TIMEOUT_MS, heartbeatInterval: HEARTBEAT_INTERVAL_MS }
+    return new Consumer({ ...base(cmd, 'kwire-platformatic'), groupId, ...proto, ...((cmd.config || {}).consumer || {}) })
+  },
+
+  // platformatic always reads as a group member: "no group" is a throwaway group that never commits.
+  async consume(cmd) {
+    const group = cmd.group_id || `kwire-nogroup-${process.pid}-${Date.now()}`
+    const c = ops.consumer(cmd, group)
+    const committed = cmd.isolation_level === 'read_committed' || ((cmd.config || {}).consumer || {}).isolationLevel === 1
+    const stream = await c.consume({ topics: [cmd.topic], mode: cmd.from_beginning === false ? 'latest' : 'earliest',
+      autocommit: false, maxWaitTime: 100, ...(committed ? { isolationLevel: 1 } : {}) })
+    let got = 0
+    const deadline = Date.now() + cmd.timeout_ms
+    try {
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(resolve, Math.max(deadline - Date.now(), 0))
+        stream.on('error', reject)
+        stream.on('data', async (m) => {
+          if (got >= cmd.count) return
+          got++
+          if (cmd.group_id) await m.commit()
+          emit(record(m))
+          if (got >= cmd.count) { clearTimeout(timer); resolve() }
+        })
+      })
+    } finally {
+      await stream.close()
+      await c.close(true)
+    }
+  },
+
+  async member(cmd) {
+    const c = ops.consumer(cmd, cmd.group_id)
+    // consumer.assignments is the whole current assignment under both group protocols (the
+    // KIP-848 path emits no join payload with it): report each change.
+    let shown = null
+    const watch = setInterval(() => {
+      const mine = [...new Set((c.assignments || []).filter((a) => a.topic === cmd.topic).flatMap((a) => a.partitions))]
+        .sort((a, b) => a - b)
+      if (c.assignments !== null && JSON.stringify(mine) !== shown) {
+        shown = JSON.stringify(mine)
+        emit({ event: 'assignment', partitions: mine })
+      }
+    }, 100)
+    const stream = await c.consume({ topics: [cmd.topic], mode: 'committed', fallbackMode: 'earliest', autocommit: false, maxWaitTime: 100 })
+    stream.on('data', async (m) => {
+      try { await m.commit() } catch (e) { emit({ event: 'commit_failed', message: String(e.message) }); return }
+      emit(record(m))
+    })
+    stream.on('error', () => {})
+    emit({ event: 'ready' })
+    const deadline = Date.now() + cmd.timeout_ms
+    while (await nextCommand(deadline) !== null) { /* only stop ends a member */ }
+    clearInterval(watch)
+    await stream.close()
+    await c.close(true)
+    emit({ event: 'closed' })
+  },
+}
+
+async function main() {
+  const first = await nextLine()
+  if (first === null) return 0
+  const cmd = JSON.parse(first)
+  if (!dir) { emit({ event: 'error', error: 'setup', message: 'KWIRE_NODE_MODULES is not set' }); return 1 }
+  if (!(cmd.op in ops) || cmd.op === 'consumer') {
+    emit({ event: 'error', error: 'unsupported', message: `op ${cmd.op} is not implemented` })
+    return 1
+  }
+  try {
+    await ops[cmd.op](cmd)
+  } catch (e) {
+    const inner = (e && e.errors) ? ': ' + e.errors.map((x) => String((x && x.message) || x)).join('; ') : ''
+    emit({ event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) + inner })
+    return 1
+  }
+  if (!['member', 'producer', 'txn_producer'].includes(cmd.op)) emit({ event: 'done' })
+  return 0
+}
+
+main().then((rc) => process.exit(rc))
