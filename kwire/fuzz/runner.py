@@ -867,7 +867,10 @@ def run_fuzz(cfg: FuzzConfig) -> FuzzReport:
                     pool.append(sd)
                     by_api.setdefault(sd.api_key, []).append(sd)
 
-            topic_ids = {b: b.call(lambda b=b: b.core.cluster.topics["fuzz"].topic_id) for b in (broker, core_broker)}
+            def fuzz_topic_id(b: Any) -> Any:
+                return b.call(lambda: b.core.cluster.topics["fuzz"].topic_id)
+
+            topic_ids = {b: fuzz_topic_id(b) for b in (broker, core_broker)}
             rss = _RssWatch(cfg.memory_limit_mb)
             while more():
                 rss.sample(fz.report.frames)
