@@ -811,7 +811,9 @@ class Gen:
                 fn = self.enc_names[(fd.struct.pyname, v)]
                 flat = self.flat_layout(fd.struct, v) if out == "out" else None
                 if flat is not None:  # the whole array in one C call when it takes it
-                    lines.append(f"{i2}if not _pack_flat({out}, {x}, {flat[0]}, {flat[1]!r}, {self.flexible(v)!r}):")
+                    # (an empty array has nothing to write: no call)
+                    lines.append(f"{i2}if len({x}) and not _pack_flat({out}, {x}, {flat[0]}, {flat[1]!r}, "
+                                 f"{self.flexible(v)!r}):")
                     i2 += "    "
                 lines.append(f"{i2}for e in {x}:")
                 if out == "out":  # the element's one-pack fast path inline: no call per element

@@ -240,7 +240,7 @@ def _e_ShareSnapshotValue_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qqbh', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qqbh', True):
                 for e in x:
                     _e_ShareSnapshotValue_StateBatch_v0(out, e)
         u = o.unknown_tagged_fields

@@ -231,7 +231,7 @@ def _e_ShareUpdateValue_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qqbh', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qqbh', True):
                 for e in x:
                     _e_ShareUpdateValue_StateBatch_v0(out, e)
         u = o.unknown_tagged_fields

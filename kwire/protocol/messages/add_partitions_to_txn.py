@@ -1087,7 +1087,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(out, e)
         if o.unknown_tagged_fields:
@@ -1224,7 +1224,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1(out, e)
         if o.unknown_tagged_fields:
@@ -1311,7 +1311,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2(out, e)
         if o.unknown_tagged_fields:
@@ -1485,7 +1485,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
                 for e in x:
                     _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(out, e)
         u = o.unknown_tagged_fields

@@ -571,7 +571,7 @@ def _e_AlterPartitionRequest_PartitionData_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'iq', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', True):
                 for e in x:
                     _e_AlterPartitionRequest_BrokerState_v3(out, e)
         f = 'LeaderRecoveryState..PartitionEpoch'
@@ -875,7 +875,7 @@ def _e_AlterPartitionResponse_TopicData_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'ihii[ibi', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii[ibi', True):
                 for e in x:
                     try:
                         a0 = e.isr

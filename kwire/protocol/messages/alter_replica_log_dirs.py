@@ -669,7 +669,7 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(out, e)
         if o.unknown_tagged_fields:
@@ -855,7 +855,7 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
                 for e in x:
                     _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(out, e)
         u = o.unknown_tagged_fields

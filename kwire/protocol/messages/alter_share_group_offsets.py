@@ -285,7 +285,7 @@ def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(out, 
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'iq', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', True):
                 for e in x:
                     _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(out, e)
         u = o.unknown_tagged_fields

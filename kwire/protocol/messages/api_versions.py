@@ -595,7 +595,7 @@ def _e_ApiVersionsResponse_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hhh', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', False):
                 for e in x:
                     _e_ApiVersionsResponse_ApiVersion_v0(out, e)
         if o.unknown_tagged_fields:
@@ -711,7 +711,7 @@ def _e_ApiVersionsResponse_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hhh', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', False):
                 for e in x:
                     _e_ApiVersionsResponse_ApiVersion_v1(out, e)
         f = 'ThrottleTimeMs'
@@ -790,7 +790,7 @@ def _e_ApiVersionsResponse_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hhh', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', False):
                 for e in x:
                     _e_ApiVersionsResponse_ApiVersion_v2(out, e)
         f = 'ThrottleTimeMs'
@@ -1123,7 +1123,7 @@ def _e_ApiVersionsResponse_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'hhh', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', True):
                 for e in x:
                     _e_ApiVersionsResponse_ApiVersion_v3(out, e)
         f = 'ThrottleTimeMs'

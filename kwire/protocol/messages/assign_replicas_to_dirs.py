@@ -294,7 +294,7 @@ def _e_AssignReplicasToDirsRequest_TopicData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'i', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i', True):
                 for e in x:
                     _e_AssignReplicasToDirsRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields
@@ -551,7 +551,7 @@ def _e_AssignReplicasToDirsResponse_TopicData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'ih', True):
                 for e in x:
                     _e_AssignReplicasToDirsResponse_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields

@@ -306,7 +306,7 @@ def _e_BeginQuorumEpochRequest_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iii', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', False):
                 for e in x:
                     _e_BeginQuorumEpochRequest_PartitionData_v0(out, e)
         if o.unknown_tagged_fields:
@@ -880,7 +880,7 @@ def _e_BeginQuorumEpochResponse_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'ihii', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', False):
                 for e in x:
                     _e_BeginQuorumEpochResponse_PartitionData_v0(out, e)
         if o.unknown_tagged_fields:
@@ -1108,7 +1108,7 @@ def _e_BeginQuorumEpochResponse_TopicData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'ihii', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', True):
                 for e in x:
                     _e_BeginQuorumEpochResponse_PartitionData_v1(out, e)
         u = o.unknown_tagged_fields

@@ -267,7 +267,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v0(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, '(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, '(i', False):
                 for e in x:
                     try:
                         a0 = e.broker_ids
@@ -396,7 +396,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v1(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, '(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, '(i', False):
                 for e in x:
                     try:
                         a0 = e.broker_ids
@@ -599,7 +599,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, '[i', True):
+            if len(x) and not _pack_flat(out, x, _FN0, '[i', True):
                 for e in x:
                     try:
                         a0 = e.broker_ids

@@ -413,7 +413,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i(i', False):
                 for e in x:
                     try:
                         a0 = e.broker_ids
@@ -581,7 +581,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i(i', False):
                 for e in x:
                     try:
                         a0 = e.broker_ids
@@ -717,7 +717,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i(i', False):
                 for e in x:
                     try:
                         a0 = e.broker_ids
@@ -1041,7 +1041,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v5(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'i[i', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i[i', True):
                 for e in x:
                     try:
                         a0 = e.broker_ids

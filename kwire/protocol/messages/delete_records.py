@@ -251,7 +251,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iq', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
                 for e in x:
                     _e_DeleteRecordsRequest_DeleteRecordsPartition_v0(out, e)
         if o.unknown_tagged_fields:
@@ -350,7 +350,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iq', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
                 for e in x:
                     _e_DeleteRecordsRequest_DeleteRecordsPartition_v1(out, e)
         if o.unknown_tagged_fields:
@@ -505,7 +505,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'iq', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', True):
                 for e in x:
                     _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(out, e)
         u = o.unknown_tagged_fields
@@ -682,7 +682,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'iqh', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'iqh', False):
                 for e in x:
                     _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(out, e)
         if o.unknown_tagged_fields:
@@ -781,7 +781,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'iqh', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'iqh', False):
                 for e in x:
                     _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1(out, e)
         if o.unknown_tagged_fields:
@@ -937,7 +937,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'iqh', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'iqh', True):
                 for e in x:
                     _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(out, e)
         u = o.unknown_tagged_fields

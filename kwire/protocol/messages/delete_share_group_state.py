@@ -254,7 +254,7 @@ def _e_DeleteShareGroupStateRequest_DeleteStateData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'i', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i', True):
                 for e in x:
                     _e_DeleteShareGroupStateRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields

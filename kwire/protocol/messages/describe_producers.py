@@ -452,7 +452,7 @@ def _e_DescribeProducersResponse_PartitionResponse_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qiiqiq', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qiiqiq', True):
                 for e in x:
                     _e_DescribeProducersResponse_ProducerState_v0(out, e)
         u = o.unknown_tagged_fields

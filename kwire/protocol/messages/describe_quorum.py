@@ -353,7 +353,7 @@ def _e_DescribeQuorumRequest_TopicData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'i', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i', True):
                 for e in x:
                     _e_DescribeQuorumRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields

@@ -707,7 +707,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(o
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'hiii[i[i[i[i[i', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hiii[i[i[i[i[i', True):
                 for e in x:
                     try:
                         a0 = e.replica_nodes

@@ -428,7 +428,7 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'bi', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'bi', True):
                 for e in x:
                     _e_DescribeUserScramCredentialsResponse_CredentialInfo_v0(out, e)
         u = o.unknown_tagged_fields

@@ -387,7 +387,7 @@ def _e_EndQuorumEpochRequest_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iii(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii(i', False):
                 for e in x:
                     try:
                         a0 = e.preferred_successors
@@ -1036,7 +1036,7 @@ def _e_EndQuorumEpochResponse_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'ihii', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', False):
                 for e in x:
                     _e_EndQuorumEpochResponse_PartitionData_v0(out, e)
         if o.unknown_tagged_fields:
@@ -1264,7 +1264,7 @@ def _e_EndQuorumEpochResponse_TopicData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'ihii', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', True):
                 for e in x:
                     _e_EndQuorumEpochResponse_PartitionData_v1(out, e)
         u = o.unknown_tagged_fields

@@ -1989,7 +1989,7 @@ def _e_FetchRequest_FetchTopic_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'iiqiqi', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iiqiqi', True):
                 for e in x:
                     _e_FetchRequest_FetchPartition_v12(out, e)
         u = o.unknown_tagged_fields
@@ -2361,7 +2361,7 @@ def _e_FetchRequest_FetchTopic_v13(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'iiqiqi', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iiqiqi', True):
                 for e in x:
                     _e_FetchRequest_FetchPartition_v12(out, e)
         u = o.unknown_tagged_fields
@@ -3988,7 +3988,7 @@ def _e_FetchResponse_PartitionData_v4(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v4(out, e)
         f = 'Records'
@@ -4319,7 +4319,7 @@ def _e_FetchResponse_PartitionData_v5(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v5(out, e)
         f = 'Records'
@@ -4576,7 +4576,7 @@ def _e_FetchResponse_PartitionData_v6(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v6(out, e)
         f = 'Records'
@@ -4759,7 +4759,7 @@ def _e_FetchResponse_PartitionData_v7(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v7(out, e)
         f = 'Records'
@@ -4974,7 +4974,7 @@ def _e_FetchResponse_PartitionData_v8(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v8(out, e)
         f = 'Records'
@@ -5155,7 +5155,7 @@ def _e_FetchResponse_PartitionData_v9(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v9(out, e)
         f = 'Records'
@@ -5336,7 +5336,7 @@ def _e_FetchResponse_PartitionData_v10(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v10(out, e)
         f = 'Records'
@@ -5573,7 +5573,7 @@ def _e_FetchResponse_PartitionData_v11(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'qq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v11(out, e)
         f = 'PreferredReadReplica'
@@ -6041,7 +6041,7 @@ def _e_FetchResponse_PartitionData_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'qq', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', True):
                 for e in x:
                     _e_FetchResponse_AbortedTransaction_v12(out, e)
         f = 'PreferredReadReplica'

@@ -260,7 +260,7 @@ def _e_InitializeShareGroupStateRequest_InitializeStateData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'iiq', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iiq', True):
                 for e in x:
                     _e_InitializeShareGroupStateRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields

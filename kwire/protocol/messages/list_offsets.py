@@ -266,7 +266,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iq', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
                 for e in x:
                     _e_ListOffsetsRequest_ListOffsetsPartition_v1(out, e)
         if o.unknown_tagged_fields:
@@ -369,7 +369,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iq', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
                 for e in x:
                     _e_ListOffsetsRequest_ListOffsetsPartition_v2(out, e)
         if o.unknown_tagged_fields:
@@ -470,7 +470,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iq', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
                 for e in x:
                     _e_ListOffsetsRequest_ListOffsetsPartition_v3(out, e)
         if o.unknown_tagged_fields:
@@ -597,7 +597,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'iiq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'iiq', False):
                 for e in x:
                     _e_ListOffsetsRequest_ListOffsetsPartition_v4(out, e)
         if o.unknown_tagged_fields:
@@ -698,7 +698,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'iiq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'iiq', False):
                 for e in x:
                     _e_ListOffsetsRequest_ListOffsetsPartition_v5(out, e)
         if o.unknown_tagged_fields:
@@ -854,7 +854,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v6(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'iiq', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'iiq', True):
                 for e in x:
                     _e_ListOffsetsRequest_ListOffsetsPartition_v6(out, e)
         u = o.unknown_tagged_fields
@@ -1437,7 +1437,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN2, 'ihqqi', False):
+            if len(x) and not _pack_flat(out, x, _FN2, 'ihqqi', False):
                 for e in x:
                     _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(out, e)
         if o.unknown_tagged_fields:
@@ -1536,7 +1536,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN2, 'ihqqi', False):
+            if len(x) and not _pack_flat(out, x, _FN2, 'ihqqi', False):
                 for e in x:
                     _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5(out, e)
         if o.unknown_tagged_fields:
@@ -1694,7 +1694,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v6(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN2, 'ihqqi', True):
+            if len(x) and not _pack_flat(out, x, _FN2, 'ihqqi', True):
                 for e in x:
                     _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(out, e)
         u = o.unknown_tagged_fields

@@ -517,7 +517,7 @@ def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'i[i[i[i', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i[i[i[i', True):
                 for e in x:
                     try:
                         a0 = e.replicas

@@ -1430,7 +1430,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -1727,7 +1727,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -1932,7 +1932,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -2158,7 +2158,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -2389,7 +2389,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -2668,7 +2668,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'hii(i(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'hii(i(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -2910,7 +2910,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v6(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'hii(i(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'hii(i(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -3191,7 +3191,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v7(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN2, 'hiii(i(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii(i(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -3483,7 +3483,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v8(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN2, 'hiii(i(i(i', False):
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii(i(i(i', False):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -3955,7 +3955,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v9(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -4222,7 +4222,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v10(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
                 for e in x:
                     try:
                         a0 = e.replica_nodes
@@ -4628,7 +4628,7 @@ def _e_MetadataResponse_MetadataResponseTopic_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
                 for e in x:
                     try:
                         a0 = e.replica_nodes

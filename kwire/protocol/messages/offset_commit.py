@@ -1775,7 +1775,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v2(out, e)
         if o.unknown_tagged_fields:
@@ -1869,7 +1869,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v3(out, e)
         if o.unknown_tagged_fields:
@@ -1968,7 +1968,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v4(out, e)
         if o.unknown_tagged_fields:
@@ -2036,7 +2036,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v5(out, e)
         if o.unknown_tagged_fields:
@@ -2104,7 +2104,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v6(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v6(out, e)
         if o.unknown_tagged_fields:
@@ -2172,7 +2172,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v7(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v7(out, e)
         if o.unknown_tagged_fields:
@@ -2328,7 +2328,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v8(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, e)
         u = o.unknown_tagged_fields
@@ -2471,7 +2471,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v10(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
                 for e in x:
                     _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, e)
         u = o.unknown_tagged_fields

@@ -248,7 +248,7 @@ def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'i', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'i', False):
                 for e in x:
                     _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(out, e)
         if o.unknown_tagged_fields:
@@ -419,7 +419,7 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'ih', False):
                 for e in x:
                     _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(out, e)
         if o.unknown_tagged_fields:

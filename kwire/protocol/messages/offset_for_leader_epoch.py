@@ -256,7 +256,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iii', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', False):
                 for e in x:
                     _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(out, e)
         if o.unknown_tagged_fields:
@@ -350,7 +350,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'iii', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', False):
                 for e in x:
                     _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3(out, e)
         if o.unknown_tagged_fields:
@@ -537,7 +537,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'iii', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', True):
                 for e in x:
                     _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(out, e)
         u = o.unknown_tagged_fields
@@ -715,7 +715,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'hiiq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'hiiq', False):
                 for e in x:
                     _e_OffsetForLeaderEpochResponse_EpochEndOffset_v2(out, e)
         if o.unknown_tagged_fields:
@@ -814,7 +814,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN1, 'hiiq', False):
+            if len(x) and not _pack_flat(out, x, _FN1, 'hiiq', False):
                 for e in x:
                     _e_OffsetForLeaderEpochResponse_EpochEndOffset_v3(out, e)
         if o.unknown_tagged_fields:
@@ -971,7 +971,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'hiiq', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'hiiq', True):
                 for e in x:
                     _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(out, e)
         u = o.unknown_tagged_fields

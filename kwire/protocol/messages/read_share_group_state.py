@@ -287,7 +287,7 @@ def _e_ReadShareGroupStateRequest_ReadStateData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ii', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ii', True):
                 for e in x:
                     _e_ReadShareGroupStateRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields
@@ -531,7 +531,7 @@ def _e_ReadShareGroupStateResponse_PartitionResult_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'qqbh', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qqbh', True):
                 for e in x:
                     _e_ReadShareGroupStateResponse_StateBatch_v0(out, e)
         u = o.unknown_tagged_fields

@@ -267,7 +267,7 @@ def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ii', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ii', True):
                 for e in x:
                     _e_ReadShareGroupStateSummaryRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields

@@ -371,7 +371,7 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qq[b', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qq[b', True):
                 for e in x:
                     try:
                         a0 = e.acknowledge_types

@@ -438,7 +438,7 @@ def _e_ShareFetchRequest_FetchPartition_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qq[b', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qq[b', True):
                 for e in x:
                     try:
                         a0 = e.acknowledge_types
@@ -786,7 +786,7 @@ def _e_ShareFetchRequest_FetchPartition_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qq[b', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qq[b', True):
                 for e in x:
                     try:
                         a0 = e.acknowledge_types
@@ -1248,7 +1248,7 @@ def _e_ShareFetchResponse_PartitionData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN1, 'qqh', True):
+            if len(x) and not _pack_flat(out, x, _FN1, 'qqh', True):
                 for e in x:
                     _e_ShareFetchResponse_AcquiredRecords_v1(out, e)
         u = o.unknown_tagged_fields

@@ -927,7 +927,7 @@ def _e_StreamsGroupHeartbeatRequest_Subtopology_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, '[h[h[h', True):
+            if len(x) and not _pack_flat(out, x, _FN0, '[h[h[h', True):
                 for e in x:
                     try:
                         a0 = e.source_topics

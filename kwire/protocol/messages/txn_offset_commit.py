@@ -1431,7 +1431,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(out, e)
         if o.unknown_tagged_fields:
@@ -1530,7 +1530,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1(out, e)
         if o.unknown_tagged_fields:
@@ -1598,7 +1598,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            if not _pack_flat(out, x, _FN0, 'ih', False):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
                 for e in x:
                     _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2(out, e)
         if o.unknown_tagged_fields:
@@ -1754,7 +1754,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
                 for e in x:
                     _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, e)
         u = o.unknown_tagged_fields
@@ -1897,7 +1897,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
                 for e in x:
                     _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, e)
         u = o.unknown_tagged_fields

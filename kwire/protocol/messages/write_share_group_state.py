@@ -293,7 +293,7 @@ def _e_WriteShareGroupStateRequest_PartitionData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qqbh', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qqbh', True):
                 for e in x:
                     _e_WriteShareGroupStateRequest_StateBatch_v0(out, e)
         u = o.unknown_tagged_fields
@@ -530,7 +530,7 @@ def _e_WriteShareGroupStateRequest_PartitionData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'qqbh', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'qqbh', True):
                 for e in x:
                     _e_WriteShareGroupStateRequest_StateBatch_v0(out, e)
         u = o.unknown_tagged_fields

@@ -674,7 +674,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            if not _pack_flat(out, x, _FN0, 'ih', True):
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
                 for e in x:
                     _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(out, e)
         u = o.unknown_tagged_fields
