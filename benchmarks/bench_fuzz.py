@@ -6,7 +6,7 @@ coverage-guided (atheris) harnesses.
 Broker modes (every frame goes through the same checks as ``kwire fuzz``: crash, hang, canary,
 ledger):
 
-* ``default``: what ``kwire fuzz`` runs: most frames into the in-process core, 1% over sockets;
+* ``default``: what ``kwire fuzz`` runs: most frames into the in-process core, 0.5% over sockets;
 * ``in-process``: every frame into the core (``core_share=1``);
 * ``sockets``: every frame over real sockets to the running broker (``core_share=0``), as all of
   them were before.
@@ -95,6 +95,9 @@ def main() -> None:
             "setup_s": round(first[0], 1),
             "setup_and_run_s": round(wall, 1),
             "edges_first": first[2], "edges_last": last[2], "features_last": last[3],
+            # what tripped, if anything (libFuzzer stops at the first finding)
+            "finding": [line for line in g.output.splitlines()
+                        if "CoreFinding" in line or "ERROR: libFuzzer" in line or "deadly signal" in line][-5:],
             # coverage over time: (seconds since start, executions, edges, features), thinned
             "coverage": [c for i, c in enumerate(g.coverage) if i % max(1, len(g.coverage) // 40) == 0]
             + ([last] if g.coverage else []),
@@ -127,7 +130,8 @@ def main() -> None:
         lines += ["", f"* core (atheris, instrumented broker and records, stateful sequences): {g2['executions']} "
                       f"inputs in {args.seconds:g} s = **{g2['executions_per_s']}/s** after {g2['setup_s']} s of "
                       f"instrumented imports; edges {g2['edges_first']} -> {g2['edges_last']}, "
-                      f"crashes {g2['crashes']}", "", "  | s since start | inputs | edges | features |",
+                      f"crashes {g2['crashes']}"] + [f"  * {line}" for line in g2["finding"]] + [
+                  "", "  | s since start | inputs | edges | features |",
                   "  |---:|---:|---:|---:|"]
         lines += [f"  | {t} | {e} | {c} | {f} |" for t, e, c, f in g2["coverage"]]
     if args.decoders:

@@ -28,7 +28,10 @@ Theory of operation: a :class:`RecordBatch` wraps a memoryview of exactly one ba
 the 61-byte header once with a single precompiled ``Struct``; records are only decoded when the
 batch is iterated. The record loops (decode and encode) have a C twin in ``_speedups`` (built
 when a compiler is present, disabled by ``KWIRE_NO_EXTENSIONS=1``); both produce the same
-records and raise the same errors, and the tests run each.
+records and raise the same errors, and the tests run each. Both iterate lazily, one record per
+step (a loop that drops each record never holds the batch's objects at once, so the collector
+never walks them); ``records()`` builds the whole list in one C call with collection paused. With
+the extension, ``Record``'s fields are slot reads of a C tuple base (``RecordBase``).
 """
 
 from __future__ import annotations
