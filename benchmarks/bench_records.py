@@ -302,6 +302,11 @@ def main() -> int:
         "decode_ge_3x_kafka_python": kp["decode_speedup_vs_kafka-python"] >= 3,
         "encode_ge_3x_kafka_python": kp["encode_speedup_vs_kafka-python"] >= 3,
         "fast_path_ge_1_GBps": fp["validate_and_assign_GBps"] >= 1,
+        # issue 24: decode at aiokafka's Cython pace or better for every codec, encode ahead of it
+        "decode_le_aiokafka_every_codec": all(results["kwire"][c]["decode_ms"] <= results["aiokafka"][c]["decode_ms"]
+                                              for c in CODECS),
+        "encode_le_aiokafka_every_codec": all(results["kwire"][c]["encode_ms"] <= results["aiokafka"][c]["encode_ms"]
+                                              for c in CODECS),
     }
     doc = {
         "what": "median ms per batch of 1000 records (16 B key, 100 B value, 2 headers); fast path on 1 MB",

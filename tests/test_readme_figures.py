@@ -24,23 +24,38 @@ def _readme(pattern: str) -> re.Match[str]:
     return m
 
 
+def _readme_ws(pattern: str) -> re.Match[str]:
+    """``_readme`` with each space of ``pattern`` matching any run of whitespace (line breaks)."""
+    return _readme(pattern.replace(" ", r"\s+"))
+
+
 def _speedup(ratio: float) -> str:
     """kwire's time over the peer's -> "N.Nx as fast", as the benchmark tables round it."""
     return f"{1 / ratio:.1f}"
 
 
+def _n(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
 def test_fuzz_throughput() -> None:
     fuzz = _results("fuzz.json")
     log = (ROOT / "benchmarks" / "results" / "fuzz.md").read_text(encoding="utf-8")
-    m = _readme(r"about (\d+)-(\d+) broker frames/s, so a\s+120 s run sends about ([\d,]+) frames \(at this "
-                r"commit: `fuzz: frames: (\d+),")
-    low, high, about, merged = int(m[1]), int(m[2]), int(m[3].replace(",", "")), int(m[4])
-    assert low == round(fuzz["frames_per_s"])
-    assert f"frames: {merged}," in log and high == round(merged / fuzz["seconds"])
-    assert low * fuzz["seconds"] <= about <= high * fuzz["seconds"]
-    m = _readme(r"the decoders under atheris ran ([\d,]+) inputs in (\d+) s")
-    assert int(m[1].replace(",", "")) == fuzz["decoder_executions"] and int(m[2]) == round(fuzz["seconds"])
-    m = _readme(r"ended `fuzz: frames: (\d+), crashes: 0, hangs: 0, lost: 0`")
+    modes = {m["mode"]: m for m in fuzz["modes"]}
+    m = _readme_ws(r"Measured here .*?: ([\d,]+) frames/s with the default mix \(([\d,]+) per CPU-second of the "
+                r"process\), ([\d,]+) in-process only and ([\d,]+) over sockets only")
+    assert _n(m[1]) == round(modes["default"]["frames_per_s"])
+    assert _n(m[2]) == round(modes["default"]["frames_per_cpu_s"])
+    assert _n(m[3]) == round(modes["in-process"]["frames_per_s"])
+    assert _n(m[4]) == round(modes["sockets"]["frames_per_s"])
+    m = _readme_ws(r"at this commit: `fuzz: frames: (\d+), crashes: 0, hangs: 0, lost: 0`\)")
+    assert int(m[1]) == modes["default"]["frames"] and modes["default"]["summary"] in log
+    g = fuzz["core_guided"]
+    m = _readme_ws(r"`--core-guided` ran ([\d,]+) inputs/s and took the covered edges from ([\d,]+) to ([\d,]+)")
+    assert (_n(m[1]), _n(m[2]), _n(m[3])) == (round(g["executions_per_s"]), g["edges_first"], g["edges_last"])
+    m = _readme_ws(r"the decoders under atheris ran ([\d,]+) inputs in (\d+) s")
+    assert _n(m[1]) == fuzz["decoder_executions"] and int(m[2]) == round(modes["default"]["seconds"])
+    m = _readme_ws(r"ended `fuzz: frames: (\d+), crashes: 0, hangs: 0, lost: 0`")
     assert f"fuzz: frames: {m[1]}, crashes: 0, hangs: 0, lost: 0" in log
 
 

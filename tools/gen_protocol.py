@@ -42,6 +42,7 @@ FIXED = {  # kind -> (struct code, size)
     "bool": ("?", 1),
     "uuid": ("16s", 16),
 }
+FLAT_INTS = {"int8", "int16", "int32", "int64", "uint16", "uint32"}  # what _pack_flat (C) writes
 ARRAY_NAMES = {"b": "I8", "h": "I16", "i": "I32", "q": "I64", "H": "U16", "I": "U32", "d": "F64", "?": "BOOL"}
 PRIMITIVES = set(FIXED) | {"string", "bytes", "records"}
 # Op codes of the C decoder's tables (kwire/protocol/_cdecode.c reads the same numbers).
@@ -301,6 +302,8 @@ class ModuleWriter:
 
     def __init__(self) -> None:
         self.structs: dict[str, str] = {}  # format -> constant name
+        self.flats: dict[str, str] = {}  # fast-path layout template -> name of its Struct cache
+        self.flat_name_consts: dict[tuple[str, ...], str] = {}  # attribute names -> constant name
         self.funcs: list[str] = []
         self.func_bodies: dict[str, str] = {}  # canonical body -> function name
         self.makers: dict[str, str] = {}  # struct pyname -> code of its default maker
@@ -363,6 +366,20 @@ class ModuleWriter:
         if name is None:
             name = f"_S{len(self.structs)}"
             self.structs[fmt] = name
+        return name
+
+    def flat_names(self, names: tuple[str, ...]) -> str:
+        name = self.flat_name_consts.get(names)
+        if name is None:
+            name = f"_FN{len(self.flat_name_consts)}"
+            self.flat_name_consts[names] = name
+        return name
+
+    def flat_cache(self, template: str) -> str:
+        name = self.flats.get(template)
+        if name is None:
+            name = f"_FL{len(self.flats)}"
+            self.flats[template] = name
         return name
 
     def add_function(self, kind: str, pyname: str, v: int, params: str, body: list[str]) -> str:
@@ -626,9 +643,73 @@ class Gen:
         return lines
 
     # --- encode -----------------------------------------------------------------
+    def flat_layout(self, sd: StructDef, v: int) -> tuple[str, str] | None:
+        """(names constant, layout) for _pack_flat when ``sd`` v``v`` is a struct of integers and
+        integer arrays only (no strings, uuids, floats, bools, tags or absent fields to check)."""
+        flex = self.flexible(v)
+        if any(not fd.present(v) and not fd.ignorable for fd in sd.fields) or any(fd.is_tagged(v) for fd in sd.fields):
+            return None
+        present = [fd for fd in sd.fields if fd.present(v)]
+        if not present or any(fd.kind not in FLAT_INTS for fd in present):
+            return None
+        layout = "".join(("" if not fd.is_array else "[" if fd.compact(v, flex) else "(") + FIXED[fd.kind][0]
+                         for fd in present)
+        names = tuple(fd.attr for fd in present)
+        return self.w.flat_names(names), layout
+
+    def flat_fast_path(self, sd: StructDef, v: int, obj: str = "o", ind0: str = "    ", done: str = "return"
+                       ) -> list[str]:
+        """One ``pack`` for a struct of fixed-width numbers and arrays of them (no strings, no
+        uuids, no tags, no absent fields to check), e.g. MetadataResponsePartition: the common
+        case (no unknown tags, compact counts below 127) writes in one call and returns; anything
+        else (a None array, a wrong type, an out-of-range value) falls through to the
+        field-by-field path below, which writes the same bytes or raises the exact EncodeError."""
+        flex = self.flexible(v)
+        if any(not fd.present(v) and not fd.ignorable for fd in sd.fields) or any(fd.is_tagged(v) for fd in sd.fields):
+            return []
+        present = [fd for fd in sd.fields if fd.present(v)]
+        if not any(fd.is_array for fd in present):
+            return []  # already one pack per run of fixed fields
+        if any(fd.kind not in FIXED or fd.kind == "uuid" for fd in present):
+            return []
+        template, vals, arrays = ">", [], []
+        for fd in present:
+            code = FIXED[fd.kind][0]
+            if not fd.is_array:
+                template += code
+                vals.append(f"{obj}.{fd.attr}")
+                continue
+            a = f"a{len(arrays)}"
+            compact = fd.compact(v, flex)
+            arrays.append((a, fd, compact))
+            template += ("B" if compact else "i") + "{}" + code
+            vals.append(f"n{len(arrays) - 1} + 1" if compact else f"n{len(arrays) - 1}")
+            vals.append(f"*{a}")
+        if flex:
+            template += "B"
+            vals.append("0")
+        cache = self.w.flat_cache(template)
+        ns = [f"n{i}" for i in range(len(arrays))]
+        key = ns[0] if len(ns) == 1 else "(" + ", ".join(ns) + ")"
+        i1, i2 = ind0 + "    ", ind0 + "        "
+        lines = [f"{ind0}try:"]
+        for i, (a, fd, _) in enumerate(arrays):
+            lines.append(f"{i1}{a} = {obj}.{fd.attr}")
+            lines.append(f"{i1}n{i} = len({a})")
+        small = [f"n{i} < 127" for i, (_, _, compact) in enumerate(arrays) if compact]
+        lines.append(f"{i1}if {' and '.join(small + [f'not {obj}.unknown_tagged_fields'])}:")
+        lines.append(f"{i2}s = {cache}.get({key})")
+        lines.append(f"{i2}if s is None:")
+        lines.append(f"{i2}    s = _flat_struct({cache}, {key}, {template!r}, ({', '.join(ns)},))")
+        lines.append(f"{i2}out += s.pack({', '.join(vals)})")
+        lines.append(f"{i2}{done}")
+        lines.append(f"{ind0}except _WRITE_ERRORS:")
+        lines.append(f"{ind0}    pass  # the field-by-field path raises the exact error")
+        return lines
+
     def gen_encode(self, sd: StructDef, v: int) -> str:
         flex = self.flexible(v)
-        lines: list[str] = ["    f = ''", "    try:"]
+        lines: list[str] = self.flat_fast_path(sd, v) + ["    f = ''", "    try:"]
         ind = " " * 8
         fields = sd.fields
         for fd in fields:
@@ -728,7 +809,15 @@ class Gen:
             elif kind == "struct":
                 assert fd.struct is not None
                 fn = self.enc_names[(fd.struct.pyname, v)]
+                flat = self.flat_layout(fd.struct, v) if out == "out" else None
+                if flat is not None:  # the whole array in one C call when it takes it
+                    # (an empty array has nothing to write: no call)
+                    lines.append(f"{i2}if len({x}) and not _pack_flat({out}, {x}, {flat[0]}, {flat[1]!r}, "
+                                 f"{self.flexible(v)!r}):")
+                    i2 += "    "
                 lines.append(f"{i2}for e in {x}:")
+                if out == "out":  # the element's one-pack fast path inline: no call per element
+                    lines += self.flat_fast_path(fd.struct, v, "e", i2 + "    ", "continue")
                 lines.append(f"{i2}    {fn}({out}, e)")
             else:
                 lines.append(f"{i2}for e in {x}:")
@@ -839,6 +928,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -909,6 +1000,10 @@ def module_code(specs: list[SpecDef]) -> str:
         attach.append(f"{top.pyname}._encoders = {{{enc}}}")
     sources = ", ".join(f"schemas/{s.path}" for s in specs)
     consts = "\n".join(f"{name} = _Struct({fmt!r})" for fmt, name in w.structs.items())
+    if w.flats:
+        consts += "\n" + "\n".join(f"{name}: dict = {{}}  # {tpl}" for tpl, name in w.flats.items())
+    if w.flat_name_consts:
+        consts += "\n" + "\n".join(f"{name} = {names!r}" for names, name in w.flat_name_consts.items())
     parts = [
         HEADER.format(sources=sources, all_names=all_names),
         consts + "\n",

@@ -3,6 +3,7 @@
     kwire fuzz --seconds 60 --seed 7 --out fuzz-out/
     kwire fuzz --budget 1000000                 # the long run (README)
     kwire fuzz --decoders --seconds 60          # coverage-guided, decoders only (atheris)
+    kwire fuzz --core-guided --seconds 300      # coverage-guided, the broker core and handlers (atheris)
     kwire fuzz --spark --shards 8 --budget 200000 [--master spark://host:7077]
                                                 # a campaign sharded across Spark executors
 
@@ -33,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed corpus root (default: the repo's fixtures/ when present)")
     p.add_argument("--hang-seconds", type=TIMEOUT, default=5.0, help="answer bound for one request")
     p.add_argument("--decoders", action="store_true", help="coverage-guided fuzzing of the decoders (atheris)")
+    p.add_argument("--core-guided", action="store_true",
+                   help="coverage-guided fuzzing of the broker core, handlers and coordinators with the "
+                        "stateful sequences (atheris); prints coverage over time")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--spark", action="store_true",
                    help="shard the campaign across Spark executors (each shard: its own broker and seed)")
@@ -66,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             print(drun.output[-3000:], file=sys.stderr)
         print(f"fuzz: frames: {drun.executions}, crashes: {drun.crashes}, hangs: 0, lost: 0")
         return 1 if drun.crashes else 0
+    if args.core_guided:
+        return _run_core_guided(args)
     from kwire.conformance.paths import repo_root
     from kwire.fuzz.runner import FuzzConfig, FuzzReport, run_fuzz
 
@@ -94,6 +100,34 @@ def run(args: argparse.Namespace) -> int:
     print(f"fuzz: seed: {args.seed}")
     print(report.summary())
     return 1 if report.crashes or report.hangs or report.lost else 0
+
+
+def _run_core_guided(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from kwire.cli import CliError
+
+    if importlib.util.find_spec("atheris") is None:
+        raise CliError("--core-guided needs atheris (pip install atheris)")
+    from kwire.fuzz.core_guided import run_core_guided
+
+    seconds = args.seconds if args.seconds is not None or args.budget is not None else 60.0
+    run = run_core_guided(seconds, args.budget, args.seed, args.out, hang_s=args.hang_seconds)
+    if not args.quiet:
+        # new coverage over time: a line each time the edge count grew by a tenth or more
+        shown = 0
+        for t, execs, cov, ft in run.coverage:
+            if cov >= shown * 1.1 or (t, execs, cov, ft) == run.coverage[-1]:
+                shown = cov
+                print(f"  {t:7.1f}s  {execs:>9} inputs  {cov:>6} edges  {ft:>7} features", file=sys.stderr)
+    for a in run.artifacts:
+        print(f"crash: the core tripped on an input -> {a}")
+    if run.crashes:
+        tail = [line for line in run.output.splitlines() if "CoreFinding" in line or "Error" in line]
+        print("\n".join(tail[-10:]) or run.output[-3000:], file=sys.stderr)
+    print(f"fuzz: seed: {args.seed}")
+    print(f"fuzz: frames: {run.executions}, crashes: {run.crashes}, hangs: 0, lost: 0")
+    return 1 if run.crashes else 0
 
 
 def _run_spark(args: argparse.Namespace, seconds: float | None, fixtures: Path | None) -> int:

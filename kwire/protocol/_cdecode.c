@@ -977,7 +977,199 @@ stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args))
                          "mismatch", n_mismatch);
 }
 
+/* ---- encoding: arrays of flat structs ------------------------------------------------------------ */
+
+/* pack_flat(out, elems, names, layout, flexible) -> bool
+ *
+ * The one encoding helper here: a list of structs whose fields are all fixed-width integers and
+ * arrays of them (MetadataResponsePartition, ...), appended to the bytearray `out` in wire order.
+ * `names` holds the attribute of each field; `layout` one token per field: a struct code
+ * (b h i q H I) for a number, '[' or '(' then a code for a compact or a classic array of them;
+ * `flexible` adds the empty tagged-field section after each element. Returns True when every
+ * element was written. Anything it does not take (a value that is not an int or out of range, an
+ * array that is not a list or tuple, a compact count above 126, unknown tagged fields) makes it
+ * take back what it wrote and return False: the generated Python encoder then writes the array
+ * (the same bytes) or raises the exact EncodeError. No Python code runs while it writes. */
+#define FLAT_MAX_FIELDS 32
+static PyObject *str_unknown_tags;
+
+static int
+flat_size(char c)
+{
+    switch (c) {
+    case 'b': return 1;
+    case 'h': case 'H': return 2;
+    case 'i': case 'I': return 4;
+    case 'q': return 8;
+    default: return 0;
+    }
+}
+
+/* 0: *out holds the value; 1: not one this path takes */
+static int
+flat_int(PyObject *v, char c, int64_t *out)
+{
+    if (!PyLong_Check(v))
+        return 1;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 1;
+    }
+    switch (c) {
+    case 'b': if (x < INT8_MIN || x > INT8_MAX) return 1; break;
+    case 'h': if (x < INT16_MIN || x > INT16_MAX) return 1; break;
+    case 'i': if (x < INT32_MIN || x > INT32_MAX) return 1; break;
+    case 'q': break;
+    case 'H': if (x < 0 || x > UINT16_MAX) return 1; break;
+    case 'I': if (x < 0 || x > (long long)UINT32_MAX) return 1; break;
+    default: return 1;
+    }
+    *out = x;
+    return 0;
+}
+
+static inline char *
+put_be(char *p, int64_t x, int size)
+{
+    uint64_t u = (uint64_t)x;
+    for (int k = size - 1; k >= 0; k--) {
+        p[k] = (char)(u & 0xff);
+        u >>= 8;
+    }
+    return p + size;
+}
+
+static PyObject *
+pack_flat(PyObject *self, PyObject *args)
+{
+    PyObject *out, *elems, *names;
+    const char *layout;
+    Py_ssize_t layout_len;
+    int flexible;
+    if (!PyArg_ParseTuple(args, "O!OO!s#p:pack_flat", &PyByteArray_Type, &out, &elems, &PyTuple_Type, &names,
+                          &layout, &layout_len, &flexible))
+        return NULL;
+    char kind[FLAT_MAX_FIELDS], code[FLAT_MAX_FIELDS];
+    Py_ssize_t nf = 0;
+    for (Py_ssize_t i = 0; i < layout_len; i++) {
+        if (nf == FLAT_MAX_FIELDS)
+            break;
+        char k = layout[i];
+        if ((k == '[' || k == '(') && i + 1 < layout_len) {
+            kind[nf] = k;
+            code[nf++] = layout[++i];
+        }
+        else {
+            kind[nf] = 0;
+            code[nf++] = k;
+        }
+    }
+    if (nf != PyTuple_GET_SIZE(names) || nf == 0) {
+        PyErr_SetString(PyExc_ValueError, "pack_flat: layout and names disagree");
+        return NULL;
+    }
+    for (Py_ssize_t f = 0; f < nf; f++)
+        if (flat_size(code[f]) == 0 || !PyUnicode_Check(PyTuple_GET_ITEM(names, f))) {
+            PyErr_SetString(PyExc_ValueError, "pack_flat: bad layout");
+            return NULL;
+        }
+    if (!PyList_CheckExact(elems))
+        Py_RETURN_FALSE;
+    Py_ssize_t start = PyByteArray_GET_SIZE(out);
+    PyObject *vals[FLAT_MAX_FIELDS];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elems); i++) {
+        PyObject *e = Py_NewRef(PyList_GET_ITEM(elems, i));
+        Py_ssize_t got = 0, size = flexible ? 1 : 0;
+        int ok = 1;
+        for (; got < nf; got++) {
+            vals[got] = PyObject_GetAttr(e, PyTuple_GET_ITEM(names, got));
+            if (vals[got] == NULL) {
+                PyErr_Clear();
+                ok = 0;
+                break;
+            }
+        }
+        if (ok) {
+            PyObject *u = PyObject_GetAttr(e, str_unknown_tags);
+            int has_tags = u == NULL ? -1 : PyObject_IsTrue(u);
+            Py_XDECREF(u);
+            if (has_tags != 0) {
+                PyErr_Clear();
+                ok = 0;
+            }
+        }
+        /* validate every value and size the element before writing any of it */
+        for (Py_ssize_t f = 0; ok && f < got; f++) {
+            int w = flat_size(code[f]);
+            int64_t x;
+            if (kind[f] == 0) {
+                ok = flat_int(vals[f], code[f], &x) == 0;
+                size += w;
+                continue;
+            }
+            PyObject *a = vals[f];
+            if (!PyList_CheckExact(a) && !PyTuple_CheckExact(a)) {
+                ok = 0;
+                break;
+            }
+            Py_ssize_t n = PySequence_Fast_GET_SIZE(a);
+            if (kind[f] == '[' && n >= 127) {
+                ok = 0;
+                break;
+            }
+            PyObject **items = PySequence_Fast_ITEMS(a);
+            for (Py_ssize_t j = 0; ok && j < n; j++)
+                ok = flat_int(items[j], code[f], &x) == 0;
+            size += (kind[f] == '[' ? 1 : 4) + n * w;
+        }
+        if (ok) {
+            Py_ssize_t cur = PyByteArray_GET_SIZE(out);
+            if (PyByteArray_Resize(out, cur + size) < 0) {
+                PyErr_Clear();
+                ok = 0;
+            }
+            else {
+                char *p = PyByteArray_AS_STRING(out) + cur;
+                for (Py_ssize_t f = 0; f < got; f++) {
+                    int w = flat_size(code[f]);
+                    int64_t x = 0;
+                    if (kind[f] == 0) {
+                        flat_int(vals[f], code[f], &x);
+                        p = put_be(p, x, w);
+                        continue;
+                    }
+                    Py_ssize_t n = PySequence_Fast_GET_SIZE(vals[f]);
+                    PyObject **items = PySequence_Fast_ITEMS(vals[f]);
+                    if (kind[f] == '[')
+                        *p++ = (char)(n + 1);
+                    else
+                        p = put_be(p, n, 4);
+                    for (Py_ssize_t j = 0; j < n; j++) {
+                        flat_int(items[j], code[f], &x);
+                        p = put_be(p, x, w);
+                    }
+                }
+                if (flexible)
+                    *p++ = 0;
+            }
+        }
+        for (Py_ssize_t f = 0; f < got; f++)
+            Py_DECREF(vals[f]);
+        Py_DECREF(e);
+        if (!ok) {
+            if (PyByteArray_Resize(out, start) < 0)
+                return NULL;
+            Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
+    {"pack_flat", pack_flat, METH_VARARGS,
+     "pack_flat(out, elems, names, layout, flexible) -> bool: an array of flat structs appended to out"},
     {"stats", stats, METH_NOARGS,
      "stats() -> {decoded, failed, declined, mismatch}: calls decoded here; calls the Python decoder "
      "answered after bad input (failed), for input not taken here (declined), or after a failure it "
@@ -1025,6 +1217,8 @@ PyMODINIT_FUNC
 PyInit__cdecode(void)
 {
     if (PyType_Ready(&Program_Type) < 0 || PyType_Ready(&Decoder_Type) < 0 || init_uuid() < 0)
+        return NULL;
+    if (str_unknown_tags == NULL && (str_unknown_tags = PyUnicode_InternFromString("unknown_tagged_fields")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

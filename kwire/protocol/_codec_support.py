@@ -3,7 +3,9 @@ the rare element types. Hot paths are inlined by the generator instead."""
 
 from __future__ import annotations
 
+import os
 import struct
+from collections.abc import Callable
 
 from kwire.errors import DecodeError, EncodeError
 from kwire.protocol.primitives import (
@@ -24,6 +26,8 @@ from kwire.protocol.primitives import (
 )
 
 __all__ = [
+    "flat_struct",
+    "pack_flat",
     "READ_ERRORS",
     "WRITE_ERRORS",
     "ZERO_UUID",
@@ -60,6 +64,43 @@ ARRAY_STRUCTS = {code: _ArrayStructs(code) for code in "bhiqHId?"}
 READ_ERRORS = (struct.error, IndexError, UnicodeDecodeError)
 # What a badly built message raises inside a generated encoder; turned into EncodeError.
 WRITE_ERRORS = (struct.error, AttributeError, TypeError, ValueError, OverflowError)
+
+# Composite Structs of the encoders' one-call fast path, per layout template: at most this many
+# element-count combinations are kept per template (past it, a Struct is built for the call).
+_FLAT_CACHE_MAX = 256
+
+
+def _pack_flat_py(out: bytearray, elems: object, names: tuple[str, ...], layout: str, flexible: bool) -> bool:
+    """Without the C extension: decline, and the generated loop writes the elements itself."""
+    return False
+
+
+def _load_pack_flat() -> Callable[[bytearray, object, tuple[str, ...], str, bool], bool]:
+    if os.environ.get("KWIRE_NO_EXTENSIONS"):
+        return _pack_flat_py
+    try:
+        from kwire.protocol._cdecode import pack_flat as c_pack_flat  # type: ignore[import-not-found]
+    except ImportError:  # not built: the Python loops serve
+        return _pack_flat_py
+    return c_pack_flat  # type: ignore[no-any-return]
+
+
+# An array of flat structs (fixed-width numbers and arrays of them) in one C call
+# (kwire/protocol/_cdecode.c: pack_flat), or False for the generated Python loop to write it.
+pack_flat = _load_pack_flat()
+
+
+def flat_struct(cache: dict[object, struct.Struct], key: object, template: str, counts: tuple[int, ...]) -> struct.Struct:
+    """The Struct for ``template`` with ``counts`` filled in (one element count per array).
+
+    Called by a generated encoder's fast path on a cache miss: a struct whose fields are all
+    fixed-width numbers and arrays of them is written with one ``pack`` of this Struct (counts and
+    elements in wire order), which gives the same bytes as the field-by-field path.
+    """
+    s = struct.Struct(template.format(*counts))
+    if len(cache) < _FLAT_CACHE_MAX:
+        cache[key] = s
+    return s
 
 
 def read_fail(exc: BaseException, field: str, pos: int, buf: bytes | memoryview) -> DecodeError:

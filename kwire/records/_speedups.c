@@ -8,10 +8,15 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 static PyObject *DecodeFailure;
+
+/* header indexes whose keys are remembered across records (see decode_records) */
+#define HK_CACHE 8
 
 static int
 failf(Py_ssize_t pos, const char *fmt, ...)
@@ -97,6 +102,148 @@ read_nullable_bytes(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, const cha
     return b;
 }
 
+/* Header keys repeat from record to record: the key at header index h is compared with the
+ * previous record's key at that index and, when the bytes match, the same (immutable) str is
+ * shared instead of decoding a new one. */
+typedef struct {
+    PyObject *keys[HK_CACHE];
+} hk_cache;
+
+static void
+hk_cache_clear(hk_cache *c)
+{
+    for (int h = 0; h < HK_CACHE; h++)
+        Py_CLEAR(c->keys[h]);
+}
+
+/* One record at *pos (not reading at or past end): a new `rtype` 5-tuple, or NULL with an
+ * exception set (DecodeFailure for bad bytes). */
+static PyObject *
+decode_one(const uint8_t *p, Py_ssize_t *ppos, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
+           PyObject *fixed, PyTypeObject *rtype, hk_cache *cache)
+{
+    PyObject *key = NULL, *value = NULL, *headers = NULL, *offset = NULL, *ts = NULL, *rec;
+    int64_t length = 0, ts_delta = 0, od = 0, hcount = 0;
+    Py_ssize_t pos = *ppos;
+    if (pos >= end) {
+        failf(pos, "record count says more records than the data holds");
+        return NULL;
+    }
+    if (read_varint(p, &pos, end, 5, &length) < 0)
+        return NULL;
+    if (length < 6 || length > end - pos) {
+        failf(pos, "record length %lld is impossible here", (long long)length);
+        return NULL;
+    }
+    Py_ssize_t rec_end = pos + (Py_ssize_t)length;
+    pos += 1; /* attributes: unused */
+    if (read_varint(p, &pos, rec_end, 10, &ts_delta) < 0 || read_varint(p, &pos, rec_end, 5, &od) < 0)
+        return NULL;
+    if ((key = read_nullable_bytes(p, &pos, rec_end, "key")) == NULL)
+        goto fail;
+    if ((value = read_nullable_bytes(p, &pos, rec_end, "value")) == NULL)
+        goto fail;
+    if (read_varint(p, &pos, rec_end, 5, &hcount) < 0)
+        goto fail;
+    if (hcount < 0 || hcount > (rec_end - pos) / 2) {
+        failf(pos, "invalid header count %lld", (long long)hcount);
+        goto fail;
+    }
+    headers = PyList_New((Py_ssize_t)hcount);
+    if (headers == NULL)
+        goto fail;
+    for (Py_ssize_t h = 0; h < (Py_ssize_t)hcount; h++) {
+        int64_t n = 0;
+        if (read_varint(p, &pos, rec_end, 5, &n) < 0)
+            goto fail;
+        if (n < 0 || n > rec_end - pos) {
+            failf(pos, "invalid header key length %lld", (long long)n);
+            goto fail;
+        }
+        PyObject *hk, *prev = h < HK_CACHE ? cache->keys[h] : NULL;
+        if (prev != NULL && PyUnicode_GET_LENGTH(prev) == (Py_ssize_t)n && PyUnicode_IS_ASCII(prev) &&
+            memcmp(PyUnicode_DATA(prev), p + pos, (size_t)n) == 0) {
+            hk = Py_NewRef(prev);
+        }
+        else {
+            hk = PyUnicode_DecodeUTF8((const char *)p + pos, (Py_ssize_t)n, "strict");
+            if (hk == NULL) {
+                PyErr_Clear();
+                failf(pos, "header key is not valid UTF-8");
+                goto fail;
+            }
+            if (h < HK_CACHE)
+                Py_XSETREF(cache->keys[h], Py_NewRef(hk));
+        }
+        pos += (Py_ssize_t)n;
+        PyObject *hv = read_nullable_bytes(p, &pos, rec_end, "header value");
+        if (hv == NULL) {
+            Py_DECREF(hk);
+            goto fail;
+        }
+        PyObject *pair = PyTuple_New(2);
+        if (pair == NULL) {
+            Py_DECREF(hk);
+            Py_DECREF(hv);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(pair, 0, hk);
+        PyTuple_SET_ITEM(pair, 1, hv);
+        /* a (str, bytes | None) tuple can hold no cycle: the collector would untrack it at its
+         * first pass anyway (_PyTuple_MaybeUntrack); doing it now spares that pass */
+        PyObject_GC_UnTrack(pair);
+        PyList_SET_ITEM(headers, h, pair);
+    }
+    if (pos != rec_end) {
+        /* every read above stops at rec_end, so pos < rec_end: the count prints with its minus sign
+         * as the Python loop's {:+d} does */
+        failf(pos, "record length %lld disagrees with its fields (%zd bytes)", (long long)length, pos - rec_end);
+        goto fail;
+    }
+    if ((offset = add_i64(base_offset, od)) == NULL)
+        goto fail;
+    if (fixed != Py_None)
+        ts = Py_NewRef(fixed);
+    else if ((ts = add_i64(base_ts, ts_delta)) == NULL)
+        goto fail;
+    /* what tuple.__new__(rtype, ...) does, without building the argument tuple */
+    rec = rtype->tp_alloc(rtype, 5);
+    if (rec == NULL)
+        goto fail;
+    PyTuple_SET_ITEM(rec, 0, offset);
+    PyTuple_SET_ITEM(rec, 1, ts);
+    PyTuple_SET_ITEM(rec, 2, key);
+    PyTuple_SET_ITEM(rec, 3, value);
+    PyTuple_SET_ITEM(rec, 4, headers);
+    *ppos = pos;
+    return rec;
+fail:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    Py_XDECREF(headers);
+    Py_XDECREF(offset);
+    Py_XDECREF(ts);
+    return NULL;
+}
+
+/* Shared argument checks of decode_records and RecordIterator. */
+static int
+check_decode_args(PyTypeObject *rtype, PyObject *fixed, Py_ssize_t count, Py_ssize_t len)
+{
+    if (!PyType_IsSubtype(rtype, &PyTuple_Type) || rtype->tp_basicsize != PyTuple_Type.tp_basicsize) {
+        PyErr_SetString(PyExc_TypeError, "record type must be a tuple subclass with empty __slots__");
+        return -1;
+    }
+    if (fixed != Py_None && !PyLong_Check(fixed)) {
+        PyErr_SetString(PyExc_TypeError, "fixed timestamp must be an int or None");
+        return -1;
+    }
+    /* every record takes at least 7 bytes: refuse a lying count before allocating for it */
+    if (count < 0 || count > len / 7)
+        return failf(0, "record count %zd exceeds what %zd bytes of records can hold", count, len);
+    return 0;
+}
+
 static PyObject *
 decode_records(PyObject *self, PyObject *args)
 {
@@ -109,124 +256,189 @@ decode_records(PyObject *self, PyObject *args)
                           &PyType_Type, &rtype))
         return NULL;
     PyObject *list = NULL;
-    if (!PyType_IsSubtype(rtype, &PyTuple_Type) || rtype->tp_basicsize != PyTuple_Type.tp_basicsize) {
-        PyErr_SetString(PyExc_TypeError, "record type must be a tuple subclass with empty __slots__");
-        goto done;
-    }
-    if (fixed != Py_None && !PyLong_Check(fixed)) {
-        PyErr_SetString(PyExc_TypeError, "fixed timestamp must be an int or None");
-        goto done;
-    }
     const uint8_t *p = (const uint8_t *)view.buf;
     Py_ssize_t end = view.len, pos = 0;
-    /* every record takes at least 7 bytes: refuse a lying count before allocating for it */
-    if (count < 0 || count > end / 7) {
-        failf(0, "record count %zd exceeds what %zd bytes of records can hold", count, end);
-        goto done;
+    if (check_decode_args(rtype, fixed, count, end) < 0 || (list = PyList_New(count)) == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
     }
-    list = PyList_New(count);
-    if (list == NULL)
-        goto done;
+    hk_cache cache = {{NULL}};
+    /* No collection may run inside the loop: nothing here runs Python code, so no one can see the
+     * pause, and a collection would only scan the half-built list (several times per 1,000
+     * records). The allocations still count towards the next one. */
+    int gc_was_enabled = PyGC_Disable();
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *key = NULL, *value = NULL, *headers = NULL, *offset = NULL, *ts = NULL, *rec;
-        int64_t length = 0, ts_delta = 0, od = 0, hcount = 0;
-        if (pos >= end) {
-            failf(pos, "record count says more records than the data holds");
-            goto fail;
+        PyObject *rec = decode_one(p, &pos, end, base_offset, base_ts, fixed, rtype, &cache);
+        if (rec == NULL) {
+            Py_CLEAR(list);
+            break;
         }
-        if (read_varint(p, &pos, end, 5, &length) < 0)
-            goto fail;
-        if (length < 6 || length > end - pos) {
-            failf(pos, "record length %lld is impossible here", (long long)length);
-            goto fail;
-        }
-        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
-        pos += 1; /* attributes: unused */
-        if (read_varint(p, &pos, rec_end, 10, &ts_delta) < 0 || read_varint(p, &pos, rec_end, 5, &od) < 0)
-            goto fail;
-        if ((key = read_nullable_bytes(p, &pos, rec_end, "key")) == NULL)
-            goto fail;
-        if ((value = read_nullable_bytes(p, &pos, rec_end, "value")) == NULL)
-            goto fail;
-        if (read_varint(p, &pos, rec_end, 5, &hcount) < 0)
-            goto fail;
-        if (hcount < 0 || hcount > (rec_end - pos) / 2) {
-            failf(pos, "invalid header count %lld", (long long)hcount);
-            goto fail;
-        }
-        headers = PyList_New((Py_ssize_t)hcount);
-        if (headers == NULL)
-            goto fail;
-        for (Py_ssize_t h = 0; h < (Py_ssize_t)hcount; h++) {
-            int64_t n = 0;
-            if (read_varint(p, &pos, rec_end, 5, &n) < 0)
-                goto fail;
-            if (n < 0 || n > rec_end - pos) {
-                failf(pos, "invalid header key length %lld", (long long)n);
-                goto fail;
-            }
-            PyObject *hk = PyUnicode_DecodeUTF8((const char *)p + pos, (Py_ssize_t)n, "strict");
-            if (hk == NULL) {
-                PyErr_Clear();
-                failf(pos, "header key is not valid UTF-8");
-                goto fail;
-            }
-            pos += (Py_ssize_t)n;
-            PyObject *hv = read_nullable_bytes(p, &pos, rec_end, "header value");
-            if (hv == NULL) {
-                Py_DECREF(hk);
-                goto fail;
-            }
-            PyObject *pair = PyTuple_New(2);
-            if (pair == NULL) {
-                Py_DECREF(hk);
-                Py_DECREF(hv);
-                goto fail;
-            }
-            PyTuple_SET_ITEM(pair, 0, hk);
-            PyTuple_SET_ITEM(pair, 1, hv);
-            PyList_SET_ITEM(headers, h, pair);
-        }
-        if (pos != rec_end) {
-            failf(pos, "record length %lld disagrees with its fields", (long long)length);
-            goto fail;
-        }
-        if ((offset = add_i64(base_offset, od)) == NULL)
-            goto fail;
-        if (fixed != Py_None) {
-            Py_INCREF(fixed);
-            ts = fixed;
-        }
-        else if ((ts = add_i64(base_ts, ts_delta)) == NULL)
-            goto fail;
-        /* what tuple.__new__(rtype, ...) does, without building the argument tuple */
-        rec = rtype->tp_alloc(rtype, 5);
-        if (rec == NULL)
-            goto fail;
-        PyTuple_SET_ITEM(rec, 0, offset);
-        PyTuple_SET_ITEM(rec, 1, ts);
-        PyTuple_SET_ITEM(rec, 2, key);
-        PyTuple_SET_ITEM(rec, 3, value);
-        PyTuple_SET_ITEM(rec, 4, headers);
         PyList_SET_ITEM(list, i, rec);
-        continue;
-    fail:
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-        Py_XDECREF(headers);
-        Py_XDECREF(offset);
-        Py_XDECREF(ts);
-        Py_CLEAR(list);
-        goto done;
     }
-    if (pos != end) {
+    if (list != NULL && pos != end) {
         failf(pos, "%zd bytes left after the last of %zd records", end - pos, count);
         Py_CLEAR(list);
     }
-done:
+    if (gc_was_enabled)
+        PyGC_Enable();
+    hk_cache_clear(&cache);
     PyBuffer_Release(&view);
     return list;
 }
+
+/* ---- lazy iteration ---------------------------------------------------------------------------- */
+
+/* RecordIterator(data, count, base_offset, base_timestamp, fixed_timestamp, record_type, on_error):
+ * the records one at a time, as the pure-Python generator yields them. A consumer that drops each
+ * record before taking the next never holds the batch's objects at once, so the collector never
+ * runs over them. A decode failure raises on_error(reason, position) (an exception instance the
+ * caller builds) at the record where it happens; the buffer is held until the end or a failure. */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view;
+    int has_view;
+    Py_ssize_t pos, count, i;
+    int64_t base_offset, base_ts;
+    PyObject *fixed;
+    PyTypeObject *rtype;
+    PyObject *on_error;
+    hk_cache cache;
+} RecordIterator;
+
+static void
+rit_finish(RecordIterator *it)
+{
+    if (it->has_view) {
+        PyBuffer_Release(&it->view);
+        it->has_view = 0;
+    }
+    hk_cache_clear(&it->cache);
+}
+
+/* turn a pending DecodeFailure into on_error(reason, pos); other exceptions pass through */
+static void
+rit_raise(RecordIterator *it)
+{
+    if (!PyErr_ExceptionMatches(DecodeFailure))
+        return;
+    PyObject *type, *val, *tb;
+    PyErr_Fetch(&type, &val, &tb);
+    PyErr_NormalizeException(&type, &val, &tb);
+    PyObject *args = val != NULL ? PyObject_GetAttrString(val, "args") : NULL;
+    Py_XDECREF(type);
+    Py_XDECREF(val);
+    Py_XDECREF(tb);
+    if (args == NULL)
+        return;
+    PyObject *exc = PyObject_CallObject(it->on_error, args);
+    Py_DECREF(args);
+    if (exc == NULL)
+        return;
+    if (PyExceptionInstance_Check(exc))
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    else
+        PyErr_SetString(PyExc_TypeError, "on_error must return an exception instance");
+    Py_DECREF(exc);
+}
+
+static PyObject *
+rit_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_offset, base_ts;
+    PyObject *fixed, *on_error;
+    PyTypeObject *rtype;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "RecordIterator takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*nLLOO!O:RecordIterator", &view, &count, &base_offset, &base_ts, &fixed,
+                          &PyType_Type, &rtype, &on_error))
+        return NULL;
+    RecordIterator *it = (RecordIterator *)type->tp_alloc(type, 0);
+    if (it == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    it->view = view;
+    it->has_view = 1;
+    it->count = count;
+    it->base_offset = base_offset;
+    it->base_ts = base_ts;
+    it->fixed = Py_NewRef(fixed);
+    it->rtype = (PyTypeObject *)Py_NewRef(rtype);
+    it->on_error = Py_NewRef(on_error);
+    if (check_decode_args(rtype, fixed, count, view.len) < 0) {
+        rit_raise(it);
+        Py_DECREF(it);
+        return NULL;
+    }
+    return (PyObject *)it;
+}
+
+static PyObject *
+rit_next(RecordIterator *it)
+{
+    if (!it->has_view)
+        return NULL;
+    const uint8_t *p = (const uint8_t *)it->view.buf;
+    Py_ssize_t end = it->view.len;
+    if (it->i < it->count) {
+        PyObject *rec = decode_one(p, &it->pos, end, it->base_offset, it->base_ts, it->fixed, it->rtype, &it->cache);
+        if (rec == NULL) {
+            rit_finish(it);
+            rit_raise(it);
+            return NULL;
+        }
+        it->i++;
+        return rec;
+    }
+    if (it->pos != end) {
+        failf(it->pos, "%zd bytes left after the last of %zd records", end - it->pos, it->count);
+        rit_finish(it);
+        rit_raise(it);
+        return NULL;
+    }
+    rit_finish(it);
+    return NULL;
+}
+
+static void
+rit_dealloc(RecordIterator *it)
+{
+    rit_finish(it);
+    Py_XDECREF(it->fixed);
+    Py_XDECREF(it->rtype);
+    Py_XDECREF(it->on_error);
+    Py_TYPE(it)->tp_free((PyObject *)it);
+}
+
+static PyObject *
+rit_length_hint(RecordIterator *it, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t(it->has_view ? it->count - it->i : 0);
+}
+
+static PyMethodDef rit_methods[] = {
+    {"__length_hint__", (PyCFunction)rit_length_hint, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+/* Not GC-tracked: it refers to a buffer owner, ints, strs, a type and a callable, none of which
+ * can refer back to an iterator the caller never hands out to them. */
+static PyTypeObject RecordIteratorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kwire.records._speedups.RecordIterator",
+    .tp_basicsize = sizeof(RecordIterator),
+    .tp_dealloc = (destructor)rit_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RecordIterator(data, count, base_offset, base_timestamp, fixed_timestamp, record_type, on_error)",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)rit_next,
+    .tp_methods = rit_methods,
+    .tp_new = rit_new,
+};
 
 /* ---- encoding ---------------------------------------------------------------------------------- */
 
@@ -464,6 +676,61 @@ done:
     return result;
 }
 
+/* ---- RecordBase -------------------------------------------------------------------------------- */
+
+/* The base of kwire.records.Record when the extension is built: a tuple subclass whose fields
+ * (offset, timestamp, key, value, headers) are member descriptors over the tuple's items, so reading
+ * one is a slot load the interpreter specialises (LOAD_ATTR_SLOT) where property(itemgetter(i))
+ * makes two calls (about 5x slower per read, measured). A member reads ob_item[i] unchecked, so every
+ * instance must hold 5 items: tp_new insists on it, and because RecordBase is a static type with its
+ * own tp_new, tuple.__new__(Record, ...) is refused ("not safe") as it is for structseq types. */
+#define ITEM_OFFSET(i) ((Py_ssize_t)(offsetof(PyTupleObject, ob_item) + (i) * sizeof(PyObject *)))
+static PyMemberDef record_members[] = {
+    {"offset", T_OBJECT_EX, ITEM_OFFSET(0), READONLY, "absolute offset"},
+    {"timestamp", T_OBJECT_EX, ITEM_OFFSET(1), READONLY, "epoch ms (-1 when absent)"},
+    {"key", T_OBJECT_EX, ITEM_OFFSET(2), READONLY, "key bytes or None"},
+    {"value", T_OBJECT_EX, ITEM_OFFSET(3), READONLY, "value bytes or None"},
+    {"headers", T_OBJECT_EX, ITEM_OFFSET(4), READONLY, "list of (key, value)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+/* RecordBase.__new__(cls, items): items is a sequence of exactly 5 values */
+static PyObject *
+record_base_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *items;
+    if ((kwds != NULL && PyDict_GET_SIZE(kwds)) || !PyArg_UnpackTuple(args, "RecordBase", 1, 1, &items)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "RecordBase takes no keyword arguments");
+        return NULL;
+    }
+    PyObject *t = PySequence_Tuple(items);
+    if (t == NULL)
+        return NULL;
+    if (PyTuple_GET_SIZE(t) != 5) {
+        PyErr_Format(PyExc_TypeError, "a record has 5 fields, not %zd", PyTuple_GET_SIZE(t));
+        Py_DECREF(t);
+        return NULL;
+    }
+    PyObject *rec = type->tp_alloc(type, 5);
+    if (rec != NULL)
+        for (Py_ssize_t i = 0; i < 5; i++)
+            PyTuple_SET_ITEM(rec, i, Py_NewRef(PyTuple_GET_ITEM(t, i)));
+    Py_DECREF(t);
+    return rec;
+}
+
+static PyTypeObject RecordBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kwire.records._speedups.RecordBase",
+    .tp_basicsize = sizeof(PyTupleObject) - sizeof(PyObject *),
+    .tp_itemsize = sizeof(PyObject *),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "RecordBase(items): a 5-tuple (offset, timestamp, key, value, headers) with named fields",
+    .tp_members = record_members,
+    .tp_new = record_base_new,
+};
+
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, fixed_timestamp, record_type) -> list"},
@@ -484,7 +751,12 @@ PyInit__speedups(void)
     if (m == NULL)
         return NULL;
     DecodeFailure = PyErr_NewException("kwire.records._speedups.DecodeFailure", PyExc_ValueError, NULL);
-    if (DecodeFailure == NULL || PyModule_AddObjectRef(m, "DecodeFailure", DecodeFailure) < 0) {
+    RecordBaseType.tp_base = &PyTuple_Type; /* not a constant expression in a static initialiser */
+    if (DecodeFailure == NULL || PyModule_AddObjectRef(m, "DecodeFailure", DecodeFailure) < 0 ||
+        PyType_Ready(&RecordIteratorType) < 0 ||
+        PyType_Ready(&RecordBaseType) < 0 ||
+        PyModule_AddObjectRef(m, "RecordBase", (PyObject *)&RecordBaseType) < 0 ||
+        PyModule_AddObjectRef(m, "RecordIterator", (PyObject *)&RecordIteratorType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

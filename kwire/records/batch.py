@@ -28,7 +28,10 @@ Theory of operation: a :class:`RecordBatch` wraps a memoryview of exactly one ba
 the 61-byte header once with a single precompiled ``Struct``; records are only decoded when the
 batch is iterated. The record loops (decode and encode) have a C twin in ``_speedups`` (built
 when a compiler is present, disabled by ``KWIRE_NO_EXTENSIONS=1``); both produce the same
-records and raise the same errors, and the tests run each.
+records and raise the same errors, and the tests run each. Both iterate lazily, one record per
+step (a loop that drops each record never holds the batch's objects at once, so the collector
+never walks them); ``records()`` builds the whole list in one C call with collection paused. With
+the extension, ``Record``'s fields are slot reads of a C tuple base (``RecordBase``).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from kwire.errors import CorruptBatchError, RecordDecodeError, RecordEncodeError, RecordError
 
@@ -108,7 +111,24 @@ class TimestampType:
 Header = tuple[str, bytes | None]
 
 
-class Record(tuple):  # type: ignore[type-arg]
+_speedups: Any
+if os.environ.get("KWIRE_NO_EXTENSIONS"):
+    _speedups = None
+else:
+    try:
+        from . import _speedups  # type: ignore[no-redef]
+    except ImportError:  # no compiler at install time: the pure-Python loops below serve
+        _speedups = None
+
+if TYPE_CHECKING:
+    _RecordBase = tuple
+else:
+    # With the extension, Record's fields are member descriptors of a C tuple subclass (slot loads,
+    # about 5x cheaper to read than property(itemgetter)); without it, properties below.
+    _RecordBase = tuple if _speedups is None else _speedups.RecordBase
+
+
+class Record(_RecordBase):  # type: ignore[type-arg]
     """One record: ``(offset, timestamp, key, value, headers)``.
 
     A tuple subclass, so building one costs what a tuple does; fields are read by name.
@@ -118,11 +138,18 @@ class Record(tuple):  # type: ignore[type-arg]
 
     __slots__ = ()
 
-    offset: int = property(itemgetter(0), doc="absolute offset")  # type: ignore[assignment]
-    timestamp: int = property(itemgetter(1), doc="epoch ms (-1 when absent)")  # type: ignore[assignment]
-    key: bytes | None = property(itemgetter(2), doc="key bytes or None")  # type: ignore[assignment]
-    value: bytes | None = property(itemgetter(3), doc="value bytes or None")  # type: ignore[assignment]
-    headers: list[Header] = property(itemgetter(4), doc="list of (key, value)")  # type: ignore[assignment]
+    if TYPE_CHECKING:
+        offset: int
+        timestamp: int
+        key: bytes | None
+        value: bytes | None
+        headers: list[Header]
+    elif _RecordBase is tuple:
+        offset = property(itemgetter(0), doc="absolute offset")
+        timestamp = property(itemgetter(1), doc="epoch ms (-1 when absent)")
+        key = property(itemgetter(2), doc="key bytes or None")
+        value = property(itemgetter(3), doc="value bytes or None")
+        headers = property(itemgetter(4), doc="list of (key, value)")
 
     def __new__(
         cls,
@@ -132,7 +159,7 @@ class Record(tuple):  # type: ignore[type-arg]
         value: bytes | None,
         headers: Iterable[Header] = (),
     ) -> Record:
-        return tuple.__new__(cls, (offset, timestamp, key, value, list(headers)))
+        return _new_record(cls, (offset, timestamp, key, value, list(headers)))
 
     def __repr__(self) -> str:
         return (
@@ -154,19 +181,11 @@ class Record(tuple):  # type: ignore[type-arg]
         }
 
 
-_new_record = tuple.__new__
+# RecordBase.__new__ insists on 5 items (its fields are unchecked slot reads); tuple.__new__ is
+# refused for Record then, as for any subclass of a C type with its own constructor
+_new_record = _RecordBase.__new__
 
 # --- optional C twin -------------------------------------------------------------------------------
-
-_speedups: Any
-if os.environ.get("KWIRE_NO_EXTENSIONS"):
-    _speedups = None
-else:
-    try:
-        from . import _speedups  # type: ignore[no-redef]
-    except ImportError:  # no compiler at install time: the pure-Python loops below serve
-        _speedups = None
-
 
 def speedups_enabled() -> bool:
     """Whether the C record loops are in use (False under ``KWIRE_NO_EXTENSIONS=1``)."""
@@ -648,15 +667,15 @@ class RecordBatch:
         _check_header(h, len(self._view) - HEADER_SIZE)
         self._verify = False  # validated once; iteration need not repeat it
 
-    def __iter__(self) -> Iterator[Record]:
-        """Decode the records (lazily with the pure-Python loop)."""
+    def _region(self) -> tuple[memoryview | bytes, int, int | None]:
+        """(uncompressed records region, record count, fixed timestamp or None), checked."""
         if self._verify:
             self.validate()
         h = self._h
         _check_header(h, len(self._view) - HEADER_SIZE)
         count = h[12]
         codec = h[5] & CODEC_MASK
-        region = self._view[HEADER_SIZE:]
+        region: memoryview | bytes = self._view[HEADER_SIZE:]
         if codec:
             try:
                 region = decompress_view(codec, region, max_size=self._max_decompressed)
@@ -668,12 +687,22 @@ class RecordBatch:
                     base_offset=h[0],
                 )
         fixed = h[8] if h[5] & TIMESTAMP_TYPE_BIT else None  # LogAppendTime: all records get max
+        return region, count, fixed
+
+    def __iter__(self) -> Iterator[Record]:
+        """Decode the records lazily, one per step (the C loop and the Python one alike)."""
+        region, count, fixed = self._region()
+        h = self._h
         if _speedups is not None:
-            try:
-                records: list[Record] = _speedups.decode_records(region, count, h[0], h[7], fixed, Record)
-            except _speedups.DecodeFailure as exc:
-                raise RecordDecodeError(exc.args[0], offset=HEADER_SIZE + exc.args[1], base_offset=h[0]) from None
-            return iter(records)
+            # lazy: a loop that drops each record before taking the next never holds the batch's
+            # objects at once, so no collection runs over them
+            base = h[0]
+
+            def fail(reason: str, pos: int) -> RecordDecodeError:
+                return RecordDecodeError(reason, offset=HEADER_SIZE + pos, base_offset=base)
+
+            it: Iterator[Record] = _speedups.RecordIterator(region, count, base, h[7], fixed, Record, fail)
+            return it
         return self._iter_py(bytes(region), count, fixed)
 
     def _iter_py(self, data: bytes, count: int, fixed: int | None) -> Iterator[Record]:
@@ -686,8 +715,16 @@ class RecordBatch:
             raise RecordDecodeError("records run past the end of the batch", base_offset=h[0]) from None
 
     def records(self) -> list[Record]:
-        """All records as a list."""
-        return list(self)
+        """All records as a list (the C loop builds it in one call, with collection paused)."""
+        if _speedups is None:
+            return list(self)
+        region, count, fixed = self._region()
+        h = self._h
+        try:
+            records: list[Record] = _speedups.decode_records(region, count, h[0], h[7], fixed, Record)
+        except _speedups.DecodeFailure as exc:
+            raise RecordDecodeError(exc.args[0], offset=HEADER_SIZE + exc.args[1], base_offset=h[0]) from None
+        return records
 
     def header_dict(self) -> dict[str, Any]:
         """The header fields as a dict."""

@@ -70,8 +70,13 @@ def _raise_on_metadata(broker: Broker) -> None:
     broker.hook(boom, api_key=3, times=None)
 
 
-def test_a_handler_exception_is_a_crash_minimised_and_saved(tmp_path: Path) -> None:
-    report = run_fuzz(FuzzConfig(budget=600, seed=11, out=tmp_path, hypothesis_share=0.0,
+# Each detector is proven on both paths: every frame over sockets, and every frame into the core.
+BOTH_PATHS = pytest.mark.parametrize("core_share", [0.0, 1.0], ids=["sockets", "in-process"])
+
+
+@BOTH_PATHS
+def test_a_handler_exception_is_a_crash_minimised_and_saved(tmp_path: Path, core_share: float) -> None:
+    report = run_fuzz(FuzzConfig(budget=600, seed=11, out=tmp_path, hypothesis_share=0.0, core_share=core_share,
                                  broker_setup=_raise_on_metadata))
     assert report.crashes >= 1 and report.hangs == 0 and report.lost == 0
     crash = next(f for f in report.findings if f.kind == "crash")
@@ -88,12 +93,17 @@ def _swallow_describe_cluster(broker: Broker) -> None:
     broker.swallow(api_key=60, times=None)  # DescribeCluster asks for no wait; never answering it is a hang
 
 
-def test_an_unanswered_request_is_a_hang(tmp_path: Path) -> None:
+@BOTH_PATHS
+def test_an_unanswered_request_is_a_hang(tmp_path: Path, core_share: float) -> None:
+    """In-process, the request is deferred and still unanswered after the core's clock moved
+    ``hang_s`` past it; over sockets, nothing arrives within ``hang_s`` of wall time."""
     report = run_fuzz(FuzzConfig(budget=400, seed=12, out=tmp_path, hang_s=0.5, hypothesis_share=0.0,
-                                 broker_setup=_swallow_describe_cluster))
+                                 core_share=core_share, broker_setup=_swallow_describe_cluster))
     hangs = [f for f in report.findings if f.kind == "hang"]
     assert report.hangs == len(hangs) >= 1
     assert all(f.payload[:2] == b"\x00\x3c" for f in hangs)  # api key 60
+    if core_share:
+        assert all("broker clock" in f.detail for f in hangs)
     assert report.crashes == 0
 
 
@@ -111,10 +121,11 @@ def _acknowledge_without_storing(broker: Broker) -> None:
     broker.hook(fake, api_key=0, times=None)
 
 
-def test_an_acknowledged_record_not_stored_is_lost(tmp_path: Path) -> None:
+@BOTH_PATHS
+def test_an_acknowledged_record_not_stored_is_lost(tmp_path: Path, core_share: float) -> None:
     report = run_fuzz(FuzzConfig(budget=300, seed=13, out=tmp_path, hypothesis_share=0.0, ledger_every=50,
-                                 broker_setup=_acknowledge_without_storing))
-    assert report.acked >= 6
+                                 core_share=core_share, broker_setup=_acknowledge_without_storing))
+    assert report.acked >= 6  # in-process every 50 frames; over sockets every 5 socket frames, and at the end
     assert report.lost == report.acked
     assert all(f.kind == "lost" and "offset 5000" in f.detail for f in report.findings if f.kind == "lost")
 
@@ -128,3 +139,75 @@ def test_decoders_mode_runs_atheris_and_prints_the_summary(tmp_path: Path, capsy
     assert m is not None, last
     assert int(m.group(1)) >= 3000 and m.groups()[1:] == ("0", "0", "0")
     assert rc == 0
+
+
+@pytest.mark.slow
+def test_core_guided_mode_runs_atheris_over_the_core_and_reports_coverage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--core-guided``: atheris over the instrumented core and handlers; coverage grows."""
+    pytest.importorskip("atheris", reason="atheris is not installed (pip install atheris)")
+    rc = main(["fuzz", "--core-guided", "--budget", "400", "--seed", "3", "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    m = SUMMARY.match(captured.out.strip().splitlines()[-1])
+    assert m is not None, captured.out[-500:]
+    assert int(m.group(1)) >= 400 and m.groups()[1:] == ("0", "0", "0")
+    edges = [int(x) for x in re.findall(r"(\d+) edges", captured.err)]
+    assert len(edges) >= 2 and edges[-1] > edges[0] > 0, captured.err[-800:]
+    assert rc == 0
+
+
+def test_a_core_guided_finding_raises_with_the_frame() -> None:
+    """The harness turns a crash the in-process target sees into an exception libFuzzer keeps."""
+    pytest.importorskip("atheris", reason="atheris is not installed (pip install atheris)")
+    from kwire.fuzz.core_guided import CoreFinding, _Harness
+
+    h = _Harness(seed=5, hang_s=1.0)
+    h.broker.hook(lambda request, ctx: 1 / 0, api_key=3, times=None)  # a handler bug on Metadata
+    h.one(b"")  # nothing sent: no finding
+    found = None
+    import random
+
+    rng = random.Random(0)
+    for _ in range(1000):
+        try:
+            h.one(rng.randbytes(64))
+        except CoreFinding as exc:
+            found = str(exc)
+            break
+    assert found is not None and found.startswith("crash: ") and "frame 0003" in found
+
+
+def _fetch(wait_ms: int) -> bytes:
+    from kwire.protocol import encode_request
+    from kwire.protocol.messages.fetch import FetchRequest
+
+    req = FetchRequest(replica_id=-1, max_wait_ms=wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                       session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                           topic="t", partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0)])])
+    return encode_request(req, 11, correlation_id=1, client_id="t", size_prefix=False)
+
+
+def test_in_process_waits_run_on_the_core_clock_and_only_an_unasked_wait_is_a_hang() -> None:
+    """In-process, a deferred request is run on the manual clock to the end of the wait it asked
+    for plus ``hang_s``: a long poll answers at its MaxWaitMs (Kafka's DelayedFetch), one asking
+    for more than a minute is dropped as parked, and a swallowed DescribeCluster is a hang."""
+    from kwire.broker.config import BrokerConfig
+    from kwire.fuzz.runner import _core_broker, _CoreTarget, _ErrorLog, _Fuzzer
+
+    fz = _Fuzzer(FuzzConfig(hang_s=1.0), None, _ErrorLog())
+    broker = _core_broker(BrokerConfig(brokers=1))
+    broker.create_topic("t", 1)
+    target = _CoreTarget(fz, broker)
+    t0 = broker.core.clock.now_ms()
+    target.send(_fetch(500), "long poll")
+    assert fz.report.findings == [] and target.conn is not None  # answered: the connection stays
+    assert broker.core.clock.now_ms() - t0 >= 500
+    target.send(_fetch(10 * 60_000), "very long poll")
+    assert fz.report.findings == [] and target.conn is None  # parked on purpose: dropped, no finding
+    broker.swallow(api_key=60, times=None)
+    from kwire.protocol import encode_request
+    from kwire.protocol.messages.describe_cluster import DescribeClusterRequest
+
+    target.send(encode_request(DescribeClusterRequest(), 0, correlation_id=1, client_id="t", size_prefix=False), "x")
+    assert [f.kind for f in fz.report.findings] == ["hang"] and fz.report.hangs == 1
+    broker.stop()

@@ -150,6 +150,66 @@ def test_records_carry_offsets_timestamps_keys_values_headers(impl: str) -> None
     assert "Record(offset=10" in repr(recs[0])
 
 
+def test_record_fields_read_by_name_and_survive_pickle_in_both_builds(impl: str) -> None:
+    """Record is a 5-tuple with named fields whichever loop decoded it (RB-4 record layout)."""
+    import copy
+    import pickle
+
+    rec = next(iter(RecordBatch(_batch(1))))
+    assert (rec.offset, rec.timestamp, rec.key, rec.value, rec.headers) == tuple(rec)
+    assert pickle.loads(pickle.dumps(rec)) == rec and type(pickle.loads(pickle.dumps(rec))) is Record
+    assert copy.copy(rec) == rec and isinstance(rec, tuple) and len(rec) == 5
+    with pytest.raises(AttributeError):
+        rec.offset = 3  # type: ignore[misc]
+
+
+def test_a_record_cannot_be_built_short_of_its_five_fields() -> None:
+    """With the C build the fields are unchecked slot reads, so a short Record must be impossible."""
+    from kwire.records import batch as batch_mod
+
+    with pytest.raises(TypeError):
+        Record(1, 2, b"k")  # type: ignore[call-arg]
+    if batch_mod._speedups is None:
+        pytest.skip("C speedups not built")
+    with pytest.raises(TypeError):
+        tuple.__new__(Record, ())  # refused: RecordBase has its own constructor
+    with pytest.raises(TypeError):
+        batch_mod._speedups.RecordBase.__new__(Record, (1, 2, 3))
+    assert batch_mod._speedups.RecordBase.__new__(Record, [1, 2, None, None, []]).headers == []
+
+
+def test_iteration_is_lazy_and_a_bad_record_fails_where_it_sits(impl: str) -> None:
+    """Good records before a corrupt one are yielded first, then RecordDecodeError, in both loops."""
+    data = bytearray(_batch(3))
+    # the third record's length varint: make it claim more bytes than the batch holds
+    recs_region = data[HEADER_SIZE:]
+    first_len, n = decode_varint(bytes(recs_region))
+    second_len, m = decode_varint(bytes(recs_region[n + first_len :]))
+    third_at = HEADER_SIZE + n + first_len + m + second_len
+    data[third_at] = 0x7E  # zig-zag 63: longer than what is left
+    it = iter(RecordBatch(data, verify_crc=False))
+    assert next(it).offset == 0 and next(it).offset == 1
+    with pytest.raises(RecordDecodeError) as info:
+        next(it)
+    assert info.value.offset == third_at + 1 and info.value.base_offset == 0
+    assert list(it) == []  # a failed iterator stays finished
+    with pytest.raises(RecordDecodeError) as again:
+        RecordBatch(data, verify_crc=False).records()
+    assert str(again.value) == str(info.value)
+
+
+def test_header_keys_that_change_between_records_are_read_fresh(impl: str) -> None:
+    """The C loop shares a header key str with the previous record only when the bytes match."""
+    b = BatchBuilder()
+    keys = [["a", "b"], ["a", "c"], ["\u00e9", "b"], ["ab", "b"], ["a"], ["a", "b", "x"]]
+    for i, ks in enumerate(keys):
+        b.append(b"v", None, [(k, b"%d" % i) for k in ks], i)
+    batch = RecordBatch(b.build())
+    want = [[(k, b"%d" % i) for k in ks] for i, ks in enumerate(keys)]
+    assert [r.headers for r in batch] == want
+    assert [r.headers for r in batch.records()] == want
+
+
 def test_log_append_time_gives_every_record_the_max_timestamp(impl: str) -> None:
     data = bytearray(_batch(3))
     set_log_append_time(data, 77_777)

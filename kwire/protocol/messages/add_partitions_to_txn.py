@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -55,6 +57,7 @@ _S0 = _Struct('>qh')
 _S1 = _Struct('>qh?')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>i')
+_FN0 = ('partition_index', 'partition_error_code')
 
 
 @dataclass(slots=True)
@@ -1084,8 +1087,9 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -1220,8 +1224,9 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -1306,8 +1311,9 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -1479,8 +1485,9 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
+                for e in x:
+                    _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,9 @@ _S2 = _Struct('>16s')
 _S3 = _Struct('>iq')
 _S4 = _Struct('>ihii')
 _S5 = _Struct('>ih')
+_FL0: dict = {}  # >ihiiB{}ibiB
+_FN0 = ('broker_id', 'broker_epoch')
+_FN1 = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch')
 
 
 @dataclass(slots=True)
@@ -566,8 +571,9 @@ def _e_AlterPartitionRequest_PartitionData_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_AlterPartitionRequest_BrokerState_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', True):
+                for e in x:
+                    _e_AlterPartitionRequest_BrokerState_v3(out, e)
         f = 'LeaderRecoveryState..PartitionEpoch'
         out += _S1.pack(o.leader_recovery_state, o.partition_epoch)
         u = o.unknown_tagged_fields
@@ -772,6 +778,17 @@ def _d_AlterPartitionResponse_PartitionData_v2(buf, pos):
 
 
 def _e_AlterPartitionResponse_PartitionData_v2(out, o):
+    try:
+        a0 = o.isr
+        n0 = len(a0)
+        if n0 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>ihiiB{}ibiB', (n0,))
+            out += s.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, n0 + 1, *a0, o.leader_recovery_state, o.partition_epoch, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex..LeaderEpoch'
@@ -858,8 +875,20 @@ def _e_AlterPartitionResponse_TopicData_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_AlterPartitionResponse_PartitionData_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii[ibi', True):
+                for e in x:
+                    try:
+                        a0 = e.isr
+                        n0 = len(a0)
+                        if n0 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>ihiiB{}ibiB', (n0,))
+                            out += s.pack(e.partition_index, e.error_code, e.leader_id, e.leader_epoch, n0 + 1, *a0, e.leader_recovery_state, e.partition_epoch, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_AlterPartitionResponse_PartitionData_v2(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -55,6 +57,8 @@ _S0 = _Struct('>i')
 _S1 = _Struct('>i?')
 _S2 = _Struct('>ih')
 _S3 = _Struct('>i?h')
+_FL0: dict = {}  # >iB{}iB
+_FN0 = ('partition_index', 'replicas')
 
 
 @dataclass(slots=True)
@@ -207,6 +211,17 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos):
 
 
 def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(out, o):
+    try:
+        a0 = o.replicas
+        n0 = len(a0)
+        if n0 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>iB{}iB', (n0,))
+            out += s.pack(o.partition_index, n0 + 1, *a0, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex'
@@ -311,8 +326,20 @@ def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i[i', True):
+                for e in x:
+                    try:
+                        a0 = e.replicas
+                        n0 = len(a0)
+                        if n0 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>iB{}iB', (n0,))
+                            out += s.pack(e.partition_index, n0 + 1, *a0, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -53,6 +55,7 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 _S0 = _Struct('>ih')
 _S1 = _Struct('>i')
+_FN0 = ('partition_index', 'error_code')
 
 
 @dataclass(slots=True)
@@ -666,8 +669,9 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -851,8 +855,9 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
+                for e in x:
+                    _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

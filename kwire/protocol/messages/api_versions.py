@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,7 @@ _S2 = _Struct('>h')
 _S3 = _Struct('>hh')
 _S4 = _Struct('>q')
 _S5 = _Struct('>?')
+_FN0 = ('api_key', 'min_version', 'max_version')
 
 
 @dataclass(slots=True)
@@ -592,8 +595,9 @@ def _e_ApiVersionsResponse_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ApiVersionsResponse_ApiVersion_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', False):
+                for e in x:
+                    _e_ApiVersionsResponse_ApiVersion_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -707,8 +711,9 @@ def _e_ApiVersionsResponse_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ApiVersionsResponse_ApiVersion_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', False):
+                for e in x:
+                    _e_ApiVersionsResponse_ApiVersion_v1(out, e)
         f = 'ThrottleTimeMs'
         out += _S0.pack(o.throttle_time_ms)
         if o.unknown_tagged_fields:
@@ -785,8 +790,9 @@ def _e_ApiVersionsResponse_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ApiVersionsResponse_ApiVersion_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', False):
+                for e in x:
+                    _e_ApiVersionsResponse_ApiVersion_v2(out, e)
         f = 'ThrottleTimeMs'
         out += _S0.pack(o.throttle_time_ms)
         if o.unknown_tagged_fields:
@@ -1117,8 +1123,9 @@ def _e_ApiVersionsResponse_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ApiVersionsResponse_ApiVersion_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hhh', True):
+                for e in x:
+                    _e_ApiVersionsResponse_ApiVersion_v3(out, e)
         f = 'ThrottleTimeMs'
         out += _S0.pack(o.throttle_time_ms)
         u = o.unknown_tagged_fields

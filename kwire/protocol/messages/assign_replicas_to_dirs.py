@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -55,6 +57,8 @@ _S0 = _Struct('>i')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>iq')
 _S3 = _Struct('>ih')
+_FN0 = ('partition_index',)
+_FN1 = ('partition_index', 'error_code')
 
 
 @dataclass(slots=True)
@@ -290,8 +294,9 @@ def _e_AssignReplicasToDirsRequest_TopicData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_AssignReplicasToDirsRequest_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i', True):
+                for e in x:
+                    _e_AssignReplicasToDirsRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -546,8 +551,9 @@ def _e_AssignReplicasToDirsResponse_TopicData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_AssignReplicasToDirsResponse_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'ih', True):
+                for e in x:
+                    _e_AssignReplicasToDirsResponse_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

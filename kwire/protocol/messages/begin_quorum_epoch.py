@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,8 @@ _S2 = _Struct('>H')
 _S3 = _Struct('>i')
 _S4 = _Struct('>ihii')
 _S5 = _Struct('>h')
+_FN0 = ('partition_index', 'leader_id', 'leader_epoch')
+_FN1 = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')
 
 
 @dataclass(slots=True)
@@ -302,8 +306,9 @@ def _e_BeginQuorumEpochRequest_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_BeginQuorumEpochRequest_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', False):
+                for e in x:
+                    _e_BeginQuorumEpochRequest_PartitionData_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -875,8 +880,9 @@ def _e_BeginQuorumEpochResponse_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_BeginQuorumEpochResponse_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', False):
+                for e in x:
+                    _e_BeginQuorumEpochResponse_PartitionData_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -1102,8 +1108,9 @@ def _e_BeginQuorumEpochResponse_TopicData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_BeginQuorumEpochResponse_PartitionData_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', True):
+                for e in x:
+                    _e_BeginQuorumEpochResponse_PartitionData_v1(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

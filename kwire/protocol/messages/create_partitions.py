@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -54,6 +56,9 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 _S0 = _Struct('>i')
 _S1 = _Struct('>i?')
 _S2 = _Struct('>h')
+_FL0: dict = {}  # >i{}i
+_FL1: dict = {}  # >B{}iB
+_FN0 = ('broker_ids',)
 
 
 @dataclass(slots=True)
@@ -168,6 +173,17 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v0(buf, pos):
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v0(out, o):
+    try:
+        a0 = o.broker_ids
+        n0 = len(a0)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>i{}i', (n0,))
+            out += s.pack(n0, *a0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'BrokerIds'
@@ -251,8 +267,20 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v0(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_CreatePartitionsRequest_CreatePartitionsAssignment_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, '(i', False):
+                for e in x:
+                    try:
+                        a0 = e.broker_ids
+                        n0 = len(a0)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>i{}i', (n0,))
+                            out += s.pack(n0, *a0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_CreatePartitionsRequest_CreatePartitionsAssignment_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -319,6 +347,17 @@ def _e_CreatePartitionsRequest_v0(out, o):
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v1(out, o):
+    try:
+        a0 = o.broker_ids
+        n0 = len(a0)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>i{}i', (n0,))
+            out += s.pack(n0, *a0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'BrokerIds'
@@ -357,8 +396,20 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v1(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_CreatePartitionsRequest_CreatePartitionsAssignment_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, '(i', False):
+                for e in x:
+                    try:
+                        a0 = e.broker_ids
+                        n0 = len(a0)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>i{}i', (n0,))
+                            out += s.pack(n0, *a0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_CreatePartitionsRequest_CreatePartitionsAssignment_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -427,6 +478,17 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf, pos):
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v2(out, o):
+    try:
+        a0 = o.broker_ids
+        n0 = len(a0)
+        if n0 < 127 and not o.unknown_tagged_fields:
+            s = _FL1.get(n0)
+            if s is None:
+                s = _flat_struct(_FL1, n0, '>B{}iB', (n0,))
+            out += s.pack(n0 + 1, *a0, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'BrokerIds'
@@ -537,8 +599,20 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_CreatePartitionsRequest_CreatePartitionsAssignment_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, '[i', True):
+                for e in x:
+                    try:
+                        a0 = e.broker_ids
+                        n0 = len(a0)
+                        if n0 < 127 and not e.unknown_tagged_fields:
+                            s = _FL1.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL1, n0, '>B{}iB', (n0,))
+                            out += s.pack(n0 + 1, *a0, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_CreatePartitionsRequest_CreatePartitionsAssignment_v2(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,9 @@ _S2 = _Struct('>i?')
 _S3 = _Struct('>h')
 _S4 = _Struct('>?b?')
 _S5 = _Struct('>16sh')
+_FL0: dict = {}  # >ii{}i
+_FL1: dict = {}  # >iB{}iB
+_FN0 = ('partition_index', 'broker_ids')
 
 
 @dataclass(slots=True)
@@ -231,6 +236,17 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_v2(buf, pos):
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v2(out, o):
+    try:
+        a0 = o.broker_ids
+        n0 = len(a0)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>ii{}i', (n0,))
+            out += s.pack(o.partition_index, n0, *a0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex'
@@ -397,8 +413,20 @@ def _e_CreateTopicsRequest_CreatableTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_CreateTopicsRequest_CreatableReplicaAssignment_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.broker_ids
+                        n0 = len(a0)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>ii{}i', (n0,))
+                            out += s.pack(e.partition_index, n0, *a0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_CreateTopicsRequest_CreatableReplicaAssignment_v2(out, e)
         f = 'Configs'
         x = o.configs
         if x is None:
@@ -473,6 +501,17 @@ def _e_CreateTopicsRequest_v2(out, o):
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v3(out, o):
+    try:
+        a0 = o.broker_ids
+        n0 = len(a0)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>ii{}i', (n0,))
+            out += s.pack(o.partition_index, n0, *a0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex'
@@ -542,8 +581,20 @@ def _e_CreateTopicsRequest_CreatableTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_CreateTopicsRequest_CreatableReplicaAssignment_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.broker_ids
+                        n0 = len(a0)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>ii{}i', (n0,))
+                            out += s.pack(e.partition_index, n0, *a0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_CreateTopicsRequest_CreatableReplicaAssignment_v3(out, e)
         f = 'Configs'
         x = o.configs
         if x is None:
@@ -586,6 +637,17 @@ def _e_CreateTopicsRequest_v3(out, o):
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v4(out, o):
+    try:
+        a0 = o.broker_ids
+        n0 = len(a0)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>ii{}i', (n0,))
+            out += s.pack(o.partition_index, n0, *a0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex'
@@ -655,8 +717,20 @@ def _e_CreateTopicsRequest_CreatableTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_CreateTopicsRequest_CreatableReplicaAssignment_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.broker_ids
+                        n0 = len(a0)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>ii{}i', (n0,))
+                            out += s.pack(e.partition_index, n0, *a0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_CreateTopicsRequest_CreatableReplicaAssignment_v4(out, e)
         f = 'Configs'
         x = o.configs
         if x is None:
@@ -737,6 +811,17 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf, pos):
 
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_v5(out, o):
+    try:
+        a0 = o.broker_ids
+        n0 = len(a0)
+        if n0 < 127 and not o.unknown_tagged_fields:
+            s = _FL1.get(n0)
+            if s is None:
+                s = _flat_struct(_FL1, n0, '>iB{}iB', (n0,))
+            out += s.pack(o.partition_index, n0 + 1, *a0, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex'
@@ -956,8 +1041,20 @@ def _e_CreateTopicsRequest_CreatableTopic_v5(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_CreateTopicsRequest_CreatableReplicaAssignment_v5(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i[i', True):
+                for e in x:
+                    try:
+                        a0 = e.broker_ids
+                        n0 = len(a0)
+                        if n0 < 127 and not e.unknown_tagged_fields:
+                            s = _FL1.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL1, n0, '>iB{}iB', (n0,))
+                            out += s.pack(e.partition_index, n0 + 1, *a0, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_CreateTopicsRequest_CreatableReplicaAssignment_v5(out, e)
         f = 'Configs'
         x = o.configs
         if x is None:

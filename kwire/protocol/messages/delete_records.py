@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -54,6 +56,8 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 _S0 = _Struct('>iq')
 _S1 = _Struct('>i')
 _S2 = _Struct('>iqh')
+_FN0 = ('partition_index', 'offset')
+_FN1 = ('partition_index', 'low_watermark', 'error_code')
 
 
 @dataclass(slots=True)
@@ -247,8 +251,9 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_DeleteRecordsRequest_DeleteRecordsPartition_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
+                for e in x:
+                    _e_DeleteRecordsRequest_DeleteRecordsPartition_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -345,8 +350,9 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_DeleteRecordsRequest_DeleteRecordsPartition_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
+                for e in x:
+                    _e_DeleteRecordsRequest_DeleteRecordsPartition_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -499,8 +505,9 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', True):
+                for e in x:
+                    _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -675,8 +682,9 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'iqh', False):
+                for e in x:
+                    _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -773,8 +781,9 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'iqh', False):
+                for e in x:
+                    _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -928,8 +937,9 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'iqh', True):
+                for e in x:
+                    _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -60,6 +62,7 @@ _S5 = _Struct('>i16sqqq')
 _S6 = _Struct('>ih')
 _S7 = _Struct('>iiq')
 _S8 = _Struct('>H')
+_FN0 = ('partition_index',)
 
 
 @dataclass(slots=True)
@@ -350,8 +353,9 @@ def _e_DescribeQuorumRequest_TopicData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_DescribeQuorumRequest_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i', True):
+                for e in x:
+                    _e_DescribeQuorumRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

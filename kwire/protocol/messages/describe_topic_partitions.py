@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -55,6 +57,8 @@ _S0 = _Struct('>i')
 _S1 = _Struct('>hiii')
 _S2 = _Struct('>h')
 _S3 = _Struct('>16s?')
+_FL0: dict = {}  # >hiiiB{}iB{}iB{}iB{}iB{}iB
+_FN0 = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas')
 
 
 @dataclass(slots=True)
@@ -516,6 +520,25 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
 
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        a2 = o.eligible_leader_replicas
+        n2 = len(a2)
+        a3 = o.last_known_elr
+        n3 = len(a3)
+        a4 = o.offline_replicas
+        n4 = len(a4)
+        if n0 < 127 and n1 < 127 and n2 < 127 and n3 < 127 and n4 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1, n2, n3, n4))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1, n2, n3, n4), '>hiiiB{}iB{}iB{}iB{}iB{}iB', (n0, n1, n2, n3, n4,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, n3 + 1, *a3, n4 + 1, *a4, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderEpoch'
@@ -684,8 +707,28 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(o
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hiii[i[i[i[i[i', True):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.eligible_leader_replicas
+                        n2 = len(a2)
+                        a3 = e.last_known_elr
+                        n3 = len(a3)
+                        a4 = e.offline_replicas
+                        n4 = len(a4)
+                        if n0 < 127 and n1 < 127 and n2 < 127 and n3 < 127 and n4 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1, n2, n3, n4))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1, n2, n3, n4), '>hiiiB{}iB{}iB{}iB{}iB{}iB', (n0, n1, n2, n3, n4,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, e.leader_epoch, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, n3 + 1, *a3, n4 + 1, *a4, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(out, e)
         f = 'TopicAuthorizedOperations'
         out += _S0.pack(o.topic_authorized_operations)
         u = o.unknown_tagged_fields

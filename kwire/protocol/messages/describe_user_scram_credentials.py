@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -54,6 +56,7 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 _S0 = _Struct('>bi')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
+_FN0 = ('mechanism', 'iterations')
 
 
 @dataclass(slots=True)
@@ -425,8 +428,9 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_DescribeUserScramCredentialsResponse_CredentialInfo_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'bi', True):
+                for e in x:
+                    _e_DescribeUserScramCredentialsResponse_CredentialInfo_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,9 @@ _S2 = _Struct('>H')
 _S3 = _Struct('>ihii')
 _S4 = _Struct('>h')
 _S5 = _Struct('>i')
+_FL0: dict = {}  # >iiii{}i
+_FN0 = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors')
+_FN1 = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')
 
 
 @dataclass(slots=True)
@@ -294,6 +299,17 @@ def _d_EndQuorumEpochRequest_PartitionData_v0(buf, pos):
 
 
 def _e_EndQuorumEpochRequest_PartitionData_v0(out, o):
+    try:
+        a0 = o.preferred_successors
+        n0 = len(a0)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>iiii{}i', (n0,))
+            out += s.pack(o.partition_index, o.leader_id, o.leader_epoch, n0, *a0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex..LeaderEpoch'
@@ -371,8 +387,20 @@ def _e_EndQuorumEpochRequest_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_EndQuorumEpochRequest_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii(i', False):
+                for e in x:
+                    try:
+                        a0 = e.preferred_successors
+                        n0 = len(a0)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>iiii{}i', (n0,))
+                            out += s.pack(e.partition_index, e.leader_id, e.leader_epoch, n0, *a0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_EndQuorumEpochRequest_PartitionData_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -1008,8 +1036,9 @@ def _e_EndQuorumEpochResponse_TopicData_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_EndQuorumEpochResponse_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', False):
+                for e in x:
+                    _e_EndQuorumEpochResponse_PartitionData_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -1235,8 +1264,9 @@ def _e_EndQuorumEpochResponse_TopicData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_EndQuorumEpochResponse_PartitionData_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'ihii', True):
+                for e in x:
+                    _e_EndQuorumEpochResponse_PartitionData_v1(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

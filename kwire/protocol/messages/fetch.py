@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -68,6 +70,8 @@ _S13 = _Struct('>i')
 _S14 = _Struct('>ihqqq')
 _S15 = _Struct('>ihi')
 _S16 = _Struct('>ii')
+_FN0 = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes')
+_FN1 = ('producer_id', 'first_offset')
 
 
 @dataclass(slots=True)
@@ -1985,8 +1989,9 @@ def _e_FetchRequest_FetchTopic_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_FetchRequest_FetchPartition_v12(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iiqiqi', True):
+                for e in x:
+                    _e_FetchRequest_FetchPartition_v12(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -2356,8 +2361,9 @@ def _e_FetchRequest_FetchTopic_v13(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_FetchRequest_FetchPartition_v12(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iiqiqi', True):
+                for e in x:
+                    _e_FetchRequest_FetchPartition_v12(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -3982,8 +3988,9 @@ def _e_FetchResponse_PartitionData_v4(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v4(out, e)
         f = 'Records'
         x = o.records
         if x is None:
@@ -4312,8 +4319,9 @@ def _e_FetchResponse_PartitionData_v5(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v5(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v5(out, e)
         f = 'Records'
         x = o.records
         if x is None:
@@ -4568,8 +4576,9 @@ def _e_FetchResponse_PartitionData_v6(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v6(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v6(out, e)
         f = 'Records'
         x = o.records
         if x is None:
@@ -4750,8 +4759,9 @@ def _e_FetchResponse_PartitionData_v7(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v7(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v7(out, e)
         f = 'Records'
         x = o.records
         if x is None:
@@ -4964,8 +4974,9 @@ def _e_FetchResponse_PartitionData_v8(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v8(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v8(out, e)
         f = 'Records'
         x = o.records
         if x is None:
@@ -5144,8 +5155,9 @@ def _e_FetchResponse_PartitionData_v9(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v9(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v9(out, e)
         f = 'Records'
         x = o.records
         if x is None:
@@ -5324,8 +5336,9 @@ def _e_FetchResponse_PartitionData_v10(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v10(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v10(out, e)
         f = 'Records'
         x = o.records
         if x is None:
@@ -5560,8 +5573,9 @@ def _e_FetchResponse_PartitionData_v11(out, o):
             out += b'\xff\xff\xff\xff'
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v11(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', False):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v11(out, e)
         f = 'PreferredReadReplica'
         out += _S13.pack(o.preferred_read_replica)
         f = 'Records'
@@ -6027,8 +6041,9 @@ def _e_FetchResponse_PartitionData_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_FetchResponse_AbortedTransaction_v12(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qq', True):
+                for e in x:
+                    _e_FetchResponse_AbortedTransaction_v12(out, e)
         f = 'PreferredReadReplica'
         out += _S13.pack(o.preferred_read_replica)
         f = 'Records'

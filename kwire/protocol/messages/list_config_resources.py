@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -53,6 +55,7 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 _S0 = _Struct('>ih')
 _S1 = _Struct('>b')
+_FL0: dict = {}  # >B{}bB
 
 
 @dataclass(slots=True)
@@ -177,6 +180,17 @@ def _d_ListConfigResourcesRequest_v1(buf, pos):
 
 
 def _e_ListConfigResourcesRequest_v1(out, o):
+    try:
+        a0 = o.resource_types
+        n0 = len(a0)
+        if n0 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>B{}bB', (n0,))
+            out += s.pack(n0 + 1, *a0, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ResourceTypes'

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,9 @@ _S2 = _Struct('>ib')
 _S3 = _Struct('>iiq')
 _S4 = _Struct('>ihqq')
 _S5 = _Struct('>ihqqi')
+_FN0 = ('partition_index', 'timestamp')
+_FN1 = ('partition_index', 'current_leader_epoch', 'timestamp')
+_FN2 = ('partition_index', 'error_code', 'timestamp', 'offset', 'leader_epoch')
 
 
 @dataclass(slots=True)
@@ -261,8 +266,9 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ListOffsetsRequest_ListOffsetsPartition_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
+                for e in x:
+                    _e_ListOffsetsRequest_ListOffsetsPartition_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -363,8 +369,9 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ListOffsetsRequest_ListOffsetsPartition_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
+                for e in x:
+                    _e_ListOffsetsRequest_ListOffsetsPartition_v2(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -463,8 +470,9 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ListOffsetsRequest_ListOffsetsPartition_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iq', False):
+                for e in x:
+                    _e_ListOffsetsRequest_ListOffsetsPartition_v3(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -589,8 +597,9 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ListOffsetsRequest_ListOffsetsPartition_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'iiq', False):
+                for e in x:
+                    _e_ListOffsetsRequest_ListOffsetsPartition_v4(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -689,8 +698,9 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ListOffsetsRequest_ListOffsetsPartition_v5(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'iiq', False):
+                for e in x:
+                    _e_ListOffsetsRequest_ListOffsetsPartition_v5(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -844,8 +854,9 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v6(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ListOffsetsRequest_ListOffsetsPartition_v6(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'iiq', True):
+                for e in x:
+                    _e_ListOffsetsRequest_ListOffsetsPartition_v6(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -1426,8 +1437,9 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'ihqqi', False):
+                for e in x:
+                    _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -1524,8 +1536,9 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'ihqqi', False):
+                for e in x:
+                    _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -1681,8 +1694,9 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v6(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'ihqqi', True):
+                for e in x:
+                    _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

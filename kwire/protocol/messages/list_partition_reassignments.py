@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -53,6 +55,8 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 
 _S0 = _Struct('>i')
 _S1 = _Struct('>ih')
+_FL0: dict = {}  # >iB{}iB{}iB{}iB
+_FN0 = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas')
 
 
 @dataclass(slots=True)
@@ -372,6 +376,21 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf, p
 
 
 def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, o):
+    try:
+        a0 = o.replicas
+        n0 = len(a0)
+        a1 = o.adding_replicas
+        n1 = len(a1)
+        a2 = o.removing_replicas
+        n2 = len(a2)
+        if n0 < 127 and n1 < 127 and n2 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1, n2))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1, n2), '>iB{}iB{}iB{}iB', (n0, n1, n2,))
+            out += s.pack(o.partition_index, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'PartitionIndex'
@@ -498,8 +517,24 @@ def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i[i[i[i', True):
+                for e in x:
+                    try:
+                        a0 = e.replicas
+                        n0 = len(a0)
+                        a1 = e.adding_replicas
+                        n1 = len(a1)
+                        a2 = e.removing_replicas
+                        n2 = len(a2)
+                        if n0 < 127 and n1 < 127 and n2 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1, n2), '>iB{}iB{}iB{}iB', (n0, n1, n2,))
+                            out += s.pack(e.partition_index, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -60,6 +62,13 @@ _S5 = _Struct('>hii')
 _S6 = _Struct('>h')
 _S7 = _Struct('>hiii')
 _S8 = _Struct('>16s?')
+_FL0: dict = {}  # >hiii{}ii{}i
+_FL1: dict = {}  # >hiii{}ii{}ii{}i
+_FL2: dict = {}  # >hiiii{}ii{}ii{}i
+_FL3: dict = {}  # >hiiiB{}iB{}iB{}iB
+_FN0 = ('error_code', 'partition_index', 'leader_id', 'replica_nodes', 'isr_nodes')
+_FN1 = ('error_code', 'partition_index', 'leader_id', 'replica_nodes', 'isr_nodes', 'offline_replicas')
+_FN2 = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas')
 
 
 @dataclass(slots=True)
@@ -1313,6 +1322,19 @@ def _d_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v0(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, n0, *a0, n1, *a1)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderId'
@@ -1408,8 +1430,22 @@ def _e_MetadataResponse_MetadataResponseTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, n0, *a0, n1, *a1)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -1578,6 +1614,19 @@ def _e_MetadataResponse_MetadataResponseBroker_v1(out, o):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v1(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, n0, *a0, n1, *a1)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderId'
@@ -1678,8 +1727,22 @@ def _e_MetadataResponse_MetadataResponseTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, n0, *a0, n1, *a1)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -1805,6 +1868,19 @@ def _e_MetadataResponse_MetadataResponseBroker_v2(out, o):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v2(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, n0, *a0, n1, *a1)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderId'
@@ -1856,8 +1932,22 @@ def _e_MetadataResponse_MetadataResponseTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, n0, *a0, n1, *a1)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v2(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -2004,6 +2094,19 @@ def _e_MetadataResponse_MetadataResponseBroker_v3(out, o):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v3(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, n0, *a0, n1, *a1)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderId'
@@ -2055,8 +2158,22 @@ def _e_MetadataResponse_MetadataResponseTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, n0, *a0, n1, *a1)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v3(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -2208,6 +2325,19 @@ def _e_MetadataResponse_MetadataResponseBroker_v4(out, o):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v4(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        if not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, n0, *a0, n1, *a1)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderId'
@@ -2259,8 +2389,22 @@ def _e_MetadataResponse_MetadataResponseTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'hii(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        if not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1), '>hiii{}ii{}i', (n0, n1,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, n0, *a0, n1, *a1)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v4(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -2402,6 +2546,21 @@ def _d_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v5(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        a2 = o.offline_replicas
+        n2 = len(a2)
+        if not o.unknown_tagged_fields:
+            s = _FL1.get((n0, n1, n2))
+            if s is None:
+                s = _flat_struct(_FL1, (n0, n1, n2), '>hiii{}ii{}ii{}i', (n0, n1, n2,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, n0, *a0, n1, *a1, n2, *a2)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderId'
@@ -2509,8 +2668,24 @@ def _e_MetadataResponse_MetadataResponseTopic_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v5(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'hii(i(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.offline_replicas
+                        n2 = len(a2)
+                        if not e.unknown_tagged_fields:
+                            s = _FL1.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL1, (n0, n1, n2), '>hiii{}ii{}ii{}i', (n0, n1, n2,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, n0, *a0, n1, *a1, n2, *a2)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v5(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -2662,6 +2837,21 @@ def _e_MetadataResponse_MetadataResponseBroker_v6(out, o):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v6(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        a2 = o.offline_replicas
+        n2 = len(a2)
+        if not o.unknown_tagged_fields:
+            s = _FL1.get((n0, n1, n2))
+            if s is None:
+                s = _flat_struct(_FL1, (n0, n1, n2), '>hiii{}ii{}ii{}i', (n0, n1, n2,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, n0, *a0, n1, *a1, n2, *a2)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderId'
@@ -2720,8 +2910,24 @@ def _e_MetadataResponse_MetadataResponseTopic_v6(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v6(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'hii(i(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.offline_replicas
+                        n2 = len(a2)
+                        if not e.unknown_tagged_fields:
+                            s = _FL1.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL1, (n0, n1, n2), '>hiii{}ii{}ii{}i', (n0, n1, n2,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, n0, *a0, n1, *a1, n2, *a2)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v6(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
@@ -2863,6 +3069,21 @@ def _d_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v7(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        a2 = o.offline_replicas
+        n2 = len(a2)
+        if not o.unknown_tagged_fields:
+            s = _FL2.get((n0, n1, n2))
+            if s is None:
+                s = _flat_struct(_FL2, (n0, n1, n2), '>hiiii{}ii{}ii{}i', (n0, n1, n2,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch, n0, *a0, n1, *a1, n2, *a2)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderEpoch'
@@ -2970,8 +3191,24 @@ def _e_MetadataResponse_MetadataResponseTopic_v7(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v7(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii(i(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.offline_replicas
+                        n2 = len(a2)
+                        if not e.unknown_tagged_fields:
+                            s = _FL2.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL2, (n0, n1, n2), '>hiiii{}ii{}ii{}i', (n0, n1, n2,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, e.leader_epoch, n0, *a0, n1, *a1, n2, *a2)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v7(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
@@ -3123,6 +3360,21 @@ def _e_MetadataResponse_MetadataResponseBroker_v8(out, o):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v8(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        a2 = o.offline_replicas
+        n2 = len(a2)
+        if not o.unknown_tagged_fields:
+            s = _FL2.get((n0, n1, n2))
+            if s is None:
+                s = _flat_struct(_FL2, (n0, n1, n2), '>hiiii{}ii{}ii{}i', (n0, n1, n2,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch, n0, *a0, n1, *a1, n2, *a2)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderEpoch'
@@ -3231,8 +3483,24 @@ def _e_MetadataResponse_MetadataResponseTopic_v8(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v8(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii(i(i(i', False):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.offline_replicas
+                        n2 = len(a2)
+                        if not e.unknown_tagged_fields:
+                            s = _FL2.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL2, (n0, n1, n2), '>hiiii{}ii{}ii{}i', (n0, n1, n2,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, e.leader_epoch, n0, *a0, n1, *a1, n2, *a2)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v8(out, e)
         f = 'TopicAuthorizedOperations'
         out += _S4.pack(o.topic_authorized_operations)
         if o.unknown_tagged_fields:
@@ -3529,6 +3797,21 @@ def _d_MetadataResponse_MetadataResponsePartition_v9(buf, pos):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v9(out, o):
+    try:
+        a0 = o.replica_nodes
+        n0 = len(a0)
+        a1 = o.isr_nodes
+        n1 = len(a1)
+        a2 = o.offline_replicas
+        n2 = len(a2)
+        if n0 < 127 and n1 < 127 and n2 < 127 and not o.unknown_tagged_fields:
+            s = _FL3.get((n0, n1, n2))
+            if s is None:
+                s = _flat_struct(_FL3, (n0, n1, n2), '>hiiiB{}iB{}iB{}iB', (n0, n1, n2,))
+            out += s.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'ErrorCode..LeaderEpoch'
@@ -3672,8 +3955,24 @@ def _e_MetadataResponse_MetadataResponseTopic_v9(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v9(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.offline_replicas
+                        n2 = len(a2)
+                        if n0 < 127 and n1 < 127 and n2 < 127 and not e.unknown_tagged_fields:
+                            s = _FL3.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL3, (n0, n1, n2), '>hiiiB{}iB{}iB{}iB', (n0, n1, n2,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, e.leader_epoch, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v9(out, e)
         f = 'TopicAuthorizedOperations'
         out += _S4.pack(o.topic_authorized_operations)
         u = o.unknown_tagged_fields
@@ -3923,8 +4222,24 @@ def _e_MetadataResponse_MetadataResponseTopic_v10(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v9(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.offline_replicas
+                        n2 = len(a2)
+                        if n0 < 127 and n1 < 127 and n2 < 127 and not e.unknown_tagged_fields:
+                            s = _FL3.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL3, (n0, n1, n2), '>hiiiB{}iB{}iB{}iB', (n0, n1, n2,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, e.leader_epoch, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v9(out, e)
         f = 'TopicAuthorizedOperations'
         out += _S4.pack(o.topic_authorized_operations)
         u = o.unknown_tagged_fields
@@ -4313,8 +4628,24 @@ def _e_MetadataResponse_MetadataResponseTopic_v12(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_MetadataResponse_MetadataResponsePartition_v9(out, e)
+            if len(x) and not _pack_flat(out, x, _FN2, 'hiii[i[i[i', True):
+                for e in x:
+                    try:
+                        a0 = e.replica_nodes
+                        n0 = len(a0)
+                        a1 = e.isr_nodes
+                        n1 = len(a1)
+                        a2 = e.offline_replicas
+                        n2 = len(a2)
+                        if n0 < 127 and n1 < 127 and n2 < 127 and not e.unknown_tagged_fields:
+                            s = _FL3.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL3, (n0, n1, n2), '>hiiiB{}iB{}iB{}iB', (n0, n1, n2,))
+                            out += s.pack(e.error_code, e.partition_index, e.leader_id, e.leader_epoch, n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_MetadataResponse_MetadataResponsePartition_v9(out, e)
         f = 'TopicAuthorizedOperations'
         out += _S4.pack(o.topic_authorized_operations)
         u = o.unknown_tagged_fields

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,7 @@ _S2 = _Struct('>q')
 _S3 = _Struct('>iqi')
 _S4 = _Struct('>16s')
 _S5 = _Struct('>ih')
+_FN0 = ('partition_index', 'error_code')
 
 
 @dataclass(slots=True)
@@ -1772,8 +1775,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v2(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -1865,8 +1869,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v3(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -1963,8 +1968,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v4(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v4(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(4)
     except _WRITE_ERRORS as e:
@@ -2030,8 +2036,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v5(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v5(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v5(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(5)
     except _WRITE_ERRORS as e:
@@ -2097,8 +2104,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v6(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v6(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v6(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(6)
     except _WRITE_ERRORS as e:
@@ -2164,8 +2172,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v7(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v7(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v7(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(7)
     except _WRITE_ERRORS as e:
@@ -2319,8 +2328,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v8(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -2461,8 +2471,9 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v10(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
+                for e in x:
+                    _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -54,6 +56,8 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 _S0 = _Struct('>i')
 _S1 = _Struct('>ih')
 _S2 = _Struct('>hi')
+_FN0 = ('partition_index',)
+_FN1 = ('partition_index', 'error_code')
 
 
 @dataclass(slots=True)
@@ -244,8 +248,9 @@ def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'i', False):
+                for e in x:
+                    _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -414,8 +419,9 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'ih', False):
+                for e in x:
+                    _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -54,6 +56,8 @@ _AU16, _AU32, _AF64, _ABOOL = _AS["H"], _AS["I"], _AS["d"], _AS["?"]
 _S0 = _Struct('>iii')
 _S1 = _Struct('>i')
 _S2 = _Struct('>hiiq')
+_FN0 = ('partition', 'current_leader_epoch', 'leader_epoch')
+_FN1 = ('error_code', 'partition', 'leader_epoch', 'end_offset')
 
 
 @dataclass(slots=True)
@@ -252,8 +256,9 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', False):
+                for e in x:
+                    _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -345,8 +350,9 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', False):
+                for e in x:
+                    _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -531,8 +537,9 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'iii', True):
+                for e in x:
+                    _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -708,8 +715,9 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetForLeaderEpochResponse_EpochEndOffset_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'hiiq', False):
+                for e in x:
+                    _e_OffsetForLeaderEpochResponse_EpochEndOffset_v2(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -806,8 +814,9 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_OffsetForLeaderEpochResponse_EpochEndOffset_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'hiiq', False):
+                for e in x:
+                    _e_OffsetForLeaderEpochResponse_EpochEndOffset_v3(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(3)
     except _WRITE_ERRORS as e:
@@ -962,8 +971,9 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'hiiq', True):
+                for e in x:
+                    _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

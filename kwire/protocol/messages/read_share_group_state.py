@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -56,6 +58,8 @@ _S1 = _Struct('>16s')
 _S2 = _Struct('>qqbh')
 _S3 = _Struct('>ih')
 _S4 = _Struct('>iq')
+_FN0 = ('partition', 'leader_epoch')
+_FN1 = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
 
 
 @dataclass(slots=True)
@@ -283,8 +287,9 @@ def _e_ReadShareGroupStateRequest_ReadStateData_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ReadShareGroupStateRequest_PartitionData_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ii', True):
+                for e in x:
+                    _e_ReadShareGroupStateRequest_PartitionData_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -526,8 +531,9 @@ def _e_ReadShareGroupStateResponse_PartitionResult_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ReadShareGroupStateResponse_StateBatch_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qqbh', True):
+                for e in x:
+                    _e_ReadShareGroupStateResponse_StateBatch_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -57,6 +59,8 @@ _S2 = _Struct('>16s')
 _S3 = _Struct('>i?')
 _S4 = _Struct('>ii')
 _S5 = _Struct('>ih')
+_FL0: dict = {}  # >qqB{}bB
+_FN0 = ('first_offset', 'last_offset', 'acknowledge_types')
 
 
 @dataclass(slots=True)
@@ -273,6 +277,17 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_v1(buf, pos):
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgementBatch_v1(out, o):
+    try:
+        a0 = o.acknowledge_types
+        n0 = len(a0)
+        if n0 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>qqB{}bB', (n0,))
+            out += s.pack(o.first_offset, o.last_offset, n0 + 1, *a0, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'FirstOffset..LastOffset'
@@ -356,8 +371,20 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ShareAcknowledgeRequest_AcknowledgementBatch_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'qq[b', True):
+                for e in x:
+                    try:
+                        a0 = e.acknowledge_types
+                        n0 = len(a0)
+                        if n0 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>qqB{}bB', (n0,))
+                            out += s.pack(e.first_offset, e.last_offset, n0 + 1, *a0, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_ShareAcknowledgeRequest_AcknowledgementBatch_v1(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

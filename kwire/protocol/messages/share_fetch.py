@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -60,6 +62,9 @@ _S5 = _Struct('>ii')
 _S6 = _Struct('>qqh')
 _S7 = _Struct('>ih')
 _S8 = _Struct('>h')
+_FL0: dict = {}  # >qqB{}bB
+_FN0 = ('first_offset', 'last_offset', 'acknowledge_types')
+_FN1 = ('first_offset', 'last_offset', 'delivery_count')
 
 
 @dataclass(slots=True)
@@ -336,6 +341,17 @@ def _d_ShareFetchRequest_AcknowledgementBatch_v1(buf, pos):
 
 
 def _e_ShareFetchRequest_AcknowledgementBatch_v1(out, o):
+    try:
+        a0 = o.acknowledge_types
+        n0 = len(a0)
+        if n0 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get(n0)
+            if s is None:
+                s = _flat_struct(_FL0, n0, '>qqB{}bB', (n0,))
+            out += s.pack(o.first_offset, o.last_offset, n0 + 1, *a0, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'FirstOffset..LastOffset'
@@ -422,8 +438,20 @@ def _e_ShareFetchRequest_FetchPartition_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ShareFetchRequest_AcknowledgementBatch_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'qq[b', True):
+                for e in x:
+                    try:
+                        a0 = e.acknowledge_types
+                        n0 = len(a0)
+                        if n0 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>qqB{}bB', (n0,))
+                            out += s.pack(e.first_offset, e.last_offset, n0 + 1, *a0, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_ShareFetchRequest_AcknowledgementBatch_v1(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -758,8 +786,20 @@ def _e_ShareFetchRequest_FetchPartition_v2(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ShareFetchRequest_AcknowledgementBatch_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'qq[b', True):
+                for e in x:
+                    try:
+                        a0 = e.acknowledge_types
+                        n0 = len(a0)
+                        if n0 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get(n0)
+                            if s is None:
+                                s = _flat_struct(_FL0, n0, '>qqB{}bB', (n0,))
+                            out += s.pack(e.first_offset, e.last_offset, n0 + 1, *a0, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_ShareFetchRequest_AcknowledgementBatch_v1(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -1208,8 +1248,9 @@ def _e_ShareFetchResponse_PartitionData_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_ShareFetchResponse_AcquiredRecords_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN1, 'qqh', True):
+                for e in x:
+                    _e_ShareFetchResponse_AcquiredRecords_v1(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

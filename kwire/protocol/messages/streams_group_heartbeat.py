@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -61,6 +63,8 @@ _S6 = _Struct('>b')
 _S7 = _Struct('>iiii')
 _S8 = _Struct('>iiiq')
 _S9 = _Struct('>?i')
+_FL0: dict = {}  # >B{}hB{}hB{}hB
+_FN0 = ('source_topics', 'source_topic_regex', 'repartition_source_topics')
 
 
 @dataclass(slots=True)
@@ -644,6 +648,21 @@ def _d_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(buf, pos):
 
 
 def _e_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(out, o):
+    try:
+        a0 = o.source_topics
+        n0 = len(a0)
+        a1 = o.source_topic_regex
+        n1 = len(a1)
+        a2 = o.repartition_source_topics
+        n2 = len(a2)
+        if n0 < 127 and n1 < 127 and n2 < 127 and not o.unknown_tagged_fields:
+            s = _FL0.get((n0, n1, n2))
+            if s is None:
+                s = _flat_struct(_FL0, (n0, n1, n2), '>B{}hB{}hB{}hB', (n0, n1, n2,))
+            out += s.pack(n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+            return
+    except _WRITE_ERRORS:
+        pass  # the field-by-field path raises the exact error
     f = ''
     try:
         f = 'SourceTopics'
@@ -908,8 +927,24 @@ def _e_StreamsGroupHeartbeatRequest_Subtopology_v0(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, '[h[h[h', True):
+                for e in x:
+                    try:
+                        a0 = e.source_topics
+                        n0 = len(a0)
+                        a1 = e.source_topic_regex
+                        n1 = len(a1)
+                        a2 = e.repartition_source_topics
+                        n2 = len(a2)
+                        if n0 < 127 and n1 < 127 and n2 < 127 and not e.unknown_tagged_fields:
+                            s = _FL0.get((n0, n1, n2))
+                            if s is None:
+                                s = _flat_struct(_FL0, (n0, n1, n2), '>B{}hB{}hB{}hB', (n0, n1, n2,))
+                            out += s.pack(n0 + 1, *a0, n1 + 1, *a1, n2 + 1, *a2, 0)
+                            continue
+                    except _WRITE_ERRORS:
+                        pass  # the field-by-field path raises the exact error
+                    _e_StreamsGroupHeartbeatRequest_CopartitionGroup_v0(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

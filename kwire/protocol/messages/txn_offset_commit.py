@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -58,6 +60,7 @@ _S3 = _Struct('>qhi')
 _S4 = _Struct('>16s')
 _S5 = _Struct('>ih')
 _S6 = _Struct('>i')
+_FN0 = ('partition_index', 'error_code')
 
 
 @dataclass(slots=True)
@@ -1428,8 +1431,9 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(0)
     except _WRITE_ERRORS as e:
@@ -1526,8 +1530,9 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(1)
     except _WRITE_ERRORS as e:
@@ -1593,8 +1598,9 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2(out, o):
             raise _null_enc_err()
         else:
             out += _I32.pack(len(x))
-            for e in x:
-                _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', False):
+                for e in x:
+                    _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2(out, e)
         if o.unknown_tagged_fields:
             raise _tags_not_flexible(2)
     except _WRITE_ERRORS as e:
@@ -1748,8 +1754,9 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
+                for e in x:
+                    _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
@@ -1890,8 +1897,9 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
+                for e in x:
+                    _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)

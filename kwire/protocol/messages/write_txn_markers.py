@@ -21,6 +21,8 @@ from kwire.protocol._codec_support import (
     I32 as _I32,
     absent_err as _absent_err,
     count_err as _count_err,
+    flat_struct as _flat_struct,
+    pack_flat as _pack_flat,
     len_err as _len_err,
     make_uuid as _uuid,
     null_enc_err as _null_enc_err,
@@ -56,6 +58,7 @@ _S1 = _Struct('>i')
 _S2 = _Struct('>ib')
 _S3 = _Struct('>ih')
 _S4 = _Struct('>q')
+_FN0 = ('partition_index', 'error_code')
 
 
 @dataclass(slots=True)
@@ -671,8 +674,9 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(out, o):
                 out.append(n)
             else:
                 _wuv(out, n)
-            for e in x:
-                _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(out, e)
+            if len(x) and not _pack_flat(out, x, _FN0, 'ih', True):
+                for e in x:
+                    _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(out, e)
         u = o.unknown_tagged_fields
         if u:
             _write_tagged(out, u)
