@@ -27,6 +27,7 @@ import pytest
 
 from .bad_client import write_bad_client_capture
 from .dlq_dirs import write_dlq_dirs
+from .no_kwire import python_without_kwire
 
 pyspark = pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -35,28 +36,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]  # no second 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 180  # master and worker up and registered (JVM start-up on a loaded 2-core machine)
 JOB_TIMEOUT_S = 300
-
-# Refuses to import kwire from anywhere but a zip on sys.path (what addPyFile puts there): the
-# executors' Python stands for a worker machine without kwire installed.
-_ONLY_ZIPPED = '''
-import sys
-from importlib.machinery import PathFinder
-
-
-class _OnlyZippedKwire:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name != "kwire":
-            return None
-        spec = PathFinder.find_spec(name, [p for p in sys.path if p.endswith(".zip")])
-        if spec is None:
-            raise ModuleNotFoundError("kwire is not installed on this worker", name=name)
-        return spec
-
-
-sys.meta_path.insert(0, _OnlyZippedKwire)
-'''
-
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -114,12 +93,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 tails = {n: (work / f"{n}.log").read_text(errors="replace")[-2000:] for n in logs}
                 pytest.fail(f"the standalone cluster did not come up in {START_TIMEOUT_S} s: {tails}")
             time.sleep(0.5)
-        blocker = work / "no-kwire"
-        blocker.mkdir()
-        (blocker / "sitecustomize.py").write_text(_ONLY_ZIPPED)
-        python = blocker / "python"
-        python.write_text(f'#!/bin/sh\nPYTHONPATH="{blocker}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} "$@"\n')
-        python.chmod(0o755)
+        python = python_without_kwire(work / "no-kwire")
         cli_env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=str(python),
                        # the executors' JVM: the short-run flags build_session gives local[*]
                        PYSPARK_SUBMIT_ARGS='--conf "spark.executor.extraJavaOptions=-XX:+UseSerialGC '

@@ -14,12 +14,11 @@ so shipped workers run the pure-Python twins (install kwire on the workers to ge
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
+import py_compile
 import sys
 import tempfile
 import zipfile
-from importlib import _bootstrap_external  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -79,17 +78,17 @@ def kwire_zip(dest: Path | None = None) -> Path:
     if path.exists():
         return path
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z, tempfile.TemporaryDirectory() as build:
+        pyc = Path(build) / "m.pyc"
         for f in files:
             name = f"kwire/{f.relative_to(root).as_posix()}"
-            data = f.read_bytes()
-            z.writestr(name, data)
+            z.write(f, name)
             if f.suffix == ".py":
-                code = compile(data, name, "exec", dont_inherit=True)
                 # legacy layout (foo.pyc beside foo.py) is what zipimport reads; unchecked, so the
-                # zip entry's 2-second DOS timestamp is never compared
-                z.writestr(name + "c", _bootstrap_external._code_to_hash_pyc(
-                    code, importlib.util.source_hash(data), checked=False))
+                # zip entry's 2-second DOS timestamp is never compared with the source's
+                py_compile.compile(str(f), cfile=str(pyc), dfile=name, doraise=True,
+                                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+                z.write(pyc, name + "c")
     os.replace(tmp, path)
     return path
 
