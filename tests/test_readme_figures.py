@@ -97,6 +97,15 @@ def test_connection_memory() -> None:
     assert sasl["closed_by_broker"] == sasl["connections"]
 
 
-@pytest.mark.parametrize("name", ["fuzz.json", "protocol.json", "broker.json", "records.json", "connections.json"])
+def test_pipeline_per_core_efficiency() -> None:
+    eff = _results("pipeline.json")["meta"]["per_core_efficiency"]
+    m = _readme(r"Spark local\[2\]'s decode gives ([\d.]+) MB per CPU-second against the single\s+process's ([\d.]+) "
+                r"\(([\d.]+)x; local\[1\], one task: ([\d.]+)x\)")
+    assert (float(m[1]), float(m[2])) == (eff["spark_decode_mb_per_cpu_s"], eff["plain_decode_mb_per_cpu_s"])
+    assert (m[3], m[4]) == (f"{eff['ratio']:.2f}", f"{eff['ratio_local1']:.2f}")
+
+
+@pytest.mark.parametrize("name", ["fuzz.json", "protocol.json", "broker.json", "records.json", "connections.json",
+                                  "pipeline.json"])
 def test_results_files_are_committed(name: str) -> None:
     assert (ROOT / "benchmarks" / "results" / name).is_file()

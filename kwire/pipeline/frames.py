@@ -55,9 +55,9 @@ def iter_recording_exchanges(root: str | os.PathLike[str]) -> Iterator[WireExcha
                            side["api_version"], req, resp)
 
 
-def recording_rows(root: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+def recording_rows(root: str | os.PathLike[str], *, source: str | None = None) -> Iterator[dict[str, Any]]:
     software: dict[str, tuple[str | None, str | None]] = {}
-    src = str(root)
+    src = source if source is not None else str(root)
     for ex in iter_recording_exchanges(root):
         row = exchange_row(ex, src, software)
         row.update(request_offset=None, response_offset=None, request_ts_ns=None, response_ts_ns=None,

@@ -13,11 +13,11 @@ CreateTopics report, so the two cannot disagree.
 from __future__ import annotations
 
 import json
+import pkgutil
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from pathlib import Path
 from typing import NamedTuple
 
 from kwire.errors import ConfigError
@@ -338,10 +338,19 @@ _NON_EMPTY_LISTS = frozenset({
 })
 
 
+def _package_data(name: str) -> bytes:
+    """A data file next to this module; through pkgutil so it also loads from a zip (kwire shipped
+    to Spark executors as ``--py-files``)."""
+    data = pkgutil.get_data(__name__, name)
+    if data is None:
+        raise FileNotFoundError(name)
+    return data
+
+
 def _kafka_broker_configs() -> tuple[dict[str, ConfigDef], frozenset[str]]:
     """Kafka's broker configs from the imported data (tools/import_broker_configs.py), and the
     dynamic-only ones (broker quotas: outside Kafka's CONFIG_DEF, so set but never listed)."""
-    data = json.loads((Path(__file__).with_name("kafka_broker_configs.json")).read_text(encoding="utf-8"))
+    data = json.loads(_package_data("kafka_broker_configs.json"))
     out = {}
     for name, k in data["configs"].items():
         out[name] = ConfigDef(name, k["default"], k["type"], read_only=k["mode"] == "read-only",
@@ -415,7 +424,7 @@ def _kafka_group_configs() -> tuple[dict[str, ConfigDef], tuple[tuple[str, str],
     ValidString) or ``validator`` (a custom validator class). Returns the definitions and the
     session/heartbeat pairs GroupConfig.validateSessionExceedsHeartbeat checks.
     """
-    data = json.loads((Path(__file__).with_name("kafka_group_configs.json")).read_text(encoding="utf-8"))
+    data = json.loads(_package_data("kafka_group_configs.json"))
     out = {}
     for name, k in data["configs"].items():
         checks = [c for c in (_GROUP_VALIDATORS.get(k.get("validator", "")), _GROUP_EXTRA_CHECKS.get(name)) if c]

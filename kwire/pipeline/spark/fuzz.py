@@ -14,7 +14,7 @@ def fuzz_job(spark: Any, spec: ShardSpec, shards: int, out: Path | None) -> tupl
     """Run ``shards`` shards across the executors and merge their reports on the driver.
 
     Each task imports kwire on its executor and runs its own in-process broker: on a cluster,
-    kwire must be installed on the workers (``pip install kwire`` in their Python)."""
+    ``build_session`` ships kwire to the workers, whose Python needs kwire's dependencies."""
     rdd = spark.sparkContext.parallelize(range(shards), shards)
     rows = rdd.map(lambda shard: run_shard(spec, shard)).collect()
     return merge(rows, out)

@@ -16,8 +16,11 @@ file, so without it every capture is one task), ``table``
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from collections.abc import Iterator
+from pathlib import PurePath
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -53,10 +56,17 @@ def _paths(options: dict[str, str]) -> list[str]:
     return [p for p in raw.split(",") if p]
 
 
+def _at(cwd: str, path: str) -> str:
+    """A path as the driver meant it: executors on a cluster run in their own work directory, so a
+    relative input is opened from the driver's directory (the ``source`` column keeps it as given)."""
+    return os.path.join(cwd, path)
+
+
 class _PcapReader(DataSourceReader):
     def __init__(self, options: dict[str, str], table: Table) -> None:
         self.options = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
         self.table = table
+        self.cwd = os.getcwd()  # built on the driver, pickled to the executors
 
     def partitions(self) -> list[InputPartition]:
         from kwire.pipeline.plan import DEFAULT_CAPTURE_TARGET_BYTES, expand_inputs, plan_captures
@@ -79,17 +89,18 @@ class _PcapReader(DataSourceReader):
 
         def rows() -> Iterator[dict[str, Any]]:
             for path, k, n in partition.value:
+                local = _at(self.cwd, path)
                 if want_issues:
-                    yield from capture_issue_rows(path, shard=(k, n), broker_ports=ports)
+                    yield from capture_issue_rows(local, source=path, shard=(k, n), broker_ports=ports)
                 elif staged:  # one decode, both tables (the traffic job splits them)
                     issues: list[dict[str, Any]] = []
-                    for row in iter_traffic(path, shard=(k, n), broker_ports=ports, issues=issues):
+                    for row in iter_traffic(local, source=path, shard=(k, n), broker_ports=ports, issues=issues):
                         row["row_kind"] = "exchange"
                         yield row
                     for issue in issues:
                         yield {"row_kind": "issue", **{f"issue_{c}": v for c, v in issue.items()}}
                 else:
-                    yield from iter_traffic(path, shard=(k, n), broker_ports=ports)
+                    yield from iter_traffic(local, source=path, shard=(k, n), broker_ports=ports)
 
         yield from iter_batches(rows(), self.table)
 
@@ -118,6 +129,7 @@ class _LogReader(DataSourceReader):
     def __init__(self, options: dict[str, str], table: Table) -> None:
         self.options = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
         self.table = table
+        self.cwd = os.getcwd()  # built on the driver, pickled to the executors
 
     def partitions(self) -> list[InputPartition]:
         from kwire.pipeline.logs import DEFAULT_TARGET_BYTES, pack, plan_log_slices
@@ -139,7 +151,9 @@ class _LogReader(DataSourceReader):
 
         def rows() -> Iterator[dict[str, Any]]:
             for piece in partition.value:
-                yield from dlq_rows(iter_log_records(piece)) if dlq else iter_log_records(piece)
+                records = iter_log_records(dataclasses.replace(piece, path=_at(self.cwd, piece.path)),
+                                           source=str(PurePath(piece.path).parent))
+                yield from dlq_rows(records) if dlq else records
 
         yield from iter_batches(rows(), self.table)
 
@@ -164,6 +178,7 @@ class LogSource(DataSource):
 class _FramesReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = {k.lower(): v for k, v in options.items()}
+        self.cwd = os.getcwd()
 
     def partitions(self) -> list[InputPartition]:
         # recordings are small: one task per export directory
@@ -173,7 +188,7 @@ class _FramesReader(DataSourceReader):
         from kwire.pipeline.arrow import iter_batches
         from kwire.pipeline.frames import recording_rows
 
-        yield from iter_batches(recording_rows(partition.value), WIRE_EXCHANGES)
+        yield from iter_batches(recording_rows(_at(self.cwd, partition.value), source=partition.value), WIRE_EXCHANGES)
 
 
 class FramesSource(DataSource):
