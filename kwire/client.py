@@ -1,7 +1,9 @@
 """A small blocking Kafka wire client on kwire's own codec, for inspection commands and scripts.
 
-Not a producer or consumer library: it opens plain sockets to the bootstrap server and to the
-nodes Metadata names, negotiates versions with ApiVersions (KIP-511: a v0 answer with
+Not a producer or consumer library: it opens sockets to the bootstrap server and to the
+nodes Metadata names (TLS and SASL as ``ClientSecurity`` says: PLAINTEXT, SSL, SASL_PLAINTEXT or
+SASL_SSL; SASL PLAIN or SCRAM-SHA-256/512 after ApiVersions, by SaslHandshake v1 and
+SaslAuthenticate, as Kafka's SaslClientAuthenticator does), negotiates versions with ApiVersions (KIP-511: a v0 answer with
 UNSUPPORTED_VERSION carries the broker's range and the client retries there), and sends one
 request at a time per connection, picking for each API the highest version both sides support.
 It talks to kwire or to any Kafka broker. Every read is bounded: a size prefix above
@@ -10,8 +12,13 @@ It talks to kwire or to any Kafka broker. Every read is bounded: a size prefix a
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import itertools
+import secrets
 import socket
+import ssl
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -20,12 +27,69 @@ from kwire.errors import DecodeError, WireClientError
 from kwire.protocol.framing import decode_response, encode_request
 from kwire.protocol.registry import ApiKey, api_info
 
-__all__ = ["WireClient", "parse_bootstrap", "DEFAULT_TIMEOUT_S", "MAX_RESPONSE_BYTES"]
+__all__ = ["WireClient", "ClientSecurity", "parse_bootstrap", "DEFAULT_TIMEOUT_S", "MAX_RESPONSE_BYTES",
+           "SECURITY_PROTOCOLS", "SASL_MECHANISMS", "LISTENER_HINT"]
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024  # a client's bound on one answer (fetch.max.bytes-sized answers fit)
 _SIZE = struct.Struct(">i")
 _API_VERSIONS_TRY = 3  # the version asked first; the broker's own range comes back either way
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+LISTENER_HINT = "the listener may require SASL or TLS (see --command-config)"
+_SASL_HANDSHAKE_VERSION = 1  # v1: the tokens go in SaslAuthenticate requests (KIP-152), not raw frames
+_SCRAM_HASH = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+
+@dataclass(slots=True)
+class ClientSecurity:
+    """Kafka's client security settings: ``security.protocol``, ``sasl.mechanism``, the SASL user
+    and password, and the CA file that verifies the broker's certificate (None: the system's)."""
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str = "PLAIN"
+    username: str | None = None
+    password: str | None = None
+    ca_file: str | None = None
+    cert_file: str | None = None  # a PEM with the client's certificate and key (mTLS)
+    key_file: str | None = None
+    check_hostname: bool = True  # ssl.endpoint.identification.algorithm=https, Kafka's default
+
+    def __post_init__(self) -> None:
+        if self.protocol not in SECURITY_PROTOCOLS:
+            raise WireClientError(f"security.protocol {self.protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}")
+        if self.sasl:
+            if self.mechanism not in SASL_MECHANISMS:
+                raise WireClientError(f"sasl.mechanism {self.mechanism!r} is not supported by kwire's client "
+                                      f"(one of {', '.join(SASL_MECHANISMS)})")
+            if self.username is None or self.password is None:
+                raise WireClientError(f"security.protocol {self.protocol} needs a SASL username and password "
+                                      "(sasl.jaas.config, or --username and --password)")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+    @property
+    def principal(self) -> str | None:
+        """The principal the broker sees, as far as the client knows (None: a client certificate's DN)."""
+        if self.sasl:
+            return f"User:{self.username}"
+        return None if self.cert_file else "User:ANONYMOUS"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        try:
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+            if self.cert_file:
+                ctx.load_cert_chain(self.cert_file, self.key_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise WireClientError(f"TLS set-up: {exc}") from None
+        ctx.check_hostname = self.check_hostname
+        return ctx
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
@@ -49,14 +113,17 @@ class _Conn:
     sock: socket.socket
     versions: dict[int, tuple[int, int]]  # api key -> the broker's (min, max)
     where: str
+    answers: int = 0  # responses read on this connection
 
 
 class WireClient:
     """Blocking requests to a cluster; ``request(body)`` answers the decoded response body."""
 
     def __init__(self, bootstrap: str, *, client_id: str = "kwire", timeout_s: float = DEFAULT_TIMEOUT_S,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, security: ClientSecurity | None = None) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
+        self.security = security or ClientSecurity()
+        self._ssl: ssl.SSLContext | None = self.security.ssl_context() if self.security.tls else None
         self.client_id = client_id
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
@@ -136,9 +203,21 @@ class WireClient:
             sock = socket.create_connection(addr, timeout=self.timeout_s)
         except OSError as exc:
             raise WireClientError(f"cannot connect to {where}: {exc.strerror or exc}") from None
+        if self._ssl is not None:
+            try:
+                sock = self._ssl.wrap_socket(sock, server_hostname=addr[0])
+            except ssl.SSLCertVerificationError as exc:
+                sock.close()
+                raise WireClientError(f"TLS to {where}: the broker's certificate is not trusted "
+                                      f"({exc.verify_message}; ssl.ca.location / --ca-file names the CA)") from None
+            except (OSError, ssl.SSLError) as exc:
+                sock.close()
+                raise WireClientError(f"TLS handshake with {where} failed ({exc}): is it a TLS listener?") from None
         conn = _Conn(sock, {}, where)
         try:
             conn.versions = self._negotiate(conn)
+            if self.security.sasl:
+                self._authenticate(conn)
         except BaseException:
             sock.close()
             raise
@@ -158,6 +237,31 @@ class WireClient:
             raise WireClientError(f"{conn.where} refused ApiVersions with error code {resp.error_code}")
         return {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
 
+    def _authenticate(self, conn: _Conn) -> None:
+        """SaslHandshake v1 then SaslAuthenticate rounds, as Kafka's SaslClientAuthenticator."""
+        from kwire.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+        from kwire.protocol.messages.sasl_handshake import SaslHandshakeRequest
+
+        sec = self.security
+        if ApiKey.SASL_HANDSHAKE not in conn.versions or ApiKey.SASL_AUTHENTICATE not in conn.versions:
+            raise WireClientError(f"{conn.where} does not serve SaslHandshake v1 and SaslAuthenticate")
+        hs = self._exchange(conn, SaslHandshakeRequest(mechanism=sec.mechanism), _SASL_HANDSHAKE_VERSION)
+        if hs.error_code:
+            offered = ", ".join(hs.mechanisms) or "none"
+            raise WireClientError(f"{conn.where} does not enable SASL mechanism {sec.mechanism} "
+                                  f"(it offers: {offered})")
+        version = self.pick_version(conn, ApiKey.SASL_AUTHENTICATE)
+        assert sec.username is not None and sec.password is not None  # ClientSecurity checked it
+        steps = (_PlainClient(sec.username, sec.password) if sec.mechanism == "PLAIN"
+                 else _ScramClient(sec.mechanism, sec.username, sec.password))
+        token: bytes | None = steps.first()
+        while token is not None:
+            resp = self._exchange(conn, SaslAuthenticateRequest(auth_bytes=token), version)
+            if resp.error_code:
+                raise WireClientError(f"SASL {sec.mechanism} authentication as {sec.username!r} to {conn.where} "
+                                      f"failed: {resp.error_message or resp.error_code}")
+            token = steps.next(resp.auth_bytes)
+
     def _exchange(self, conn: _Conn, body: Any, version: int) -> Any:
         corr = next(self._corr)
         data = encode_request(body, version, correlation_id=corr, client_id=self.client_id)
@@ -170,9 +274,14 @@ class WireClient:
         except OSError as exc:
             self._drop(conn)
             raise WireClientError(f"{conn.where}: {exc.strerror or exc}") from None
-        except WireClientError:
+        except WireClientError as exc:
             self._drop(conn)
+            if "closed the connection" in str(exc) and conn.answers <= 1 and self.security.protocol != "SASL_SSL":
+                # A TLS listener closes on plaintext bytes; a SASL listener answers ApiVersions,
+                # then closes on any other request before SaslHandshake.
+                raise WireClientError(f"{exc} before answering {api_info(body.API_KEY).name}: {LISTENER_HINT}") from None
             raise
+        conn.answers += 1
         try:
             frame = decode_response(payload, body.API_KEY, version)
         except DecodeError as exc:
@@ -201,3 +310,64 @@ class WireClient:
         for addr, c in list(self._conns.items()):
             if c is conn:
                 del self._conns[addr]
+
+
+class _PlainClient:
+    """RFC 4616: one token, authzid empty."""
+
+    def __init__(self, username: str, password: str) -> None:
+        self._token = f"\0{username}\0{password}".encode()
+
+    def first(self) -> bytes:
+        return self._token
+
+    def next(self, server_token: bytes) -> bytes | None:
+        return None
+
+
+class _ScramClient:
+    """RFC 5802 / 7677 client: client-first, then client-final with the proof; the server's
+    signature in server-final is checked (a broker that does not know the password cannot forge it)."""
+
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self._hash = _SCRAM_HASH[mechanism]
+        self._password = password
+        name = username.replace("=", "=3D").replace(",", "=2C")
+        self._nonce = secrets.token_urlsafe(24)
+        self._first_bare = f"n={name},r={self._nonce}"
+        self._auth_message = b""
+        self._salted = b""
+        self._done = False
+
+    def _hmac(self, key: bytes, msg: bytes) -> bytes:
+        return hmac.new(key, msg, self._hash).digest()
+
+    def first(self) -> bytes:
+        return f"n,,{self._first_bare}".encode()
+
+    def next(self, server_token: bytes) -> bytes | None:
+        text = server_token.decode("utf-8", "replace")
+        attrs = dict(item.split("=", 1) for item in text.split(",") if "=" in item)
+        if "e" in attrs:
+            raise WireClientError(f"SCRAM: the broker refused: {attrs['e']}")
+        if self._done:
+            return None
+        if not self._auth_message:
+            nonce, salt, iterations = attrs.get("r", ""), attrs.get("s", ""), attrs.get("i", "")
+            if not nonce.startswith(self._nonce) or not salt or not iterations.isdigit():
+                raise WireClientError(f"SCRAM: unexpected server-first message {text!r}")
+            self._salted = hashlib.pbkdf2_hmac(self._hash, self._password.encode(), base64.b64decode(salt),
+                                               int(iterations))
+            final_bare = f"c=biws,r={nonce}"
+            self._auth_message = f"{self._first_bare},{text},{final_bare}".encode()
+            client_key = self._hmac(self._salted, b"Client Key")
+            stored_key = hashlib.new(self._hash, client_key).digest()
+            signature = self._hmac(stored_key, self._auth_message)
+            proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+            return f"{final_bare},p={base64.b64encode(proof).decode()}".encode()
+        expected = self._hmac(self._hmac(self._salted, b"Server Key"), self._auth_message)
+        if not hmac.compare_digest(base64.b64decode(attrs.get("v", "")), expected):
+            raise WireClientError("SCRAM: the broker's signature does not match (not the broker that knows the "
+                                  "password)")
+        self._done = True
+        return None

@@ -15,6 +15,8 @@ import argparse
 import json
 import sys
 
+from kwire.cli._security import add_security_arguments
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", "-b", required=True, metavar="HOST:PORT[,...]", help="bootstrap servers")
@@ -28,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pattern", default=None, help="LITERAL (add default), PREFIXED; list/remove: ANY, MATCH")
     p.add_argument("--operation", default=None, help="READ, WRITE, ALL, ... (list/remove: ANY)")
     p.add_argument("--permission", default=None, help="ALLOW (add default) or DENY (list/remove: ANY)")
+    add_security_arguments(p)
 
 
 def _code(enum: type, text: str | None, default: str) -> int:
@@ -44,16 +47,19 @@ def run(args: argparse.Namespace) -> int:
     from kwire.broker.core.acl import AclOperation, AclPermission, PatternType, ResourceType
     from kwire.cli import CliError
     from kwire.cli._io import print_table
+    from kwire.cli._security import client_security, error_text
     from kwire.client import WireClient
     from kwire.protocol.error_codes import ErrorCode
     from kwire.protocol.messages.create_acls import CreateAclsRequest
     from kwire.protocol.messages.delete_acls import DeleteAclsRequest
     from kwire.protocol.messages.describe_acls import DescribeAclsRequest
 
-    def fail(code: int, message: str | None) -> None:
-        raise CliError(f"{ErrorCode(code).name}: {message or ErrorCode(code).name}")
+    security = client_security(args)
 
-    with WireClient(args.bootstrap, client_id="kwire-acls", timeout_s=args.timeout) as client:
+    def fail(code: int, message: str | None) -> None:
+        raise CliError(error_text(ErrorCode(code).name, message, security.principal))
+
+    with WireClient(args.bootstrap, client_id="kwire-acls", timeout_s=args.timeout, security=security) as client:
         if args.action == "add":
             if not args.principal or not args.operation or not args.resource_type or not args.name:
                 raise CliError("add needs --principal, --operation, --resource-type and --name")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kwire.cli import CliError
 from kwire.cli._numbers import NODE_ID, TIMEOUT
+from kwire.cli._security import add_security_arguments
 
 if TYPE_CHECKING:
     from kwire.client import WireClient
@@ -82,6 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="remove items from list configs; repeatable")
     p.add_argument("--all", action="store_true", help="describe every config, not only the dynamic ones")
     p.add_argument("--validate-only", action="store_true", help="with --alter: check, change nothing")
+    add_security_arguments(p)
 
 
 @dataclass(slots=True)
@@ -212,7 +214,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--alter needs --add-config, --delete-config, --append-config or --subtract-config")
     if args.alter and (target.every_quota_type or (target.kind != "quotas" and target.name is None)):
         raise CliError("--alter needs one entity (a name or the default), not every entity of a type")
-    with WireClient(args.bootstrap, client_id="kwire-configs", timeout_s=args.timeout) as client:
+    from kwire.cli._security import client_security
+
+    with WireClient(args.bootstrap, client_id="kwire-configs", timeout_s=args.timeout,
+                    security=client_security(args)) as client:
         try:
             if target.kind == "quotas":
                 if args.alter:
@@ -230,14 +235,15 @@ def run(args: argparse.Namespace) -> int:
 # --- configs -------------------------------------------------------------------------------------
 
 
-def _error(code: int, message: str | None) -> str:
+def _error(code: int, message: str | None, client: WireClient) -> str:
+    from kwire.cli._security import error_text
     from kwire.protocol.error_codes import ErrorCode
 
     try:
         name = ErrorCode(code).name
     except ValueError:
         name = f"error {code}"
-    return f"{name}: {message}" if message else name
+    return error_text(name, message, client.security.principal)
 
 
 def _names(client: WireClient, target: Target) -> list[str]:
@@ -280,7 +286,7 @@ def _describe_configs(client: WireClient, target: Target, *, every: bool) -> lis
             resource_type=rtype, resource_name=name, configuration_keys=None)], include_synonyms=True)
         (res,) = client.request(req, node=_node(target, name)).results
         if res.error_code:
-            raise CliError(f"{Target(target.kind, name).describe()}: {_error(res.error_code, res.error_message)}")
+            raise CliError(f"{Target(target.kind, name).describe()}: {_error(res.error_code, res.error_message, client)}")
         configs = [{"name": c.name, "value": c.value, "source": _SOURCES.get(c.config_source, str(c.config_source)),
                     "read_only": c.read_only, "sensitive": c.is_sensitive,
                     "synonyms": [{"name": s.name, "value": s.value, "source": _SOURCES.get(s.source, str(s.source))}
@@ -303,7 +309,7 @@ def _alter_configs(client: WireClient, target: Target, ops: list[tuple[str, str 
         validate_only=validate_only)
     (res,) = client.request(req, node=_node(target, target.name)).responses
     if res.error_code:
-        raise CliError(f"{target.describe()}: {_error(res.error_code, res.error_message)}")
+        raise CliError(f"{target.describe()}: {_error(res.error_code, res.error_message, client)}")
 
 
 def _print_configs(args: argparse.Namespace, resources: list[dict[str, Any]]) -> int:
@@ -319,9 +325,16 @@ def _print_configs(args: argparse.Namespace, resources: list[dict[str, Any]]) ->
             print("  (none)")
             continue
         print_table(["name", "value", "source"],
-                    [[c["name"], "(sensitive)" if c["sensitive"] and c["value"] is None else c["value"],
-                      c["source"]] for c in r["configs"]])
+                    [[c["name"], _shown(c), c["source"]] for c in r["configs"]])
     return 0
+
+
+def _shown(config: dict[str, Any]) -> object:
+    """A config's value cell: kafka-configs.sh prints a null value as ``name=null``; the table says
+    ``(null)`` so it cannot be read as the string "null" (``(sensitive)`` when the broker hid it)."""
+    if config["value"] is None:
+        return "(sensitive)" if config["sensitive"] else "(null)"
+    return config["value"]
 
 
 def _altered(args: argparse.Namespace, target: Target) -> int:
@@ -357,7 +370,7 @@ def _describe_quotas(client: WireClient, target: Target) -> list[dict[str, Any]]
     resp = client.request(Req(components=components, strict=not target.every_quota_type))
     if resp.error_code:
         _unsupported(resp.error_code, "DescribeClientQuotas")
-        raise CliError(f"{target.describe()}: {_error(resp.error_code, resp.error_message)}")
+        raise CliError(f"{target.describe()}: {_error(resp.error_code, resp.error_message, client)}")
     return [{"entity": {e.entity_type: e.entity_name for e in entry.entity},
              "quotas": {v.key: v.value for v in sorted(entry.values, key=lambda v: v.key)}}
             for entry in resp.entries or []]
@@ -392,7 +405,7 @@ def _alter_quotas(client: WireClient, target: Target, ops: list[tuple[str, str |
     for entry in client.request(req).entries:
         if entry.error_code:
             _unsupported(entry.error_code, "AlterClientQuotas")
-            raise CliError(f"{target.describe()}: {_error(entry.error_code, entry.error_message)}")
+            raise CliError(f"{target.describe()}: {_error(entry.error_code, entry.error_message, client)}")
 
 
 def _print_quotas(args: argparse.Namespace, entries: list[dict[str, Any]]) -> int:

@@ -14,6 +14,8 @@ import argparse
 import json
 import sys
 
+from kwire.cli._security import add_security_arguments
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION")
@@ -24,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--data-dir", metavar="DIR", help="read a broker's data dir (Kafka's log layout)")
     ins.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     ins.add_argument("topic", help="the dead-letter topic")
+    add_security_arguments(ins)
     rep = sub.add_parser("replay", help="re-produce dead letters to their original topic (idempotent)")
     rep.add_argument("--bootstrap", "-b", required=True, metavar="HOST:PORT[,...]")
     dest = rep.add_mutually_exclusive_group(required=True)
@@ -37,10 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="also replay records without key and value (a DLQ that did not copy the payload: "
                           "errors.deadletterqueue.copy.record.enable=false); skipped by default")
     rep.add_argument("topic", help="the dead-letter topic")
+    add_security_arguments(rep)
 
 
 def run(args: argparse.Namespace) -> int:
     from kwire import dlq_tools
+    from kwire.cli._security import client_security
 
     if args.action == "inspect":
         if args.data_dir:
@@ -48,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             from kwire.client import WireClient
 
-            with WireClient(args.bootstrap, client_id="kwire-dlq") as client:
+            with WireClient(args.bootstrap, client_id="kwire-dlq", security=client_security(args)) as client:
                 letters = list(dlq_tools.read_cluster(client, args.topic))
         if args.json:
             for d in letters:
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                 and (args.source_topic is None or d.source_topic == args.source_topic)
                 and (args.error is None or args.error in (d.error or "")))
 
-    with WireClient(args.bootstrap, client_id="kwire-dlq") as client:
+    with WireClient(args.bootstrap, client_id="kwire-dlq", security=client_security(args)) as client:
         letters = list(dlq_tools.read_cluster(client, args.topic))
         result = dlq_tools.replay(client, letters, to_topic=args.to, keep=keep, dry_run=args.dry_run,
                                   allow_empty=args.allow_empty)

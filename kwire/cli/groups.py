@@ -10,6 +10,7 @@ import json
 import sys
 
 from kwire.cli._numbers import TIMEOUT
+from kwire.cli._security import add_security_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,14 +18,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--timeout", type=TIMEOUT, default=10.0, metavar="SECONDS", help="per-request timeout")
     p.add_argument("group", nargs="*", help="only these groups (default: all)")
+    add_security_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from kwire.cli._io import print_table
+    from kwire.cli._security import client_security
     from kwire.client import WireClient
     from kwire.cluster_info import describe_groups
 
-    with WireClient(args.bootstrap, client_id="kwire-groups", timeout_s=args.timeout) as client:
+    with WireClient(args.bootstrap, client_id="kwire-groups", timeout_s=args.timeout,
+                    security=client_security(args)) as client:
         groups = describe_groups(client, args.group or None)
     if args.json:
         json.dump([g.as_dict() for g in groups], sys.stdout, indent=2)

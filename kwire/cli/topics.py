@@ -10,6 +10,7 @@ import json
 import sys
 
 from kwire.cli._numbers import TIMEOUT
+from kwire.cli._security import add_security_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,14 +18,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--timeout", type=TIMEOUT, default=10.0, metavar="SECONDS", help="per-request timeout")
     p.add_argument("topic", nargs="*", help="only these topics (default: all)")
+    add_security_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from kwire.cli._io import print_table
+    from kwire.cli._security import client_security
     from kwire.client import WireClient
     from kwire.cluster_info import describe_topics
 
-    with WireClient(args.bootstrap, client_id="kwire-topics", timeout_s=args.timeout) as client:
+    with WireClient(args.bootstrap, client_id="kwire-topics", timeout_s=args.timeout,
+                    security=client_security(args)) as client:
         topics = describe_topics(client, args.topic or None)
     if args.json:
         json.dump([t.as_dict() for t in topics], sys.stdout, indent=2)
