@@ -60,8 +60,9 @@ KWIRE_DOES: dict[str, str] = {
     "group.share.heartbeat.interval.ms": "The heartbeat interval of groups without their own (HB-5).",
     "share.version": "0 turns share groups off (the APIs answer UNSUPPORTED_VERSION, SG-2); 1 share groups; "
                      "2 also dead-letter queues (SG-1).",
-    "errors.deadletterqueue.topic.name.prefix": "A group's DLQ topic must start with it unless the topic opted "
-                                                "in (DLQ-5); empty: no restriction.",
+    "errors.deadletterqueue.topic.name.prefix": "A group's DLQ topic must always start with it, and also be "
+                                                "opted in (errors.deadletterqueue.group.enable=true) or be "
+                                                "auto-created (DLQ-5); empty: no restriction on the name.",
     "errors.deadletterqueue.auto.create.topics.enable": "true: a missing DLQ topic is created on the first "
                                                         "dead letter (DLQ-5, DLQ-6).",
     "errors.deadletterqueue.group.enable": "true: share groups may write dead letters to this topic (DLQ-5).",
