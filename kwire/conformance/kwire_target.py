@@ -26,6 +26,8 @@ CONFORMANCE_SETTINGS: Mapping[str, str] = {
     # KIP-848 reconciliation advances one heartbeat at a time; 5 s (the default) per
     # round would make a two-member rebalance take tens of seconds.
     "group.consumer.heartbeat.interval.ms": "500",
+    # ... and Kafka refuses an interval below the minimum (GroupCoordinatorConfig)
+    "group.consumer.min.heartbeat.interval.ms": "500",
 }
 # The security scenarios' listeners (kwire.conformance.scenarios.security): plaintext first (the
 # bootstrap every other scenario uses), SSL and SASL_SSL with a throwaway CA; PLAIN sessions on

@@ -283,6 +283,7 @@ class BrokerCore:
             node.host = self.advertised_host(self.listeners[0])
             node.port = self.listen_port(self.listeners[0], i)
         self.configs.format_cluster()  # the cluster-level defaults a new Kafka cluster has
+        self.configs.check_broker_constraints()  # Kafka's broker does not start with these broken
         if "socket.request.max.bytes" in config.settings:
             config.max_request_bytes = self.configs.get_int(ResourceType.BROKER, "", "socket.request.max.bytes")
         self.deadlines = Deadlines()

@@ -445,6 +445,38 @@ def _kafka_group_configs() -> tuple[dict[str, ConfigDef], tuple[tuple[str, str],
 
 GROUP_CONFIGS, GROUP_SESSION_EXCEEDS_HEARTBEAT = _kafka_group_configs()
 
+# The cross-key rules Kafka's broker checks when it builds its config (a broker that breaks one does
+# not start): GroupCoordinatorConfig.checkConstraints (consumer, share and streams groups) and
+# ShareGroupConfig.validate at d79bd502. (left key, relation, right key), Kafka's order and words.
+_RELATIONS = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
+BROKER_CONSTRAINTS: tuple[tuple[str, str, str], ...] = tuple(
+    rule for kind in ("consumer", "share", "streams") for rule in (
+        (f"group.{kind}.max.heartbeat.interval.ms", ">=", f"group.{kind}.min.heartbeat.interval.ms"),
+        (f"group.{kind}.heartbeat.interval.ms", ">=", f"group.{kind}.min.heartbeat.interval.ms"),
+        (f"group.{kind}.heartbeat.interval.ms", "<=", f"group.{kind}.max.heartbeat.interval.ms"),
+        (f"group.{kind}.max.session.timeout.ms", ">=", f"group.{kind}.min.session.timeout.ms"),
+        (f"group.{kind}.session.timeout.ms", ">=", f"group.{kind}.min.session.timeout.ms"),
+        (f"group.{kind}.session.timeout.ms", "<=", f"group.{kind}.max.session.timeout.ms"),
+        (f"group.{kind}.heartbeat.interval.ms", "<", f"group.{kind}.session.timeout.ms"),
+        (f"group.{kind}.max.assignment.interval.ms", ">=", f"group.{kind}.min.assignment.interval.ms"),
+        (f"group.{kind}.assignment.interval.ms", ">=", f"group.{kind}.min.assignment.interval.ms"),
+        (f"group.{kind}.assignment.interval.ms", "<=", f"group.{kind}.max.assignment.interval.ms"),
+    )) + (
+    ("group.streams.num.standby.replicas", "<=", "group.streams.max.standby.replicas"),
+    ("group.streams.task.offset.interval.ms", ">=", "group.streams.min.task.offset.interval.ms"),
+    ("group.streams.num.warmup.replicas", "<=", "group.streams.max.warmup.replicas"),
+    # ShareGroupConfig.validate
+    ("group.share.max.delivery.count.limit", ">=", "group.share.delivery.count.limit"),
+    ("group.share.delivery.count.limit", ">=", "group.share.min.delivery.count.limit"),
+    ("group.share.max.partition.max.record.locks", ">=", "group.share.partition.max.record.locks"),
+    ("group.share.partition.max.record.locks", ">=", "group.share.min.partition.max.record.locks"),
+    ("group.share.record.lock.duration.ms", ">=", "group.share.min.record.lock.duration.ms"),
+    ("group.share.max.record.lock.duration.ms", ">=", "group.share.record.lock.duration.ms"),
+    ("group.share.max.share.sessions", ">=", "group.share.max.size"),
+)
+for _rule in BROKER_CONSTRAINTS:
+    assert _rule[0] in ALL_BROKER_CONFIGS and _rule[2] in ALL_BROKER_CONFIGS, _rule
+
 _DEFS = {ResourceType.TOPIC: TOPIC_CONFIGS, ResourceType.BROKER: ALL_BROKER_CONFIGS, ResourceType.GROUP: GROUP_CONFIGS}
 _SOURCES = {
     ResourceType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
@@ -546,6 +578,22 @@ class ConfigStore:
         if rtype is ResourceType.GROUP:
             self.check_session_exceeds_heartbeat(name, {k: v for k, v in checked.items() if v is not None})
         self.overrides[(rtype, name)] = {k: v for k, v in checked.items() if v is not None}
+
+    def check_broker_constraints(self) -> None:
+        """BROKER_CONSTRAINTS over the cluster-wide values in force, as Kafka's broker checks them
+        when it starts (GroupCoordinatorConfig, ShareGroupConfig).
+
+        Raises:
+            ConfigError: the first rule broken, in Kafka's words, with the two values.
+        """
+        for left, rel, right in BROKER_CONSTRAINTS:
+            x, y = self.get_int(ResourceType.BROKER, "", left), self.get_int(ResourceType.BROKER, "", right)
+            if not (x >= y if rel == ">=" else x <= y if rel == "<=" else x < y):
+                raise ConfigError(f"{left} must be {_RELATIONS[rel]} {right} ({x} and {y})")
+        assignors = [a for a in (self.get(ResourceType.BROKER, "", "group.share.assignors") or "").split(",")
+                     if a.strip()]
+        if len(assignors) != 1:
+            raise ConfigError(f"group.share.assignors must contain exactly one assignor, but found {len(assignors)}")
 
     def check_bounds(self, d: ConfigDef, value: str | None) -> None:
         """A group override must lie within the broker's min/max for it (GroupConfig.validate)."""

@@ -247,7 +247,8 @@ def test_synonyms_name_broker_configs_with_the_same_default(defs: dict[str, Any]
 
 
 def test_group_session_timeout_follows_the_broker_setting_in_describe_too() -> None:
-    core, _ = make_core(settings={"group.consumer.session.timeout.ms": "30000"})
+    core, _ = make_core(settings={"group.consumer.session.timeout.ms": "30000",
+                                  "group.consumer.min.session.timeout.ms": "30000"})
     e = entries(describe(CoreClient(core), ResourceType.GROUP, "g", ["consumer.session.timeout.ms"],
                          synonyms=True))["consumer.session.timeout.ms"]
     assert (e.value, e.config_source) == ("30000", ConfigSource.STATIC_BROKER_CONFIG)

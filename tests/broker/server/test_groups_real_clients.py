@@ -26,6 +26,7 @@ MESSAGES = 200
 SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
     "group.consumer.heartbeat.interval.ms": "500",  # KIP-848 reconciliation rounds ride on heartbeats
+    "group.consumer.min.heartbeat.interval.ms": "500",
 }
 
 

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.conformance
 
 ck = pytest.importorskip("confluent_kafka")
 
-SETTINGS = {"group.consumer.heartbeat.interval.ms": "500"}  # reconciliation rides on heartbeats
+SETTINGS = {"group.consumer.heartbeat.interval.ms": "500",  # reconciliation rides on heartbeats
+            "group.consumer.min.heartbeat.interval.ms": "500"}
 N = 20
 
 
