@@ -594,6 +594,17 @@ class ConfigStore:
                      if a.strip()]
         if len(assignors) != 1:
             raise ConfigError(f"group.share.assignors must contain exactly one assignor, but found {len(assignors)}")
+        self._check_authorizer()
+
+    def _check_authorizer(self) -> None:
+        """kwire's authorizer is StandardAuthorizer; any other class Kafka would load (or fail to),
+        so a name kwire cannot honour stops the start rather than turning StandardAuthorizer on."""
+        from kwire.broker.core.acl import STANDARD_AUTHORIZER
+
+        name = (self.get(ResourceType.BROKER, "", "authorizer.class.name") or "").strip()
+        if name and name != STANDARD_AUTHORIZER:
+            raise ConfigError(f"authorizer.class.name {name!r}: kwire serves only {STANDARD_AUTHORIZER} "
+                              f"(empty: no authorizer)")
 
     def check_bounds(self, d: ConfigDef, value: str | None) -> None:
         """A group override must lie within the broker's min/max for it (GroupConfig.validate)."""

@@ -62,3 +62,15 @@ def test_kwire_broker_refuses_in_one_line() -> None:
     assert proc.stderr.strip().splitlines() == [
         "kwire broker: error: group.share.heartbeat.interval.ms must be greater than or equal to "
         "group.share.min.heartbeat.interval.ms (500 and 5000)"]
+
+
+@pytest.mark.rule("ACL-1")
+def test_only_standard_authorizer_is_accepted() -> None:
+    """authorizer.class.name names the class Kafka loads (AuthorizerUtils.createAuthorizer); kwire
+    has StandardAuthorizer only, so any other name is refused at start instead of enabling it."""
+    with pytest.raises(ConfigError, match="kwire serves only org.apache.kafka.metadata.authorizer.StandardAuthorizer"):
+        make_core(settings={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    core, _ = make_core(settings={"authorizer.class.name": ""})
+    assert core.subsystems.acl is not None and not core.subsystems.acl.enabled
+    core, _ = make_core(settings={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    assert core.subsystems.acl is not None and core.subsystems.acl.enabled
