@@ -246,3 +246,18 @@ def test_bad_listener_settings_are_one_line_errors() -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode != 0 and "No security protocol defined for listener CUSTOM" in err
     assert "Traceback" not in err, err
+
+
+def test_verbose_log_collects_error_codes_at_any_depth() -> None:
+    """-v names every non-zero ``*ErrorCode`` field: AddPartitionsToTxn v4 answers a partition's
+    CONCURRENT_TRANSACTIONS in ResultsByTransaction[].Topics[].ResultsByPartition[].PartitionErrorCode
+    (AddPartitionsToTxnResponse.json at d79bd502), with the top-level ErrorCode NONE."""
+    from kwire.cli.broker import error_names
+    from kwire.protocol.error_codes import ErrorCode
+    from kwire.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse as R
+
+    part = R.AddPartitionsToTxnPartitionResult(partition_index=0, partition_error_code=51)
+    topic = R.AddPartitionsToTxnTopicResult(name="t", results_by_partition=[part])
+    resp = R(error_code=0, results_by_transaction=[R.AddPartitionsToTxnResult(transactional_id="x", topic_results=[topic])])
+    assert error_names(resp, lambda c: ErrorCode(c).name) == ["CONCURRENT_TRANSACTIONS"]
+    assert error_names(R(), lambda c: ErrorCode(c).name) == []

@@ -204,24 +204,10 @@ def _restore_summary(broker: Any) -> str:
 def _log_requests(broker: Any, *, keep: bool) -> None:
     """-v: a line per answered request (recording on; without --record nothing is kept)."""
 
-    def errors(msg: Any, out: list[str]) -> None:
-        for f in getattr(type(msg), "_fields", ()):
-            v = getattr(msg, f.attr, None)
-            if f.attr == "error_code" and v:
-                out.append(broker.core.error_code_name(v))
-            elif isinstance(v, list):
-                for item in v:
-                    if hasattr(type(item), "_fields"):
-                        errors(item, out)
-            elif hasattr(type(v), "_fields"):
-                errors(v, out)
-
     def on_answer(ex: Any) -> None:
         from kwire.protocol.registry import api_info
 
-        found: list[str] = []
-        errors(ex.response, found)
-        codes = ",".join(sorted(set(found))) or "-"
+        codes = ",".join(sorted(set(error_names(ex.response, broker.core.error_code_name)))) or "-"
         latency = (ex.response_at_ms or ex.at_ms) - ex.at_ms
         print(f"{time.strftime('%H:%M:%S')} broker {ex.broker_id} conn {ex.conn_id} "
               f"{api_info(ex.api_key).name} v{ex.api_version} client {ex.client_id!r} corr {ex.correlation_id} "
@@ -237,6 +223,28 @@ def _log_requests(broker: Any, *, keep: bool) -> None:
         broker.core.on_answer = on_answer
 
     broker.call(install)
+
+
+def error_names(msg: Any, name_of: Any) -> list[str]:
+    """Every non-zero ``*ErrorCode`` field of a response, at any depth (AddPartitionsToTxn's
+    PartitionErrorCode, ShareAcknowledge's AcknowledgeErrorCode, ...), as ``name_of(code)``."""
+    out: list[str] = []
+
+    def walk(m: Any) -> None:
+        for f in getattr(type(m), "_fields", ()):
+            v = getattr(m, f.attr, None)
+            if f.name.endswith("ErrorCode"):
+                if v:
+                    out.append(name_of(v))
+            elif isinstance(v, list):
+                for item in v:
+                    if hasattr(type(item), "_fields"):
+                        walk(item)
+            elif hasattr(type(v), "_fields"):
+                walk(v)
+
+    walk(msg)
+    return out
 
 
 def _topic_spec(spec: str) -> tuple[str, int]:
