@@ -8,8 +8,8 @@
                                                 # a campaign sharded across Spark executors
 
 Starts with ``fuzz: seed: S`` (a fresh seed unless ``--seed``) on stderr and ends with
-``fuzz: frames: N, crashes: C, hangs: H, lost: L`` (after ``fuzz: seed: S`` again) and exits 1 when any of the last
-three is not 0. Findings are minimised and saved under ``--out`` as fixtures.
+``fuzz: frames: N, crashes: C, hangs: H, lost: L`` (after ``fuzz: seed: S`` again and a line with
+the rate and ``replay with --seed S --budget N``) and exits 1 when any of the last three is not 0. Findings are minimised and saved under ``--out`` as fixtures.
 """
 
 from __future__ import annotations
@@ -17,8 +17,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kwire.cli._numbers import COUNT, SECONDS, SEED, TIMEOUT
+
+if TYPE_CHECKING:
+    from kwire.fuzz.runner import FuzzReport
 
 __all__ = ["add_arguments", "run"]
 
@@ -73,14 +77,14 @@ def run(args: argparse.Namespace) -> int:
     if args.core_guided:
         return _run_core_guided(args)
     from kwire.conformance.paths import repo_root
-    from kwire.fuzz.runner import FuzzConfig, FuzzReport, run_fuzz
+    from kwire.fuzz.runner import FuzzConfig, run_fuzz
 
     fixtures = args.fixtures
     if fixtures is None:
         candidate = repo_root() / "fixtures"
         fixtures = candidate if candidate.is_dir() else None
 
-    last = [-10.0]
+    last = [0.0]  # the first line after 5 s: a warm-up rate (start-up, seeds) would mislead
 
     def progress(r: FuzzReport) -> None:
         if not args.quiet and r.elapsed_s - last[0] >= 5.0:  # a line every 5 s, not every check
@@ -98,8 +102,17 @@ def run(args: argparse.Namespace) -> int:
         where = f" -> {f.saved}" if f.saved is not None else ""
         print(f"{f.kind}: {f.detail} [{f.origin}]{where}")
     print(f"fuzz: seed: {args.seed}")
+    print(_rate_line(report, args.seed))
     print(report.summary())
     return 1 if report.crashes or report.hangs or report.lost else 0
+
+
+def _rate_line(report: FuzzReport, seed: int) -> str:
+    """Throughput and the exact replay: a run is repeatable per seed and frame count, so a
+    ``--seconds`` run is replayed by its budget (another time-bounded run covers different work)."""
+    rate = report.frames / report.elapsed_s if report.elapsed_s > 0 else 0.0
+    return (f"fuzz: {report.frames} frames in {report.elapsed_s:.1f} s ({rate:.0f} frames/s); "
+            f"replay with --seed {seed} --budget {report.frames}")
 
 
 def _run_core_guided(args: argparse.Namespace) -> int:

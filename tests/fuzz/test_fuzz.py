@@ -43,7 +43,10 @@ def test_without_seed_each_run_draws_its_own_and_prints_it(tmp_path: Path,
         first = re.search(r"^fuzz: seed: (\d+) \(replay with --seed \1\)$", captured.err, re.M)
         assert first is not None, captured.err
         lines = captured.out.strip().splitlines()
-        assert lines[-2] == f"fuzz: seed: {first.group(1)}" and SUMMARY.match(lines[-1]), lines[-3:]
+        assert lines[-3] == f"fuzz: seed: {first.group(1)}" and SUMMARY.match(lines[-1]), lines[-3:]
+        frames = SUMMARY.match(lines[-1]).group(1)  # type: ignore[union-attr]
+        assert re.fullmatch(rf"fuzz: {frames} frames in \d+\.\d s \(\d+ frames/s\); replay with "
+                            rf"--seed {first.group(1)} --budget {frames}", lines[-2]), lines[-2]
         seeds.append(int(first.group(1)))
     assert seeds[0] != seeds[1]
     drawn = [run_fuzz(FuzzConfig(budget=40, seed=seeds[0], out=None, hypothesis_share=0.0)) for _ in range(2)]
