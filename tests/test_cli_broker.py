@@ -261,3 +261,20 @@ def test_verbose_log_collects_error_codes_at_any_depth() -> None:
     resp = R(error_code=0, results_by_transaction=[R.AddPartitionsToTxnResult(transactional_id="x", topic_results=[topic])])
     assert error_names(resp, lambda c: ErrorCode(c).name) == ["CONCURRENT_TRANSACTIONS"]
     assert error_names(R(), lambda c: ErrorCode(c).name) == []
+
+
+def test_help_examples_have_one_gap_per_line_and_sasl_names_oauthbearer() -> None:
+    """The examples are a command and what it does: no line joined from two (a stray backslash
+    continuation once made runs of spaces inside a line)."""
+    out = subprocess.run([sys.executable, "-m", "kwire", "broker", "--help"], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    examples = out[out.index("examples:"):].splitlines()[1:]
+    assert examples and all(len(re.findall(r"\S {3,}\S", line)) <= 1 for line in examples), examples
+    assert "OAUTHBEARER" in out
+
+
+def test_data_dir_that_cannot_be_made_names_the_option() -> None:
+    proc = _start("--data-dir", "/proc/nope/kwire")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and err.strip().splitlines() == [
+        "kwire broker: error: --data-dir /proc/nope/kwire: cannot create it (No such file or directory)"], err

@@ -185,3 +185,13 @@ def test_quotas_on_a_cluster_that_serves_them(monkeypatch: pytest.MonkeyPatch,
                                     "quotas": {"producer_byte_rate": 1048576.0}}]
         rc, _, err = run_configs(capsys, "-b", b.bootstrap, "--ip", "10.0.0.1", "--alter", "--add-config", "x=fast")
         assert rc == 2 and err == "kwire configs: error: x=fast: a quota is a number\n"
+
+
+def test_a_null_value_shows_as_null_not_none() -> None:
+    """kafka-configs.sh prints ``name=null`` (ConfigCommand.describeResourceConfig, string
+    concatenation of a null value); the table says ``(null)``, never Python's ``None``."""
+    from kwire.cli.configs import _shown
+
+    assert _shown({"value": None, "sensitive": False}) == "(null)"
+    assert _shown({"value": None, "sensitive": True}) == "(sensitive)"
+    assert _shown({"value": "", "sensitive": False}) == ""

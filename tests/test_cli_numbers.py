@@ -89,3 +89,13 @@ def test_port_70000_does_not_listen_and_ports_inside_other_options_are_checked(
     assert main(["broker", "--topic", "t:0"]) == 2
     assert "PARTITIONS must be at least 1" in capsys.readouterr().err
 
+
+
+def test_range_errors_print_integer_limits_as_integers() -> None:
+    """2147483647 and 31536000 as written, not 2.14748e+09 / 3.1536e+07."""
+    from kwire.cli._numbers import COUNT, SECONDS, Number
+
+    with pytest.raises(argparse.ArgumentTypeError, match=r"at least 1 and at most 2147483647$"):
+        COUNT("2147483648")
+    assert SECONDS.describe() == "above 0 and at most 31536000"
+    assert Number(float, 0.5, 2.5).describe() == "at least 0.5 and at most 2.5"

@@ -30,8 +30,8 @@ class Number:
         return "whole number" if self.kind is int else "number"
 
     def describe(self) -> str:
-        lo = f"above {self.lo:g}" if self.lo_open else f"at least {self.lo:g}"
-        return f"{lo} and at most {self.hi:g}"
+        lo = f"above {_plain(self.lo)}" if self.lo_open else f"at least {_plain(self.lo)}"
+        return f"{lo} and at most {_plain(self.hi)}"
 
     def __call__(self, text: str) -> int | float:
         try:
@@ -43,6 +43,11 @@ class Number:
         if value < self.lo or (self.lo_open and value == self.lo) or value > self.hi:
             raise argparse.ArgumentTypeError(f"{text} is out of range: must be {self.describe()}")
         return value
+
+
+def _plain(limit: float) -> str:
+    """A limit as people write it: 2147483647 and 31536000, not 2.14748e+09; 0.5 stays 0.5."""
+    return str(int(limit)) if float(limit).is_integer() else f"{limit:g}"
 
 
 LISTEN_PORT = Number(int, 0, 65535)  # 0: any free port

@@ -13,18 +13,19 @@ from typing import Any
 from kwire.cli._numbers import BROKERS, LISTEN_PORT
 
 EXAMPLES = """examples:
-  kwire broker                                   one broker on 127.0.0.1:9092
-  kwire broker --port 0 --ready-file ready.json  any free port; the address lands in ready.json
-  kwire broker --brokers 3 --topic orders:6      three brokers, a 6-partition topic
-  kwire broker --data-dir ./kafka-data           keep logs, offsets and share state across restarts
-  kwire broker --set share.version=1 -v          share groups without the DLQ; a line per request
-  kwire broker --host 0.0.0.0 --advertised-host kwire   in a container
-  kwire broker --record traffic.pcapng           the traffic as a capture when the broker stops
-  kwire broker --tls                             PLAINTEXT on 9092 and SSL on 9093 (a throwaway CA, path printed)
-  kwire broker --tls --sasl alice:secret         SASL_PLAINTEXT on 9092 and SASL_SSL on 9093
-  kwire broker --set listeners=PLAINTEXT://:9092,SSL://:9093 --set ssl.keystore.type=PEM \
-               --set ssl.keystore.location=broker.pem --set ssl.client.auth=required \
-               --set ssl.truststore.type=PEM --set ssl.truststore.location=ca.pem   as in server.properties
+  kwire broker                                         one broker on 127.0.0.1:9092
+  kwire broker --port 0 --ready-file ready.json        any free port; the address lands in ready.json
+  kwire broker --brokers 3 --topic orders:6            three brokers, a 6-partition topic
+  kwire broker --data-dir ./kafka-data                 keep logs, offsets and share state across restarts
+  kwire broker --set share.version=1 -v                share groups without the DLQ; a line per request
+  kwire broker --host 0.0.0.0 --advertised-host kwire  in a container
+  kwire broker --record traffic.pcapng                 the traffic as a capture when the broker stops
+  kwire broker --tls                                   PLAINTEXT on 9092 and SSL on 9093 (a throwaway CA, path printed)
+  kwire broker --tls --sasl alice:secret               SASL_PLAINTEXT on 9092 and SASL_SSL on 9093
+  TLS as in server.properties (a PEM keystore and trust store, client certificates required):
+  kwire broker --set listeners=PLAINTEXT://:9092,SSL://:9093 --set ssl.keystore.type=PEM \\
+      --set ssl.keystore.location=broker.pem --set ssl.client.auth=required \\
+      --set ssl.truststore.type=PEM --set ssl.truststore.location=ca.pem
 """
 
 
@@ -40,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help="keep partitions in Kafka's segment format, offsets and state under DIR "
                                       "(default: in memory only)")
     p.add_argument("--sasl", metavar="USER:PASSWORD", action="append",
-                   help="require SASL (PLAIN, SCRAM-SHA-256/512) with this user; repeatable")
+                   help="require SASL with this user (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; OAUTHBEARER takes "
+                        "unsecured JWS tokens and needs no user); repeatable")
     p.add_argument("--tls", action="store_true",
                    help="add a TLS listener on the next port: SSL (SASL_SSL with --sasl) beside PLAINTEXT "
                         "(SASL_PLAINTEXT); without ssl.keystore.location a throwaway CA is made and its file printed")
@@ -93,6 +95,11 @@ def run(args: argparse.Namespace) -> int:
         settings["listeners"] = f"{plain}://:{args.port},{tls}://:{args.port + 1 if args.port else 0}"
     if args.data_dir and os.path.exists(args.data_dir) and not os.path.isdir(args.data_dir):
         raise CliError(f"--data-dir {args.data_dir} is not a directory")
+    if args.data_dir:
+        try:  # here, so a path that cannot be a directory is named by its option
+            os.makedirs(args.data_dir, exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"--data-dir {args.data_dir}: cannot create it ({exc.strerror or exc})") from None
     config = BrokerConfig(brokers=args.brokers, host=args.host, port=args.port, data_dir=args.data_dir,
                           sasl=sasl, settings=settings, log_connections=not args.quiet,
                           advertised_host=args.advertised_host)
