@@ -100,7 +100,9 @@ class ShareProgress:
     """One share partition of a group, as any cluster reports it.
 
     ``start`` is the share-partition start offset (SPSO; -1: the group has no state there yet),
-    ``end`` the high watermark. Between them lie the in-flight records: ``in_flight`` counts them;
+    ``end`` the partition's high watermark, exclusive (the next offset to be written; ``kwire groups``
+    heads it ``high-watermark``), unlike ``Broker.share_state``'s ``end_offset``, the SPEO, which is
+    inclusive (the last offset the share partition tracks). Between them lie the in-flight records: ``in_flight`` counts them;
     ``lag`` is how many of them are not yet acknowledged or archived (DescribeShareGroupOffsets v1,
     KIP-1226; before v1, ``end - start``), so ``in_flight - lag`` are settled past the start.
     ``consumers`` is how many members have the partition assigned (ShareGroupDescribe). How many

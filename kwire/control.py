@@ -452,7 +452,8 @@ class Broker:
     def share_state(self, group_id: str, topic: str, partition: int) -> dict[str, Any] | None:
         """A share partition as the broker holds it: the start and end offsets (SPSO, SPEO) and each
         in-flight offset's state, delivery count, holder and lock deadline; None before the group
-        first fetched the partition."""
+        first fetched the partition. ``end_offset`` is inclusive, as Kafka's SPEO: the last offset
+        in flight, not the partition's high watermark that ``kwire groups`` shows (exclusive)."""
 
         def run() -> dict[str, Any] | None:
             sp = self._share().partitions.get(group_id, topic, partition)

@@ -75,3 +75,8 @@ def test_groups_cli_prints_share_progress(shared: tuple[Broker, Any], capsys: py
     assert out.splitlines()[1].split()[:5] == ["workers", "share", "Stable", "1", "2"]
     rows = [line.split() for line in out.splitlines() if line.startswith("jobs")]
     assert rows[0] == ["jobs", "0", "2", "5", "3", "1", "2", "1"]
+    # 5 is the high watermark (exclusive); share_state's end_offset is the SPEO (inclusive), 4 here
+    header = next(line.split() for line in out.splitlines() if line.startswith("topic"))
+    assert header[:4] == ["topic", "partition", "start", "high-watermark"]
+    st = b.share_state("workers", "jobs", 0)
+    assert st is not None and st["end_offset"] == 4

@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
                           " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(m.assignment.items()))]
                          for m in g.members])
         if g.share_offsets:
-            print(f"\n{g.group_id}: share partitions (in flight: start offset to end; settled: acknowledged or "
-                  f"archived past the start)")
-            print_table(["topic", "partition", "start", "end", "in-flight", "settled", "lag", "consumers", "error"],
+            print(f"\n{g.group_id}: share partitions (in flight: start offset up to the high watermark, which is "
+                  f"exclusive; settled: acknowledged or archived past the start)")
+            print_table(["topic", "partition", "start", "high-watermark", "in-flight", "settled", "lag", "consumers", "error"],
                         [[t, p, _dash(sp.start if sp.start >= 0 else None), _dash(sp.end if sp.end >= 0 else None),
                           _dash(sp.in_flight), _dash(sp.settled), _dash(sp.lag), sp.consumers, sp.error or ""]
                          for t, parts in sorted(g.share_offsets.items()) for p, sp in sorted(parts.items())])
