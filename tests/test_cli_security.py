@@ -31,6 +31,7 @@ def secured() -> Iterator[Broker]:
     with Broker(BrokerConfig(sasl=SaslConfig(users=USERS, scram_iterations=4096), log_connections=False,
                              settings=settings)) as b:
         b.create_topic("orders", partitions=2)
+        b.create_topic("dlq.orders", partitions=1)
         yield b
 
 
@@ -45,7 +46,7 @@ def test_topics_over_sasl_plaintext(secured: Broker, capsys: pytest.CaptureFixtu
     rc, out, err = _cli(capsys, "topics", "-b", secured.bootstrap_for("SASL_PLAINTEXT"), "--json",
                         "--username", "admin", "--password", "admin-secret", "--sasl-mechanism", mechanism)
     assert rc == 0, err
-    assert [t["name"] for t in json.loads(out)] == ["orders"]
+    assert sorted(t["name"] for t in json.loads(out)) == ["dlq.orders", "orders"]
 
 
 def test_wrong_password_is_one_line(secured: Broker, capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,3 +110,12 @@ def test_properties_file_syntax(tmp_path: Path) -> None:
     f = tmp_path / "c.properties"
     f.write_text("! comment\na = 1\nb:2\nc   3\nlong=x\\\n   y\n")
     assert read_properties(str(f)) == {"a": "1", "b": "2", "c": "3", "long": "xy"}
+
+
+def test_dlq_inspect_and_groups_over_sasl(secured: Broker, capsys: pytest.CaptureFixture[str]) -> None:
+    creds = ("--username", "admin", "--password", "admin-secret")
+    rc, out, err = _cli(capsys, "dlq", "inspect", "-b", secured.bootstrap_for("SASL_PLAINTEXT"), *creds, "--json",
+                        "dlq.orders")
+    assert (rc, out) == (0, ""), err
+    rc, out, err = _cli(capsys, "groups", "-b", secured.bootstrap_for("SASL_PLAINTEXT"), *creds, "--json")
+    assert (rc, json.loads(out)) == (0, []), err
