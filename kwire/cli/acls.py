@@ -15,13 +15,14 @@ import argparse
 import json
 import sys
 
+from kwire.cli._numbers import TIMEOUT
 from kwire.cli._security import add_security_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", "-b", required=True, metavar="HOST:PORT[,...]", help="bootstrap servers")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout")
+    p.add_argument("--timeout", type=TIMEOUT, default=10.0, metavar="SECONDS", help="per-request timeout")
     p.add_argument("action", choices=("list", "add", "remove"))
     p.add_argument("--principal", help="e.g. User:alice (list/remove: any when left out)")
     p.add_argument("--host", help="client address or CIDR (add: * when left out)")

@@ -171,3 +171,44 @@ def test_markdown_matrix_has_provenance_table_notes_and_failover_guarantees() ->
     assert "1. **kcat / kip848_group**: kcat has no KIP-848 consumer" in text
     assert '| kcat | `{"enable.idempotence": "true"}` | exactly once, in order per partition | yes' in text
     assert "| kafkajs |" not in text  # only the clients that ran
+
+
+def test_a_known_client_defect_is_named_in_a_failure_and_noticed_when_it_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An adapter's ``known_defects`` entry does not skip its scenario: a failure keeps ``fail`` with
+    the defect named before what this run saw; a pass keeps ``pass`` and records that the listed
+    defect did not show (the pytest cell, a strict xfail, then fails)."""
+    from kwire.conformance import scenarios
+    from kwire.conformance.clients.js import KafkajsAdapter
+
+    class Defective(KafkajsAdapter):
+        name = "defective"
+        known_defects = {"roundtrip": "sends empty keys as NULL"}
+
+        def unavailable_reason(self) -> str | None:
+            return None
+
+        def client_version(self) -> str:
+            return "1.0"
+
+    outcome = {"now": Outcome.FAIL}
+
+    def fake(adapter: object, bootstrap: str, control: object) -> ScenarioResult:
+        if outcome["now"] is Outcome.FAIL:
+            return ScenarioResult.failed("defective", "roundtrip", "key b'' came back NULL")
+        return ScenarioResult.passed("defective", "roundtrip")
+
+    monkeypatch.setitem(scenarios.SCENARIOS, "roundtrip", fake)
+    failed = scenarios.run_scenario("roundtrip", Defective(), "127.0.0.1:1", _WireOnly())
+    assert failed.outcome is Outcome.FAIL
+    assert failed.reason == "known defective defect: sends empty keys as NULL (this run: key b'' came back NULL)"
+    outcome["now"] = Outcome.PASS
+    passed = scenarios.run_scenario("roundtrip", Defective(), "127.0.0.1:1", _WireOnly())
+    assert passed.outcome is Outcome.PASS
+    assert passed.details["known_defect_not_seen"] == "sends empty keys as NULL"
+    # Another scenario of the same client is untouched.
+    monkeypatch.setitem(scenarios.SCENARIOS, "consumer_group", fake)
+    outcome["now"] = Outcome.FAIL
+    other = scenarios.run_scenario("consumer_group", Defective(), "127.0.0.1:1", _WireOnly())
+    assert other.reason == "key b'' came back NULL"

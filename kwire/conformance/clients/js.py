@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from kwire.conformance import paths
 from kwire.conformance.clients.base import ClientAdapter, Security
 
-__all__ = ["KafkajsAdapter", "KafkatsAdapter"]
+__all__ = ["ConfluentJsAdapter", "KafkajsAdapter", "KafkatsAdapter", "PlatformaticAdapter"]
 
 
 class _NodeAdapter(ClientAdapter):
@@ -133,6 +133,23 @@ class PlatformaticAdapter(_NodeAdapter):
     read_committed_config = {"consumer": {"isolationLevel": 1}}
     failover_config = {"idempotent": True}
     failover_idempotent = True
+    # A race in the client, so not a known_defects entry (a strict xfail would flake): the producer,
+    # the acknowledgements and the read-back after the faults are still checked.
+    failover_no_live_read = (
+        "@platformatic/kafka 2.12.1's fetcher can move a partition's position back after its leader dies "
+        "(in 4 of 5 runs here): the recorded Fetch requests show the live consumer reading p0 up to offset "
+        "34 from the new leader, then fetching p0 from offset 19 again (the offset of its fetch in flight "
+        "to the dead broker), handing out records 19-34 twice"
+    )
+    known_defects = {
+        "group_migration": (
+            "@platformatic/kafka 2.12.1 sends OffsetFetch v9 from a classic member with its member id and "
+            "member_epoch -1 (consumer.js: memberEpoch: useConsumerGroupProtocol ? memberEpoch : -1); once "
+            "a consumer-protocol member converted the group, Kafka's ConsumerGroup.validateOffsetFetch "
+            "answers ILLEGAL_GENERATION (recorded: group error 22 to classic member B after the "
+            "upgrade), and B never fetches its partitions"
+        ),
+    }
 
     def argv(self) -> list[str]:
         return ["node", str(Path(__file__).parent / "js" / "platformatic_driver.cjs")]
@@ -157,6 +174,13 @@ class ConfluentJsAdapter(_NodeAdapter):
     read_committed_config = {"consumer": {}}
     failover_config = {"producer": {"enable.idempotence": True}}
     failover_idempotent = True
+    known_defects = {
+        "roundtrip": (
+            "@confluentinc/kafka-javascript 1.10.1 produces an empty key as NULL: the driver passes "
+            "Buffer.alloc(0), and the recorded Produce v10 batches hold key length -1 for every "
+            "'<codec>-empty-key' record (confluent-kafka for Python, on librdkafka too, keeps it empty)"
+        ),
+    }
 
     def unavailable_reason(self) -> str | None:
         if shutil.which("node") is None:

@@ -81,9 +81,16 @@ def run_scenario(name: str, adapter: ClientAdapter, bootstrap: str, control: Bro
     """Run one scenario with the skips every scenario shares, timing it.
 
     Skips: the client is not installed, or the target lists the pair as a known defect
-    (``control.known_defects``). A ConformanceError from the client becomes ``fail``.
+    (``control.known_defects``). A ConformanceError from the client becomes ``fail``; a failure
+    of a scenario the adapter lists in ``known_defects`` (the client's own defect) stays ``fail``
+    with that defect named in its reason.
     """
     result = _run_scenario(name, adapter, bootstrap, control)
+    defect = adapter.known_defects.get(name)
+    if defect is not None and result.outcome is Outcome.FAIL:
+        result.reason = f"known {adapter.name} defect: {defect} (this run: {result.reason})"
+    elif defect is not None and result.outcome is Outcome.PASS:
+        result.details["known_defect_not_seen"] = defect
     if not result.client_version:
         result.client_version = adapter.client_version()
     return result

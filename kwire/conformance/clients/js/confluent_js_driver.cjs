@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // @confluentinc/kafka-javascript (librdkafka underneath) behind kwire's JSON-lines driver protocol
 // (docs/driver-protocol.md), through its KafkaJS-compatible API: describe, produce, consume,
-// member (classic and KIP-848 groups), producer, txn_producer. It has no share consumer, which
-// describe says.
+// member (classic and KIP-848 groups), producer, txn_producer (with send_offsets). It has no share
+// consumer, which describe says.
 // usage: KWIRE_NODE_MODULES=<dir> node confluent_js_driver.cjs < command.json
 'use strict'
 
@@ -75,6 +75,22 @@ function consumer(cmd, groupId, extra) {
     ...((cmd.config || {}).consumer || {}) })
 }
 
+// sendOffsetsToTransaction: the KafkaJS API takes a consumer (not a group id) and hands librdkafka
+// its group metadata; a connected consumer that never subscribes gives the group with generation -1
+// and member "", like Java's ConsumerGroupMetadata(group).
+async function sendOffsets(cmd, txn, c) {
+  const cons = consumer(cmd, c.group, {})
+  await cons.connect()
+  try {
+    const topics = new Map()
+    for (const o of c.offsets) {
+      if (!topics.has(o.topic)) topics.set(o.topic, [])
+      topics.get(o.topic).push({ partition: o.partition, offset: String(o.offset) })
+    }
+    await txn.sendOffsets({ consumer: cons, topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) })
+  } finally { await cons.disconnect() }
+}
+
 const ops = {
   describe() {
     emit({ event: 'describe', name: 'confluent_js', version: version(), codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'],
@@ -132,7 +148,8 @@ const ops = {
             const [partition, offset] = await sendOne(txn, cmd.topic, r)
             emit({ event: 'produced', seq: r.seq, partition, offset })
           }
-        } else if (c.op === 'commit') { await txn.commit(); txn = null } else if (c.op === 'abort') { await txn.abort(); txn = null } else throw new Error(`unknown step ${c.op}`)
+        } else if (c.op === 'send_offsets') await sendOffsets(cmd, txn, c)
+        else if (c.op === 'commit') { await txn.commit(); txn = null } else if (c.op === 'abort') { await txn.abort(); txn = null } else throw new Error(`unknown step ${c.op}`)
         emit({ event: 'txn', step: c.op })
       } catch (e) {
         emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })

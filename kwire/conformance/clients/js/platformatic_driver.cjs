@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // @platformatic/kafka behind kwire's JSON-lines driver protocol (docs/driver-protocol.md):
-// describe, produce, consume, member (classic and KIP-848 groups), producer, txn_producer.
+// describe, produce, consume, member (classic and KIP-848 groups), producer, txn_producer (with
+// send_offsets).
 // @platformatic/kafka has no share consumer (KIP-932), which describe says.
 // usage: KWIRE_NODE_MODULES=<dir> node platformatic_driver.cjs < command.json
 'use strict'
@@ -78,6 +79,25 @@ async function sendOne(p, cmd, r, extra) {
   return [o ? o.partition : r.partition, o ? Number(o.offset) : null]
 }
 
+// sendOffsetsToTransaction for a group the producer does not consume in: platformatic's API is
+// Transaction.addConsumer(consumer) (AddOffsetsToTxn for consumer.groupId), then addOffset(message)
+// per partition (TxnOffsetCommit of message.offset + 1 with message.metadata.consumer's group,
+// generation, member and coordinator). The driver's consumer never joins, so each "message" carries
+// what Java's ConsumerGroupMetadata(group) does: generation -1, member "" (no fencing by generation).
+async function sendOffsets(cmd, txn, c) {
+  const { Consumer } = req('@platformatic/kafka')
+  const consumer = new Consumer({ ...base(cmd, 'kwire-platformatic'), groupId: c.group })
+  try {
+    const coordinatorId = await consumer.findGroupCoordinator()
+    await txn.addConsumer(consumer)
+    const meta = { consumer: { groupId: c.group, generationId: -1, memberId: '', coordinatorId } }
+    // One at a time: the producer deduplicates concurrent TxnOffsetCommits into one.
+    for (const o of c.offsets) {
+      await txn.addOffset({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset) - 1n, metadata: meta })
+    }
+  } finally { await consumer.close() }
+}
+
 const ops = {
   describe() {
     emit({ event: 'describe', name: 'platformatic', version: version(), codecs: ['none', 'gzip', 'snappy', 'lz4', ...(require('zlib').zstdCompress ? ['zstd'] : [])],
@@ -135,7 +155,8 @@ const ops = {
             const o = offsetOf(res, cmd.topic)
             emit({ event: 'produced', seq: r.seq, partition: o ? o.partition : r.partition, offset: o ? Number(o.offset) : null })
           }
-        } else if (c.op === 'commit') { await txn.commit(); txn = null } else if (c.op === 'abort') { await txn.abort(); txn = null } else throw new Error(`unknown step ${c.op}`)
+        } else if (c.op === 'send_offsets') await sendOffsets(cmd, txn, c)
+        else if (c.op === 'commit') { await txn.commit(); txn = null } else if (c.op === 'abort') { await txn.abort(); txn = null } else throw new Error(`unknown step ${c.op}`)
         emit({ event: 'txn', step: c.op })
       } catch (e) {
         emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
