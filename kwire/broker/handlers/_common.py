@@ -71,6 +71,16 @@ def leader_error(ctx: RequestContext, p: Partition) -> int:
     return ErrorCode.NONE
 
 
+def leader_epoch_error(ctx: RequestContext, p: Partition, current_leader_epoch: int) -> int:
+    """A read's checks in Kafka's order: a replica of the partition checks the client's leader
+    epoch before leadership (Partition.getLocalLog: checkCurrentLeaderEpoch, then isLeader), so a
+    stale epoch sent to a follower is FENCED_LEADER_EPOCH; a broker that holds no replica answers
+    NOT_LEADER_OR_FOLLOWER (ReplicaManager.getPartitionOrError)."""
+    if p.leader_id != -1 and p.leader_id != ctx.broker_id and ctx.broker_id in p.replicas:
+        return epoch_error(p, current_leader_epoch) or ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return leader_error(ctx, p) or epoch_error(p, current_leader_epoch)
+
+
 def epoch_error(p: Partition, current_leader_epoch: int) -> int:
     """KIP-320: a client that knows a newer epoch than ours, or an older one."""
     if current_leader_epoch < 0 or current_leader_epoch == p.leader_epoch:

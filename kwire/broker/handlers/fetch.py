@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.fetch_sessions import SessionContext, SessionTarget
 from kwire.broker.handlers._auth import AclOperation, topic_denied
-from kwire.broker.handlers._common import epoch_error, leader_error, node_endpoints
+from kwire.broker.handlers._common import leader_epoch_error, node_endpoints
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.fetch import FetchRequest, FetchResponse, FetchResponse_PartitionData
@@ -79,9 +79,7 @@ def _read(ctx: RequestContext, key: tuple[str, int], t: SessionTarget, budget: i
         return pd, 0, True
     p = topic.partitions[index]
     injected = core.faults.partition_error(API_KEY, ctx.broker_id, name, index) if core.faults.rules else None
-    code = injected if injected is not None else leader_error(ctx, p)
-    if not code:
-        code = epoch_error(p, t.current_leader_epoch)
+    code = injected if injected is not None else leader_epoch_error(ctx, p, t.current_leader_epoch)
     if code:
         pd.error_code = code
         if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and p.leader_id >= 0 and ctx.api_version >= 12:

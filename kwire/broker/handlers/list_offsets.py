@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from kwire.broker.core.log import UNDEFINED_EPOCH
 from kwire.broker.handlers._auth import AclOperation, topic_denied
-from kwire.broker.handlers._common import epoch_error, leader_error
+from kwire.broker.handlers._common import leader_epoch_error
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.list_offsets import (
     ListOffsetsRequest,
@@ -50,7 +50,7 @@ def _one(ctx: RequestContext, topic: str, rp: ListOffsetsRequest_ListOffsetsPart
         r.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return r
     injected = core.faults.partition_error(API_KEY, ctx.broker_id, topic, p.index) if core.faults.rules else None
-    code = injected if injected is not None else (leader_error(ctx, p) or epoch_error(p, rp.current_leader_epoch))
+    code = injected if injected is not None else leader_epoch_error(ctx, p, rp.current_leader_epoch)
     if code:
         r.error_code = code
         return r

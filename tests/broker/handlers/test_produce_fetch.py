@@ -292,3 +292,28 @@ def test_client_control_batches_and_missing_sequences_are_invalid_record() -> No
     no_seq = batch([b"a"], producer_id=5, producer_epoch=0, base_sequence=-1)
     assert pr(produce(c, "t", 0, no_seq)).error_code == ErrorCode.INVALID_RECORD
     assert core.cluster.topics["t"].partitions[0].log.log_end_offset == 0
+
+
+def test_a_follower_checks_the_leader_epoch_before_leadership() -> None:
+    """Partition.getLocalLog at d79bd502: checkCurrentLeaderEpoch comes before the isLeader check, so
+    a fetch with a stale epoch sent to a follower (a replica) is FENCED_LEADER_EPOCH, with a newer
+    epoch UNKNOWN_LEADER_EPOCH, with the current epoch NOT_LEADER_OR_FOLLOWER; a broker holding no
+    replica answers NOT_LEADER_OR_FOLLOWER whatever the epoch (ReplicaManager.getPartitionOrError)."""
+    core, _ = make_core(brokers=3)
+    core.create_topic("t", 1, replication_factor=2)
+    p = core.cluster.topics["t"].partitions[0]
+    p.leader_epoch = 3
+    follower = next(n for n in p.replicas if n != p.leader_id)
+    outsider = next(n for n in core.cluster.nodes if n not in p.replicas)
+
+    def error(broker: int, epoch: int) -> int:
+        req = fetch_req("t", 0, 0)
+        req.topics[0].partitions[0].current_leader_epoch = epoch
+        return int(CoreClient(core, broker_id=broker).send(req, 12).responses[0].partitions[0].error_code)
+
+    assert error(follower, 2) == ErrorCode.FENCED_LEADER_EPOCH
+    assert error(follower, 4) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert error(follower, 3) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert error(follower, -1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert error(outsider, 2) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert error(p.leader_id, 2) == ErrorCode.FENCED_LEADER_EPOCH
