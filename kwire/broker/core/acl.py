@@ -28,12 +28,15 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from kwire.broker.core.configs import ResourceType as _ConfigResource
 from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kwire.broker.core.broker_core import BrokerCore, ConnInfo, RequestContext
+
+_BROKER_SCOPE = (_ConfigResource.BROKER, "")  # the cluster-wide broker settings in ConfigStore.overrides
 
 __all__ = ["ResourceType", "PatternType", "AclOperation", "AclPermission", "AclBinding", "AclFilter", "Authorizer",
            "principal_of", "host_of", "STANDARD_AUTHORIZER", "SUPPORTED_OPERATIONS", "CLUSTER_NAME",
@@ -267,10 +270,8 @@ class Authorizer(Subsystem):
 
     # --- configuration ------------------------------------------------------------------------
     def _setting(self, key: str) -> str | None:
-        from kwire.broker.core.configs import ResourceType as ConfigResource
-
-        over = self.core.configs.overrides.get((ConfigResource.BROKER, ""), {})
-        if key in over:
+        over = self.core.configs.overrides.get(_BROKER_SCOPE)  # on every request's path: no import here
+        if over is not None and key in over:
             return over[key]
         return self.core.config.settings.get(key)
 
