@@ -59,6 +59,9 @@ SHARE = "share"
 PartitionKey = tuple[uuid.UUID, int]  # a share session's partition: (topic id, partition)
 
 
+_MAX_CACHED_CONFIGS = 4096  # ShareCoordinator.config's cache: cleared when this full
+
+
 def share_wake_key(group_id: str, topic: str, partition: int) -> Hashable:
     """The long-poll key woken when records of a share partition become acquirable again."""
     return (SHARE, group_id, topic, partition)
@@ -130,10 +133,23 @@ class ShareCoordinator(Subsystem):
         # (group, topic, partition) key (None: removed), or a group id (True: made, False: deleted).
         # Empty unless share state moved: the data dir checks it after every request.
         self.dirty: dict[tuple[str, str, int] | str, SharePartition | bool | None] = {}
+        self._configs: dict[Hashable, ShareConfig] = {}  # see config
 
     # --- settings -------------------------------------------------------------------------------
     def config(self, group_id: str) -> ShareConfig:
-        return share_config(self.core.configs, group_id)
+        """The group's effective settings; read several times per share request, so resolved
+        once per (group, its overrides, the broker's), the overrides' current items being the key
+        (they are changed in place and replaced)."""
+        store = self.core.configs
+        over = store.overrides.get((ResourceType.GROUP, group_id))
+        bover = store.overrides.get((ResourceType.BROKER, ""))
+        key = (group_id, tuple(over.items()) if over else None, tuple(bover.items()) if bover else None)
+        cached = self._configs.get(key)
+        if cached is None:
+            if len(self._configs) >= _MAX_CACHED_CONFIGS:
+                self._configs.clear()
+            cached = self._configs[key] = share_config(store, group_id)
+        return cached
 
     def _topics(self) -> Mapping[str, TopicMeta]:
         return {t.name: (t.topic_id, len(t.partitions)) for t in self.core.cluster.topics.values() if not t.internal}
