@@ -640,7 +640,8 @@ class BrokerCore:
         """The response frame (no size prefix); answers the handler marked as a pure function
         of ``ctx.cache_key`` are encoded once, only the correlation id written per request."""
         key = ctx.cache_key
-        if key is None or getattr(response, "throttle_time_ms", 0):
+        throttle_ms: int = getattr(response, "throttle_time_ms", 0)
+        if key is None or throttle_ms:
             return _encode_answer(response, ctx.api_key, ctx.api_version, ctx.correlation_id)
         full = (ctx.api_key, ctx.api_version, key)
         cached = self._answers.get(full)
