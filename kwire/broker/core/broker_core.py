@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.config import BrokerConfig, SaslConfig
 from kwire.broker.core.acl import AUTHORIZER_SETTINGS
-from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic
+from kwire.broker.core.cluster import BrokerNode, Cluster, Partition, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.dispatch import HandlerSpec
@@ -944,6 +944,12 @@ class BrokerCore:
         """Configs, log start offsets or leader epochs changed outside the topic hooks (persistence)."""
         for sub in self.subsystems.installed():
             sub.on_metadata_changed()
+
+    def log_compacted(self, partition: Partition) -> None:
+        """The log cleaner rewrote ``partition``'s log: the data dir, if any, rewrites its files."""
+        storage = self.subsystems.storage
+        if storage is not None:
+            storage.on_log_compacted(partition)
 
     def close(self) -> None:
         """The broker stops: subsystems holding resources (open segment files) release them."""
