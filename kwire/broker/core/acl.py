@@ -29,7 +29,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType as _ConfigResource
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 

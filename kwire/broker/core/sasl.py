@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from kwire.broker.config import SaslConfig
 from kwire.broker.core.cluster import Rng
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 from kwire.errors import KafkaProtocolError
 from kwire.protocol.error_codes import ErrorCode
 

@@ -42,8 +42,8 @@ from kwire.broker.core.share_partition import SharePartition, SharePartitions
 
 if TYPE_CHECKING:
     from kwire.broker.core.share_partition import ShareLog
+from kwire.broker.core.context import Subsystem
 from kwire.broker.core.share_session import ShareSession, ShareSessionCache
-from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
