@@ -32,24 +32,24 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.share_config import ShareConfig, share_config
-from kwire.broker.core.share_dlq import DlqWriter
+from kwire.broker.core.share_dlq import DlqCore, DlqWriter
 from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator, TopicMeta
 from kwire.broker.core.share_partition import SharePartition, SharePartitions
 
 if TYPE_CHECKING:
     from kwire.broker.core.share_partition import ShareLog
-from kwire.broker.core.context import Subsystem
+from kwire.broker.core.context import CoreContext, Subsystem
 from kwire.broker.core.share_session import ShareSession, ShareSessionCache
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.cluster import Topic
+    from kwire.broker.core.faults import Faults
     from kwire.broker.core.group_table import GroupTable
 
 __all__ = ["ShareCoordinator", "ShareGroupManager", "ShareSessions", "share_coordinator", "share_wake_key",
@@ -62,12 +62,37 @@ PartitionKey = tuple[uuid.UUID, int]  # a share session's partition: (topic id, 
 _MAX_CACHED_CONFIGS = 4096  # ShareCoordinator.config's cache: cleared when this full
 
 
+class ShareCore(DlqCore, Protocol):
+    """What the share coordinator uses of the broker (``BrokerCore`` has it)."""
+
+    def wake(self, key: Hashable) -> None:
+        """Long polls waiting on ``key`` (a share partition's) may be ready now."""
+        ...
+
+    @property
+    def faults(self) -> Faults:
+        """Injected errors (the share handlers consult its acknowledgement rules)."""
+        ...
+
+
+class _ShareSubsystems(Protocol):
+    @property
+    def share_groups(self) -> ShareCoordinator | None: ...
+
+
+class WithShareGroups(Protocol):
+    """A core whose subsystems may include the share coordinator (``BrokerCore``)."""
+
+    @property
+    def subsystems(self) -> _ShareSubsystems: ...
+
+
 def share_wake_key(group_id: str, topic: str, partition: int) -> Hashable:
     """The long-poll key woken when records of a share partition become acquirable again."""
     return (SHARE, group_id, topic, partition)
 
 
-def share_enabled(core: BrokerCore) -> bool:
+def share_enabled(core: CoreContext) -> bool:
     """SG-1: share groups are on when the finalized ``share.version`` is at least 1."""
     return core.configs.get_int(ResourceType.BROKER, "", "share.version") >= 1
 
@@ -114,7 +139,7 @@ class ShareGroupManager:
 class ShareCoordinator(Subsystem):
     """Share groups, sessions and partitions of one core. See the module docstring."""
 
-    def __init__(self, core: BrokerCore, table: GroupTable) -> None:
+    def __init__(self, core: ShareCore, table: GroupTable) -> None:
         self.core = core
         self.table = table
         self.partitions = SharePartitions(self._make_partition)
@@ -363,7 +388,7 @@ class ShareCoordinator(Subsystem):
             sp.close()
 
 
-def share_coordinator(core: BrokerCore) -> ShareCoordinator:
+def share_coordinator(core: WithShareGroups) -> ShareCoordinator:
     """The core's share coordinator (installed by ``subsystems.install``)."""
     sub = core.subsystems.share_groups
     if sub is None:
