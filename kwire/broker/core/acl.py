@@ -26,15 +26,12 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kwire.broker.core.configs import ResourceType as _ConfigResource
-from kwire.broker.core.context import Subsystem
+from kwire.broker.core.context import ConnView, CoreContext, RequestView, Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
-
-if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore, ConnInfo, RequestContext
 
 _BROKER_SCOPE = (_ConfigResource.BROKER, "")  # the cluster-wide broker settings in ConfigStore.overrides
 
@@ -124,7 +121,7 @@ def operations_bitfield(ops: Iterable[AclOperation]) -> int:
     return sum(1 << int(op) for op in set(ops))
 
 
-def principal_of(conn: ConnInfo) -> str:
+def principal_of(conn: ConnView) -> str:
     """The session's principal as ``Type:name`` (SASL: ``User:<name>``; PLAINTEXT: ``User:ANONYMOUS``).
 
     The one place the authorizer reads it: a listener that derives principals differently
@@ -133,7 +130,7 @@ def principal_of(conn: ConnInfo) -> str:
     return conn.principal or "User:ANONYMOUS"
 
 
-def host_of(conn: ConnInfo) -> str:
+def host_of(conn: ConnView) -> str:
     """The client's address without the port (``peer`` is ``host:port``)."""
     peer = conn.peer
     if not peer or peer == "?":
@@ -264,7 +261,7 @@ class Authorizer(Subsystem):
 
     __slots__ = ("core", "acls")
 
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: CoreContext) -> None:
         self.core = core
         self.acls: dict[AclBinding, None] = {}  # in creation order
 
@@ -344,7 +341,7 @@ class Authorizer(Subsystem):
             return True
         return self.allow_if_no_acl() and self.authorize(principal, host, op, rtype, WILDCARD)
 
-    def check_request(self, ctx: RequestContext, body: Any) -> KafkaError | None:
+    def check_request(self, ctx: RequestView, body: Any) -> KafkaError | None:
         """The whole-request checks of ``acl_rules.REQUEST_CHECKS``: the error to answer, or None."""
         if not self.enabled:
             return None
@@ -365,7 +362,7 @@ class Authorizer(Subsystem):
 
         return gate(ctx, body, decide)
 
-    def allowed(self, ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+    def allowed(self, ctx: RequestView, op: AclOperation, rtype: ResourceType, name: str) -> bool:
         """``authorize`` for the connection of ``ctx``."""
         return self.authorize(principal_of(ctx.conn), host_of(ctx.conn), op, rtype, name)
 

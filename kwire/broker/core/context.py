@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from kwire.broker.config import BrokerConfig
     from kwire.broker.core.cluster import Cluster, Partition, Topic
     from kwire.broker.core.configs import ConfigStore
     from kwire.broker.core.deadlines import Deadlines
     from kwire.clock import Clock
 
-__all__ = ["CoreContext", "Subsystem", "SubsystemHooks"]
+__all__ = ["ConnView", "CoreContext", "RequestView", "Subsystem", "SubsystemHooks"]
 
 
 class CoreContext(Protocol):
@@ -30,6 +31,8 @@ class CoreContext(Protocol):
     def configs(self) -> ConfigStore: ...
     @property
     def cluster(self) -> Cluster: ...
+    @property
+    def config(self) -> BrokerConfig: ...
 
     def metadata_changed(self) -> None:
         """Configs, log start offsets or leader epochs moved (persistence hears of it)."""
@@ -38,6 +41,36 @@ class CoreContext(Protocol):
     def log_compacted(self, partition: Partition) -> None:
         """The cleaner rewrote ``partition``'s log (the data dir rewrites its files)."""
         ...
+
+
+class ConnView(Protocol):
+    """What a subsystem reads of a client connection (``broker_core.ConnInfo``)."""
+
+    @property
+    def conn_id(self) -> int: ...
+    @property
+    def peer(self) -> str: ...
+    @property
+    def principal(self) -> str: ...
+
+
+class RequestView(Protocol):
+    """What a subsystem reads of a request being handled (``broker_core.RequestContext``)."""
+
+    @property
+    def conn(self) -> ConnView: ...
+    @property
+    def api_key(self) -> int: ...
+    @property
+    def api_version(self) -> int: ...
+    @property
+    def correlation_id(self) -> int: ...
+    @property
+    def client_id(self) -> str | None: ...
+    @property
+    def request_size(self) -> int: ...
+    @property
+    def now_ms(self) -> int: ...
 
 
 class SubsystemHooks(Protocol):
