@@ -7,7 +7,9 @@ it reads size-prefixed frames and answers each with the bytes kwire answered to 
 (recorded first against kwire, looked up by api key, version and request length, the correlation
 id patched in). Both run as ``python -m ...`` processes on this machine; the client is one plain
 blocking socket in this process, the same code for both, so the difference is what kwire adds
-between reading a request and writing its answer: decoding, checks, state, encoding.
+between reading a request and writing its answer: decoding, checks, state, encoding. After
+the recording pass both servers are up at once and every request kind is measured on one,
+then the other, so a change in the machine's load falls on both alike.
 
 Measured per request:
 - sequential: round trips one at a time (median µs), and kwire's added µs over the bare server;
@@ -322,39 +324,48 @@ class ShareLoop:
         return dt
 
 
-# --- one target --------------------------------------------------------------------------------
-def measure(port: int, record: dict[tuple[int, int, int], bytes] | None, topic_ids: dict[str, str],
-            seq: int, burst: int) -> dict[str, dict[str, float | None]]:
-    """Sequential median µs and pipelined req/s of every case on one target. Names made per run
-    (group, transactional id) keep their length, so the bare server's table still matches."""
-    out: dict[str, dict[str, float | None]] = {}
-    conn = Conn(port, record)
+# --- the targets, side by side ------------------------------------------------------------------
+Figures = dict[str, dict[str, dict[str, float | None]]]  # target -> request -> figure -> value
 
-    def repeatable(name: str, payload: bytearray) -> None:
-        samples = [conn.timed(payload)[0] for _ in range(seq)]
-        out[name] = {"seq_us": statistics.median(samples) * 1e6,
-                     "pipelined_rps": None if record is not None else burst / conn.burst(payload, burst)}
+
+def measure(targets: dict[str, Conn], recording: bool, topic_ids: dict[str, str], seq: int, burst: int) -> Figures:
+    """Sequential median µs and pipelined req/s of every case on every target, the targets taking
+    turns case by case (so a change of machine load hits both alike). Names made per run (group,
+    transactional id) keep their length, so the bare server's table still matches."""
+    out: Figures = {t: {} for t in targets}
+
+    def repeatable(name: str, payloads: dict[str, bytearray]) -> None:
+        for t, conn in targets.items():
+            samples = [conn.timed(payloads[t])[0] for _ in range(seq)]
+            out[t][name] = {"seq_us": statistics.median(samples) * 1e6,
+                            "pipelined_rps": None if recording else burst / conn.burst(payloads[t], burst)}
 
     for case in stateless_cases():
         assert case.payload is not None
-        repeatable(case.name, case.payload)
+        repeatable(case.name, {t: case.payload for t in targets})
     # A Fetch at the log end: the high-water mark read from the answer to a fetch at 0.
-    hw = decode(1, 17, conn.call(fetch_payload(topic_ids["fetch"], 0))).responses[0].partitions[0].high_watermark
-    repeatable("Fetch v17, nothing new (MaxWaitMs 0)", fetch_payload(topic_ids["fetch"], hw))
-    group = f"bench-hb-{uuid.uuid4().hex[:8]}"
-    member, generation = join_group(conn, group)
-    repeatable("Heartbeat v4", heartbeat_payload(group, member, generation))
+    first = next(iter(targets.values()))
+    hw = decode(1, 17, first.call(fetch_payload(topic_ids["fetch"], 0))).responses[0].partitions[0].high_watermark
+    repeatable("Fetch v17, nothing new (MaxWaitMs 0)", {t: fetch_payload(topic_ids["fetch"], hw) for t in targets})
+    hb = {}
+    for t, conn in targets.items():
+        group = f"bench-hb-{uuid.uuid4().hex[:8]}"
+        member, generation = join_group(conn, group)
+        hb[t] = heartbeat_payload(group, member, generation)
+    repeatable("Heartbeat v4", hb)
     n = max(50, seq // 10)
-    txn = TxnLoop(conn, f"bench-txn-{uuid.uuid4().hex[:8]}")
-    samples = [txn(conn) for _ in range(n)]
-    out["EndTxn v5, 4 partitions"] = {"seq_us": statistics.median(samples) * 1e6, "pipelined_rps": None}
-    share = ShareLoop(conn, topic_ids["share"], f"bench-share-{uuid.uuid4().hex[:8]}")
-    for _ in range(n):
-        share(conn)
-    out["ShareFetch v2, one batch"] = {"seq_us": statistics.median(share.fetch_times) * 1e6, "pipelined_rps": None}
-    out["ShareAcknowledge v2, one batch"] = {"seq_us": statistics.median(share.ack_times) * 1e6,
-                                             "pipelined_rps": None}
-    conn.close()
+    for t, conn in targets.items():
+        txn = TxnLoop(conn, f"bench-txn-{uuid.uuid4().hex[:8]}")
+        samples = [txn(conn) for _ in range(n)]
+        out[t]["EndTxn v5, 4 partitions"] = {"seq_us": statistics.median(samples) * 1e6, "pipelined_rps": None}
+    for t, conn in targets.items():
+        share = ShareLoop(conn, topic_ids["share"], f"bench-share-{uuid.uuid4().hex[:8]}")
+        for _ in range(n):
+            share(conn)
+        out[t]["ShareFetch v2, one batch"] = {"seq_us": statistics.median(share.fetch_times) * 1e6,
+                                              "pipelined_rps": None}
+        out[t]["ShareAcknowledge v2, one batch"] = {"seq_us": statistics.median(share.ack_times) * 1e6,
+                                                    "pipelined_rps": None}
     return out
 
 
@@ -379,7 +390,9 @@ def kwire_topic_ids(port: int) -> dict[str, str]:
         return {t.name: str(t.topic_id) for t in md.topics}
 
 
-def run_once(seq: int, burst: int) -> dict[str, dict[str, dict[str, float | None]]]:
+def run_once(seq: int, burst: int) -> Figures:
+    """kwire alone first (warm-up, and the answers the bare server replays), then both servers up
+    at once, measured in turns."""
     topics = ["bench:1", "fetch:1", "txn:4", "share:1", *(f"{t}:1" for t in TOPICS)]
     args = [a for t in topics for a in ("--topic", t)]
     kw, kport = start([sys.executable, "-m", "kwire", "broker", "--port", "0", "--quiet",
@@ -387,23 +400,26 @@ def run_once(seq: int, burst: int) -> dict[str, dict[str, dict[str, float | None
     record: dict[tuple[int, int, int], bytes] = {}
     try:
         topic_ids = kwire_topic_ids(kport)
-        measure(kport, record, topic_ids, max(20, seq // 20), burst)  # warm-up, and the answers to replay
-        kwire = measure(kport, None, topic_ids, seq, burst)
+        rec = Conn(kport, record)
+        measure({"kwire": rec}, True, topic_ids, max(20, seq // 20), burst)
+        rec.close()
+        with tempfile.NamedTemporaryFile(suffix=".pickle", delete=False) as f:
+            pickle.dump(record, f)
+        try:
+            bare, bport = start([sys.executable, __file__, "--bare-server", f.name], r"port (\d+)")
+            conns = {"kwire": Conn(kport), "bare": Conn(bport)}
+            try:
+                return measure(conns, False, topic_ids, seq, burst)
+            finally:
+                for c in conns.values():
+                    c.close()
+                bare.terminate()
+                bare.wait(30)
+        finally:
+            os.unlink(f.name)
     finally:
         kw.terminate()
         kw.wait(30)
-    with tempfile.NamedTemporaryFile(suffix=".pickle", delete=False) as f:
-        pickle.dump(record, f)
-    try:
-        bare, bport = start([sys.executable, __file__, "--bare-server", f.name], r"port (\d+)")
-        try:
-            floor = measure(bport, None, topic_ids, seq, burst)
-        finally:
-            bare.terminate()
-            bare.wait(30)
-    finally:
-        os.unlink(f.name)
-    return {"kwire": kwire, "bare": floor}
 
 
 def main() -> None:
@@ -417,6 +433,7 @@ def main() -> None:
     if a.bare_server:
         bare_server(a.bare_server)
         return
+    load_start = os.getloadavg()[0]
     runs = [run_once(a.seq, a.pipelined) for _ in range(a.repeat)]
     names = list(runs[0]["kwire"])
 
@@ -433,14 +450,15 @@ def main() -> None:
                      "kwire_rps": kp, "bare_rps": bp,
                      "runs_kwire_us": [r["kwire"][name]["seq_us"] for r in runs]})
     result = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                          "load": os.getloadavg()[0]},
+                          "load_start": load_start, "load": os.getloadavg()[0]},
               "seq": a.seq, "pipelined": a.pipelined, "repeat": a.repeat, "rows": rows}
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "requests.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = ["# Per-request cost: kwire against a bare trio server", "",
              f"One connection, Python client on a plain socket; sequential: median of {a.seq} round trips "
              f"(stateful requests: of {max(50, a.seq // 10)}); pipelined: bursts of {a.pipelined}; median of "
-             f"{a.repeat} runs. Load average at the end: {result['machine']['load']:.1f} on "
+             f"{a.repeat} runs; kwire and the bare server up at once, measured in turns case by case. Load average "
+             f"{result['machine']['load_start']:.1f} at the start, {result['machine']['load']:.1f} at the end, on "
              f"{result['machine']['cpus']} CPUs.", "",
              "| request | kwire µs | bare µs | kwire adds µs | ratio | kwire req/s pipelined | bare req/s pipelined |",
              "|---|---:|---:|---:|---:|---:|---:|"]

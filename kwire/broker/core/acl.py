@@ -26,14 +26,14 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.configs import ResourceType as _ConfigResource
+from kwire.broker.core.context import ConnView, CoreContext, RequestView, Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
-if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore, ConnInfo, RequestContext
+_BROKER_SCOPE = (_ConfigResource.BROKER, "")  # the cluster-wide broker settings in ConfigStore.overrides
 
 __all__ = ["ResourceType", "PatternType", "AclOperation", "AclPermission", "AclBinding", "AclFilter", "Authorizer",
            "principal_of", "host_of", "STANDARD_AUTHORIZER", "SUPPORTED_OPERATIONS", "CLUSTER_NAME",
@@ -121,7 +121,7 @@ def operations_bitfield(ops: Iterable[AclOperation]) -> int:
     return sum(1 << int(op) for op in set(ops))
 
 
-def principal_of(conn: ConnInfo) -> str:
+def principal_of(conn: ConnView) -> str:
     """The session's principal as ``Type:name`` (SASL: ``User:<name>``; PLAINTEXT: ``User:ANONYMOUS``).
 
     The one place the authorizer reads it: a listener that derives principals differently
@@ -130,7 +130,7 @@ def principal_of(conn: ConnInfo) -> str:
     return conn.principal or "User:ANONYMOUS"
 
 
-def host_of(conn: ConnInfo) -> str:
+def host_of(conn: ConnView) -> str:
     """The client's address without the port (``peer`` is ``host:port``)."""
     peer = conn.peer
     if not peer or peer == "?":
@@ -261,16 +261,14 @@ class Authorizer(Subsystem):
 
     __slots__ = ("core", "acls")
 
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: CoreContext) -> None:
         self.core = core
         self.acls: dict[AclBinding, None] = {}  # in creation order
 
     # --- configuration ------------------------------------------------------------------------
     def _setting(self, key: str) -> str | None:
-        from kwire.broker.core.configs import ResourceType as ConfigResource
-
-        over = self.core.configs.overrides.get((ConfigResource.BROKER, ""), {})
-        if key in over:
+        over = self.core.configs.overrides.get(_BROKER_SCOPE)  # on every request's path: no import here
+        if over is not None and key in over:
             return over[key]
         return self.core.config.settings.get(key)
 
@@ -343,7 +341,7 @@ class Authorizer(Subsystem):
             return True
         return self.allow_if_no_acl() and self.authorize(principal, host, op, rtype, WILDCARD)
 
-    def check_request(self, ctx: RequestContext, body: Any) -> KafkaError | None:
+    def check_request(self, ctx: RequestView, body: Any) -> KafkaError | None:
         """The whole-request checks of ``acl_rules.REQUEST_CHECKS``: the error to answer, or None."""
         if not self.enabled:
             return None
@@ -364,7 +362,7 @@ class Authorizer(Subsystem):
 
         return gate(ctx, body, decide)
 
-    def allowed(self, ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+    def allowed(self, ctx: RequestView, op: AclOperation, rtype: ResourceType, name: str) -> bool:
         """``authorize`` for the connection of ``ctx``."""
         return self.authorize(principal_of(ctx.conn), host_of(ctx.conn), op, rtype, name)
 

@@ -27,7 +27,7 @@ from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.registry import ApiKey
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import RequestContext
+    from kwire.broker.core.context import RequestView
 
 __all__ = ["RequestCheck", "ResourceCheck", "REQUEST_CHECKS", "RESOURCE_CHECKS", "gate"]
 
@@ -226,7 +226,7 @@ def _applies(check: RequestCheck, version: int, body: Any) -> bool:
     return present if kind == "set" else not present
 
 
-def gate(ctx: RequestContext, body: Any, decide: Callable[[RequestCheck, str], bool]) -> KafkaError | None:
+def gate(ctx: RequestView, body: Any, decide: Callable[[RequestCheck, str], bool]) -> KafkaError | None:
     """The first whole-request check of this API that ``decide`` denies, as the error to answer."""
     for check in _BY_API.get(ctx.api_key, ()):
         if not _applies(check, ctx.api_version, body):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import struct
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.config import BrokerConfig, SaslConfig
 from kwire.broker.core.acl import AUTHORIZER_SETTINGS
-from kwire.broker.core.cluster import BrokerNode, Cluster, Rng, SeededRng, Topic
+from kwire.broker.core.cluster import BrokerNode, Cluster, Partition, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.dispatch import HandlerSpec
@@ -49,9 +50,15 @@ from kwire.errors import (
     UnsupportedVersionError,
 )
 from kwire.protocol.error_codes import ErrorCode
-from kwire.protocol.framing import RequestFrame, encode_response, encode_response_frame, peek_request_header
-from kwire.protocol.registry import ApiKey, api_info, request_header_version, schema_class
-from kwire.protocol.splice import FramePieces, as_bytes
+from kwire.protocol.framing import RequestFrame, encode_response, peek_request_header
+from kwire.protocol.registry import (
+    ApiKey,
+    api_info,
+    request_header_version,
+    response_header_version,
+    schema_class,
+)
+from kwire.protocol.splice import FramePieces, SpliceBuffer, as_bytes
 
 if TYPE_CHECKING:
     from kwire.broker.core.subsystems import Subsystems
@@ -150,7 +157,7 @@ class Reply:
         self.done = True
         self.core._unanswered.pop(self, None)
         try:
-            data = encode_response_frame(response, self.api_version, correlation_id=self.correlation_id)
+            data = _encode_answer(response, self.api_key, self.api_version, self.correlation_id)
         except KwireError:
             log.exception("encoding a deferred api key %d v%d response failed", self.api_key, self.api_version)
             self.core.outbox.append((self.conn_id, None))
@@ -183,6 +190,9 @@ class RequestContext:
     exchange: Exchange | None = None
     deferred: Reply | None = None
     request_size: int = 0  # the request's bytes (producer_byte_rate counts them)
+    # Set by a handler whose answer is a pure function of this key (with the API key and
+    # version): the core encodes it once and reuses the bytes (ApiVersions).
+    cache_key: Hashable | None = None
 
     @property
     def broker_id(self) -> int:
@@ -238,12 +248,44 @@ def _decode_request(payload: bytes | bytearray) -> RequestFrame:
     broker reads only the first byte as the compact null, leaving 3 bytes behind.
     """
     key, version, _ = peek_request_header(payload)
+    codec = _CODECS.get((key, version))
+    if codec is None:
+        codec = _codec(key, version)
+    request_class, hv, _ = codec
+    header, pos = _REQUEST_HEADER.decode_from(payload, 0, hv)
+    body, _ = request_class.decode_from(memoryview(payload)[pos:], 0, version)
+    return RequestFrame(key, version, header.correlation_id, header.client_id, header, body, hv)
+
+
+_CORRELATION_ID = struct.Struct(">i")
+_MAX_CACHED_ANSWERS = 256
+_MAX_CACHED_LOG_CONFIGS = 4096
+
+# (api key, version) -> (request class, request header version, response header version): the
+# registry's lookups build an ApiInfo per call; these never change while the process runs.
+_CODECS: dict[tuple[int, int], tuple[Any, int, int]] = {}
+_REQUEST_HEADER = schema_class("RequestHeader")
+_RESPONSE_HEADER = schema_class("ResponseHeader")
+
+
+def _codec(key: int, version: int) -> tuple[Any, int, int]:
     info = api_info(key)
     info.check_version(version)
-    hv = request_header_version(key, version)
-    header, pos = schema_class("RequestHeader").decode_from(payload, 0, hv)
-    body, _ = info.request_class.decode_from(memoryview(payload)[pos:], 0, version)
-    return RequestFrame(key, version, header.correlation_id, header.client_id, header, body, hv)
+    codec = (info.request_class, request_header_version(key, version), response_header_version(key, version))
+    _CODECS[(key, version)] = codec
+    return codec
+
+
+def _encode_answer(response: Any, api_key: int, version: int, correlation_id: int) -> bytes | FramePieces:
+    """``encode_response_frame`` with the header version looked up once per (key, version)."""
+    codec = _CODECS.get((api_key, version))
+    hv = codec[2] if codec is not None else response_header_version(api_key, version)
+    out = SpliceBuffer()
+    _RESPONSE_HEADER(correlation_id=correlation_id).encode_into(out, hv)
+    response.encode_into(out, version)
+    if out.splices:
+        return FramePieces(out)
+    return bytes(out)
 
 
 class BrokerCore:
@@ -311,6 +353,10 @@ class BrokerCore:
         self.before_answer: list[Callable[[], None]] = []
         # api key -> max version advertised (simulating an older broker); None = all implemented
         self.version_caps: dict[int, int] = {}
+        # Encoded answers of requests marked cacheable (RequestContext.cache_key), without their
+        # correlation id.
+        self._answers: dict[tuple[int, int, Hashable], tuple[bytes, Any]] = {}
+        self._log_configs: dict[Hashable, LogConfig] = {}  # see log_config
         self._listeners_changed: list[Callable[[], None]] = []
         self.subsystems: Subsystems
         self._init_subsystems()
@@ -581,7 +627,7 @@ class BrokerCore:
         if self.throttle(ctx, response, None):
             return self._deferred(ctx.defer())  # sent when its throttle time has passed
         try:
-            data = encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id)
+            data = self._encode(ctx, response)
         except KwireError as exc:
             log.exception("encoding the %s v%d response failed", api_info(ctx.api_key).name, ctx.api_version)
             return self._close(ctx.conn, f"response could not be encoded: {exc}", ctx.exchange)
@@ -590,6 +636,37 @@ class BrokerCore:
             ctx.exchange.response_bytes = as_bytes(data)
             self.answered(ctx.exchange)
         return Outcome("send", data)
+
+    def _encode(self, ctx: RequestContext, response: Any) -> bytes | FramePieces:
+        """The response frame (no size prefix); answers the handler marked as a pure function
+        of ``ctx.cache_key`` are encoded once, only the correlation id written per request."""
+        key = ctx.cache_key
+        throttle_ms: int = getattr(response, "throttle_time_ms", 0)
+        if key is None or throttle_ms:
+            return _encode_answer(response, ctx.api_key, ctx.api_version, ctx.correlation_id)
+        full = (ctx.api_key, ctx.api_version, key)
+        cached = self._answers.get(full)
+        if cached is None:
+            data = _encode_answer(response, ctx.api_key, ctx.api_version, 0)
+            if isinstance(data, FramePieces):
+                return _encode_answer(response, ctx.api_key, ctx.api_version, ctx.correlation_id)
+            if len(self._answers) >= _MAX_CACHED_ANSWERS:
+                self._answers.clear()
+            cached = self._answers[full] = (data[4:], response)  # the correlation id leads every header
+        return _CORRELATION_ID.pack(ctx.correlation_id) + cached[0]
+
+    def cached_response(self, ctx: RequestContext, key: Hashable) -> Any:
+        """Mark the request's answer as a pure function of ``key`` (see ``_encode``) and return
+        the response object answered before under it, or None. The shared object is handed out
+        only when nothing may change or keep it (no recording, no client quotas)."""
+        ctx.cache_key = key
+        cached = self._answers.get((ctx.api_key, ctx.api_version, key))
+        if cached is None or self.recording is not None:
+            return None
+        quotas = self.subsystems.quotas
+        if quotas is not None and quotas.entities:
+            return None
+        return cached[1]
 
     def throttle(self, ctx: RequestContext, response: Any, reply: Reply | None) -> bool:
         """Quotas (KIP-219): record what the response costs, set its ThrottleTimeMs and mute the
@@ -869,13 +946,35 @@ class BrokerCore:
         for sub in self.subsystems.installed():
             sub.on_metadata_changed()
 
+    def log_compacted(self, partition: Partition) -> None:
+        """The log cleaner rewrote ``partition``'s log: the data dir, if any, rewrites its files."""
+        storage = self.subsystems.storage
+        if storage is not None:
+            storage.on_log_compacted(partition)
+
     def close(self) -> None:
         """The broker stops: subsystems holding resources (open segment files) release them."""
         for sub in self.subsystems.installed():
             sub.on_close()
 
     def log_config(self, topic: str) -> LogConfig:
-        """The settings an append to ``topic`` needs, from the config store."""
+        """The settings an append to ``topic`` needs, from the config store.
+
+        On every append's path: resolved once per (topic, its overrides, the broker's), the
+        overrides' current items being the key (they are changed in place and replaced).
+        """
+        c = self.configs
+        over = c.overrides.get((ResourceType.TOPIC, topic))
+        bover = c.overrides.get((ResourceType.BROKER, ""))
+        key = (topic, tuple(over.items()) if over else None, tuple(bover.items()) if bover else None)
+        cached = self._log_configs.get(key)
+        if cached is None:
+            if len(self._log_configs) >= _MAX_CACHED_LOG_CONFIGS:
+                self._log_configs.clear()
+            cached = self._log_configs[key] = self._resolve_log_config(topic)
+        return cached
+
+    def _resolve_log_config(self, topic: str) -> LogConfig:
         c = self.configs
         return LogConfig(
             segment_bytes=c.get_int(ResourceType.TOPIC, topic, "segment.bytes"),

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 

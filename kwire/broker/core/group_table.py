@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 

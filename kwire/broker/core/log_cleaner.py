@@ -31,13 +31,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.context import CoreContext, Subsystem
 from kwire.broker.core.log import PartitionLog, StoredBatch
-from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import RecordError
 from kwire.records import BatchBuilder, ControlRecordType, RecordBatch, parse_control_record
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.deadlines import Deadline
 
 __all__ = ["CompactionConfig", "CleanResult", "LogCleaner", "clean_log", "cleanable_range"]
@@ -248,7 +247,7 @@ def clean_log(log: PartitionLog, now_ms: int, cfg: CompactionConfig, *, force: b
 class LogCleaner(Subsystem):
     """The periodic cleaning pass over compacted topics (Kafka's cleaner threads)."""
 
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: CoreContext) -> None:
         self.core = core
         self._next: Deadline | None = None
         self.passes = 0
@@ -292,9 +291,7 @@ class LogCleaner(Subsystem):
                 if res is None:
                     continue
                 done.append((name, p.index, res))
-                storage = core.subsystems.storage
-                if storage is not None:
-                    storage.on_log_compacted(p)
+                core.log_compacted(p)
         self.passes += 1
         self.cleaned = done
         if done:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 
 if TYPE_CHECKING:
     from kwire.broker.core.cluster import Topic

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 
 __all__ = ["ProducerIdManager"]
 

@@ -32,14 +32,11 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import CoreContext, RequestView, Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
-
-if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore, RequestContext
 
 __all__ = ["ClientQuotas", "Entity", "RateSensor", "TokenBucket", "USER", "CLIENT_ID", "IP", "QUOTA_KEYS",
            "IP_QUOTA_KEYS", "parse_entity", "CLIENT_QUOTAS_SETTING", "parse_quota_setting"]
@@ -173,7 +170,7 @@ class ClientQuotas(Subsystem):
 
     __slots__ = ("core", "entities", "_rates", "_buckets")
 
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: CoreContext) -> None:
         self.core = core
         self.entities: dict[Entity, dict[str, float]] = {}
         self._rates: dict[tuple[str, str, str], RateSensor] = {}
@@ -379,7 +376,7 @@ class ClientQuotas(Subsystem):
         """Whether the client waits out ThrottleTimeMs itself (KIP-219); unknown APIs: it does."""
         return api_version >= CLIENT_THROTTLES_FROM.get(api_key, 0)
 
-    def throttle_response(self, ctx: RequestContext, response: Any) -> int:
+    def throttle_response(self, ctx: RequestView, response: Any) -> int:
         """What KafkaApis does before sending: record the produce request's bytes or the fetch
         response's bytes against their quota, and take the larger of that throttle and the one a
         handler put in the response (controller mutations). A throttled fetch carries no data
@@ -407,7 +404,7 @@ class ClientQuotas(Subsystem):
             response.throttle_time_ms = ms
         return ms
 
-    def cap_fetch(self, ctx: RequestContext, request: Any) -> None:
+    def cap_fetch(self, ctx: RequestView, request: Any) -> None:
         """KafkaApis.handleFetchRequest: a fetch asks for at most ClientQuotaManager.maxValueInQuotaWindow
         (bound x (samples - 1) x window) bytes, and MinBytes no more than that, so that one answer
         alone never exceeds the consumer quota (QUO-3)."""
@@ -423,7 +420,7 @@ class ClientQuotas(Subsystem):
         request.max_bytes = min(request.max_bytes, cap)
         request.min_bytes = min(request.min_bytes, request.max_bytes)
 
-    def mutation_quota(self, ctx: RequestContext, strict_from: int) -> MutationQuota:
+    def mutation_quota(self, ctx: RequestView, strict_from: int) -> MutationQuota:
         """ControllerMutationQuotaManager.newQuotaFor: strict from ``strict_from`` on, else permissive."""
         from kwire.broker.core.acl import principal_of
 

@@ -22,10 +22,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kwire.broker.core.configs import ResourceType
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import CoreContext, Subsystem
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.deadlines import Deadline
 
 __all__ = ["LogRetention"]
@@ -34,7 +33,7 @@ __all__ = ["LogRetention"]
 class LogRetention(Subsystem):
     """The periodic retention pass over every partition log."""
 
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: CoreContext) -> None:
         self.core = core
         self._next: Deadline | None = None
         self.deleted_segments = 0

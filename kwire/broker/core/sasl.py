@@ -35,16 +35,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from kwire.broker.config import SaslConfig
 from kwire.broker.core.cluster import Rng
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 from kwire.errors import KafkaProtocolError
 from kwire.protocol.error_codes import ErrorCode
-
-if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import ConnInfo
 
 __all__ = [
     "evaluate_token",
@@ -598,7 +595,18 @@ class SaslExchange:
 log = logging.getLogger("kwire.broker")
 
 
-def evaluate_token(conn: ConnInfo, ex: SaslExchange, token: bytes, *, now_ms: int = 0, max_reauth_ms: int = 0) -> bytes:
+class SaslConn(Protocol):
+    """The connection state an exchange reads and completes (``broker_core.ConnInfo`` has it):
+    named here so that SASL sits below the core, not beside it."""
+
+    conn_id: int
+    authenticated: bool
+    principal: str
+    session_expires_ms: int | None
+    reauth_of: tuple[str, str] | None
+
+
+def evaluate_token(conn: SaslConn, ex: SaslExchange, token: bytes, *, now_ms: int = 0, max_reauth_ms: int = 0) -> bytes:
     """Feed one client token (SaslAuthenticate's, or a bare v0 frame); on completion the
     connection is authenticated as the mechanism's user. A failure marks the exchange failed.
 

@@ -22,8 +22,8 @@ import hmac
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kwire.broker.core.context import Subsystem
 from kwire.broker.core.sasl import MIN_SCRAM_ITERATIONS, SCRAM_MECHANISMS, ScramCredential, scram_credential
-from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 

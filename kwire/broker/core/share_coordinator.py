@@ -32,24 +32,24 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kwire.broker.core.configs import ResourceType
 from kwire.broker.core.share_config import ShareConfig, share_config
-from kwire.broker.core.share_dlq import DlqWriter
+from kwire.broker.core.share_dlq import DlqCore, DlqWriter
 from kwire.broker.core.share_groups import ShareGroup, ShareGroupCoordinator, TopicMeta
 from kwire.broker.core.share_partition import SharePartition, SharePartitions
 
 if TYPE_CHECKING:
     from kwire.broker.core.share_partition import ShareLog
+from kwire.broker.core.context import CoreContext, Subsystem
 from kwire.broker.core.share_session import ShareSession, ShareSessionCache
-from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.cluster import Topic
+    from kwire.broker.core.faults import Faults
     from kwire.broker.core.group_table import GroupTable
 
 __all__ = ["ShareCoordinator", "ShareGroupManager", "ShareSessions", "share_coordinator", "share_wake_key",
@@ -59,12 +59,40 @@ SHARE = "share"
 PartitionKey = tuple[uuid.UUID, int]  # a share session's partition: (topic id, partition)
 
 
+_MAX_CACHED_CONFIGS = 4096  # ShareCoordinator.config's cache: cleared when this full
+
+
+class ShareCore(DlqCore, Protocol):
+    """What the share coordinator uses of the broker (``BrokerCore`` has it)."""
+
+    def wake(self, key: Hashable) -> None:
+        """Long polls waiting on ``key`` (a share partition's) may be ready now."""
+        ...
+
+    @property
+    def faults(self) -> Faults:
+        """Injected errors (the share handlers consult its acknowledgement rules)."""
+        ...
+
+
+class _ShareSubsystems(Protocol):
+    @property
+    def share_groups(self) -> ShareCoordinator | None: ...
+
+
+class WithShareGroups(Protocol):
+    """A core whose subsystems may include the share coordinator (``BrokerCore``)."""
+
+    @property
+    def subsystems(self) -> _ShareSubsystems: ...
+
+
 def share_wake_key(group_id: str, topic: str, partition: int) -> Hashable:
     """The long-poll key woken when records of a share partition become acquirable again."""
     return (SHARE, group_id, topic, partition)
 
 
-def share_enabled(core: BrokerCore) -> bool:
+def share_enabled(core: CoreContext) -> bool:
     """SG-1: share groups are on when the finalized ``share.version`` is at least 1."""
     return core.configs.get_int(ResourceType.BROKER, "", "share.version") >= 1
 
@@ -111,7 +139,7 @@ class ShareGroupManager:
 class ShareCoordinator(Subsystem):
     """Share groups, sessions and partitions of one core. See the module docstring."""
 
-    def __init__(self, core: BrokerCore, table: GroupTable) -> None:
+    def __init__(self, core: ShareCore, table: GroupTable) -> None:
         self.core = core
         self.table = table
         self.partitions = SharePartitions(self._make_partition)
@@ -130,10 +158,23 @@ class ShareCoordinator(Subsystem):
         # (group, topic, partition) key (None: removed), or a group id (True: made, False: deleted).
         # Empty unless share state moved: the data dir checks it after every request.
         self.dirty: dict[tuple[str, str, int] | str, SharePartition | bool | None] = {}
+        self._configs: dict[Hashable, ShareConfig] = {}  # see config
 
     # --- settings -------------------------------------------------------------------------------
     def config(self, group_id: str) -> ShareConfig:
-        return share_config(self.core.configs, group_id)
+        """The group's effective settings; read several times per share request, so resolved
+        once per (group, its overrides, the broker's), the overrides' current items being the key
+        (they are changed in place and replaced)."""
+        store = self.core.configs
+        over = store.overrides.get((ResourceType.GROUP, group_id))
+        bover = store.overrides.get((ResourceType.BROKER, ""))
+        key = (group_id, tuple(over.items()) if over else None, tuple(bover.items()) if bover else None)
+        cached = self._configs.get(key)
+        if cached is None:
+            if len(self._configs) >= _MAX_CACHED_CONFIGS:
+                self._configs.clear()
+            cached = self._configs[key] = share_config(store, group_id)
+        return cached
 
     def _topics(self) -> Mapping[str, TopicMeta]:
         return {t.name: (t.topic_id, len(t.partitions)) for t in self.core.cluster.topics.values() if not t.internal}
@@ -347,7 +388,7 @@ class ShareCoordinator(Subsystem):
             sp.close()
 
 
-def share_coordinator(core: BrokerCore) -> ShareCoordinator:
+def share_coordinator(core: WithShareGroups) -> ShareCoordinator:
     """The core's share coordinator (installed by ``subsystems.install``)."""
     sub = core.subsystems.share_groups
     if sub is None:

@@ -37,21 +37,32 @@ import functools
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.context import CoreContext
 from kwire.broker.core.log import AppendOrigin
 from kwire.broker.core.share_partition import ArchiveCause, ArchiveRequest
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore
+    from kwire.broker.core.cluster import Topic
+    from kwire.broker.core.log import LogConfig
 
 __all__ = ["DlqWriter", "DlqStats", "DLQ_MESSAGES", "HEADER_PREFIX", "MAX_ATTEMPTS", "RETRIABLE", "backoff_ms",
            "record_size"]
 
 log = logging.getLogger("kwire.broker.dlq")
+
+
+class DlqCore(CoreContext, Protocol):
+    """What the dead-letter writer uses of the broker (``BrokerCore`` has it)."""
+
+    def create_topic(self, name: str, num_partitions: int | None = None, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None) -> Topic: ...
+    def log_config(self, topic: str) -> LogConfig: ...
+    def error_code_name(self, code: int) -> str: ...
 
 HEADER_PREFIX = "__dlq.errors."
 DLQ_MESSAGES = {  # DLQ-9
@@ -114,7 +125,7 @@ class DlqStats:
 class DlqWriter:
     """Phase 2 of DLQ archiving for every share partition of one core."""
 
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: DlqCore) -> None:
         self.core = core
         self.stats: dict[str, DlqStats] = {}
         self._logged: set[tuple[str, str]] = set()

@@ -66,8 +66,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import FORMAT_CLUSTER_DEFAULTS, ResourceType
+from kwire.broker.core.context import Subsystem
 from kwire.broker.core.log import AppendOrigin
-from kwire.broker.core.subsystems import Subsystem
 from kwire.errors import ConfigError, KafkaError, RecordError, SegmentError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.records import (

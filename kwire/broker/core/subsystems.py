@@ -22,12 +22,15 @@ share.version gate them per request.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
+
+# The base class and hook protocol live with the narrow core context, below every subsystem
+# (kwire/broker/core/context.py); re-exported here, where subsystems have always found them.
+from kwire.broker.core.context import Subsystem, SubsystemHooks
 
 if TYPE_CHECKING:
     from kwire.broker.core.acl import Authorizer
     from kwire.broker.core.broker_core import BrokerCore
-    from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.fetch_sessions import FetchSessionCache
     from kwire.broker.core.group_table import GroupTable
     from kwire.broker.core.log_cleaner import LogCleaner
@@ -42,41 +45,6 @@ if TYPE_CHECKING:
     from kwire.broker.core.txn_coordinator import TransactionCoordinator
 
 __all__ = ["Subsystem", "SubsystemHooks", "Subsystems", "install"]
-
-
-class SubsystemHooks(Protocol):
-    """What the core calls on every installed subsystem (``Subsystem`` implements all as no-ops)."""
-
-    def on_disconnect(self, conn_id: int) -> None: ...
-    def on_topic_created(self, topic: Topic) -> None: ...
-    def on_partition_created(self, partition: Partition) -> None: ...
-    def on_topic_deleted(self, topic: Topic) -> None: ...
-    def on_metadata_changed(self) -> None: ...
-    def on_close(self) -> None: ...
-
-
-class Subsystem:
-    """Base of the core's subsystems: every hook is a no-op until a subclass overrides it."""
-
-    __slots__ = ()
-
-    def on_disconnect(self, conn_id: int) -> None:
-        """A client connection closed."""
-
-    def on_topic_created(self, topic: Topic) -> None:
-        """A topic was created (its partitions already announced through ``on_partition_created``)."""
-
-    def on_partition_created(self, partition: Partition) -> None:
-        """A partition came into being (new topic, CreatePartitions, restore)."""
-
-    def on_topic_deleted(self, topic: Topic) -> None:
-        """A topic was deleted."""
-
-    def on_metadata_changed(self) -> None:
-        """Configs, log start offsets or leader epochs changed outside the topic hooks."""
-
-    def on_close(self) -> None:
-        """The broker stops."""
 
 
 class Subsystems:

@@ -67,7 +67,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kwire.broker.core.subsystems import Subsystem
+from kwire.broker.core.context import Subsystem
 from kwire.errors import KafkaError, KwireError
 from kwire.protocol.error_codes import ErrorCode
 

@@ -31,7 +31,9 @@ def enabled(ctx: RequestContext) -> bool:
 def allowed(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
     """AuthHelper.authorize for the request's session."""
     acl = ctx.core.subsystems.acl
-    return acl is None or acl.authorize(principal_of(ctx.conn), host_of(ctx.conn), op, rtype, name)
+    # no authorizer configured: everything is allowed (checked first: it is on every request's path)
+    return acl is None or not acl.enabled or acl.authorize(principal_of(ctx.conn), host_of(ctx.conn), op, rtype,
+                                                           name)
 
 
 def topic_denied(ctx: RequestContext, op: AclOperation, name: str | None) -> bool:

@@ -64,16 +64,25 @@ def finalized_features(core: BrokerCore) -> dict[str, int]:
 
 def handle(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     core = ctx.core
-    resp = ApiVersionsResponse(api_keys=api_keys(core))
+    fin = None
     if ctx.api_version >= 3:
         if not (req.client_software_name and _SOFTWARE.fullmatch(req.client_software_name)
                 and req.client_software_version and _SOFTWARE.fullmatch(req.client_software_version)):
-            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=resp.api_keys)
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=api_keys(core))
         ctx.conn.client_software_name = req.client_software_name
         ctx.conn.client_software_version = req.client_software_version
+        fin = finalized_features(core)
+    # The answer depends only on the version, the handlers, the version caps and the finalized
+    # features: built and encoded once per combination (not per connection or request).
+    key = (id(core.handlers), len(core.handlers), tuple(sorted(core.version_caps.items())),
+           tuple(fin.items()) if fin is not None else None)
+    cached = core.cached_response(ctx, key)
+    if isinstance(cached, ApiVersionsResponse):
+        return cached
+    resp = ApiVersionsResponse(api_keys=api_keys(core))
+    if fin is not None:
         resp.supported_features = [ApiVersionsResponse.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
                                    for n, lo, hi in SUPPORTED_FEATURES]
-        fin = finalized_features(core)
         resp.finalized_features_epoch = 1
         resp.finalized_features = [ApiVersionsResponse.FinalizedFeatureKey(name=n, max_version_level=v,
                                                                            min_version_level=v)
