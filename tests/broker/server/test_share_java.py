@@ -118,7 +118,11 @@ def test_an_expired_lock_redelivers_to_another_member(broker: Broker, consumers:
     broker.advance(31_000)
     b = start(broker, consumers)
     (again,) = b.poll_until(1)
-    assert (again.offset, again.delivery_count) == (0, 2)
+    # At least 2: A's consumer keeps fetching in the background, so it may acquire the record again
+    # between the expiry and B's fetch (count 2) and release it unread, and B then gets count 3 (seen
+    # under load; Kafka has the same race). The exact counting is checked on the manual clock in
+    # tests/broker/core/test_share_partition.py.
+    assert again.offset == 0 and again.delivery_count >= 2, again
     a.ack(held, "ACCEPT")
     assert a.commit() == ["committed 0 InvalidRecordStateException"]
     b.ack(again, "ACCEPT")
