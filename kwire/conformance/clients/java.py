@@ -34,8 +34,7 @@ class JavaAdapter(ClientAdapter):
         """``java/ShareDriver.java`` (a KafkaShareConsumer), run by the source launcher."""
         from pathlib import Path
 
-        jars = sorted(paths.java_lib_dir().glob("*.jar"))
-        return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", ":".join(map(str, jars)),
+        return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", self.classpath(),
                 str(Path(__file__).parent / "java" / "ShareDriver.java")]
 
     def classpath(self) -> str:

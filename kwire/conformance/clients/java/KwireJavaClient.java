@@ -396,14 +396,15 @@ public final class KwireJavaClient {
         return sb.toString();
     }
 
-    /** Just enough JSON: objects, arrays, strings, numbers, true/false/null. */
-    static final class Json {
+    /** Just enough JSON: objects, arrays, strings, numbers, true/false/null. Public: ShareDriver.java,
+     *  run by the source launcher with these classes on its class path, speaks it too. */
+    public static final class Json {
         private final String s;
         private int i;
 
         private Json(String s) { this.s = s; }
 
-        static Object parse(String text) {
+        public static Object parse(String text) {
             Json j = new Json(text);
             Object v = j.value();
             j.ws();
@@ -474,7 +475,7 @@ public final class KwireJavaClient {
             }
         }
 
-        static String write(Object o) {
+        public static String write(Object o) {
             StringBuilder sb = new StringBuilder();
             write(sb, o);
             return sb.toString();

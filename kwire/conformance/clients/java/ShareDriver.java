@@ -1,6 +1,6 @@
 // A KafkaShareConsumer (kafka-clients 4.3) behind kwire's JSON-lines driver protocol
 // (docs/driver-protocol.md, op "share_consumer"; kwire/conformance/clients/share.py).
-// Usage: java -cp '<jars>' ShareDriver.java < commands
+// Usage: java -cp '<jars>/*:<classes>' ShareDriver.java < commands  (classes: the compiled KwireJavaClient)
 // The first line is {"op": "describe"} or {"op": "share_consumer", "bootstrap", "group_id",
 // "ack_mode", "config"}; then one command per line, each ending with {"event":"ok","op"} or
 // {"event":"failed","op","error","message"}. EOF or {"op":"close"} closes the consumer.
@@ -16,6 +16,20 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public class ShareDriver {
+    // The JSON of the driver protocol is KwireJavaClient's (compiled by tools/install_clients.sh and
+    // on the class path), so both Java drivers read and write it one way.
+    static final class Json {
+        static Object parse(String text) { return KwireJavaClient.Json.parse(text); }
+        static String write(Object o) { return KwireJavaClient.Json.write(o); }
+    }
+
+    static String hex(byte[] b) {
+        if (b == null) return null;
+        StringBuilder sb = new StringBuilder(b.length * 2);
+        for (byte x : b) sb.append(Character.forDigit((x >> 4) & 0xF, 16)).append(Character.forDigit(x & 0xF, 16));
+        return sb.toString();
+    }
+
     static synchronized void emit(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
         for (int i = 0; i < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
@@ -79,9 +93,9 @@ public class ShareDriver {
                         for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(((Number) cmd.get("timeout_ms")).longValue()))) {
                             held.put(r.topic() + ":" + r.partition() + ":" + r.offset(), r);
                             List<Object> headers = new ArrayList<>();
-                            for (Header h : r.headers()) headers.add(Arrays.asList(h.key(), Json.hex(h.value())));
+                            for (Header h : r.headers()) headers.add(Arrays.asList(h.key(), hex(h.value())));
                             emit("event", "share_record", "topic", r.topic(), "partition", r.partition(), "offset", r.offset(),
-                                 "key", Json.hex(r.key()), "value", Json.hex(r.value()), "headers", headers,
+                                 "key", hex(r.key()), "value", hex(r.value()), "headers", headers,
                                  "delivery_count", r.deliveryCount().map(x -> (Object) x.intValue()).orElse(null));
                         }
                         ok.put("acquisition_lock_timeout_ms", c.acquisitionLockTimeoutMs().map(x -> (Object) x).orElse(null));
@@ -125,134 +139,5 @@ public class ShareDriver {
             emit("event", "closed");
         }
         System.exit(0);
-    }
-}
-
-/** Just enough JSON: objects, arrays, strings, numbers, true/false/null (no library on the classpath). */
-final class Json {
-    private final String s;
-    private int i;
-
-    private Json(String s) { this.s = s; }
-
-    static String hex(byte[] b) {
-        if (b == null) return null;
-        StringBuilder sb = new StringBuilder(b.length * 2);
-        for (byte x : b) sb.append(Character.forDigit((x >> 4) & 0xF, 16)).append(Character.forDigit(x & 0xF, 16));
-        return sb.toString();
-    }
-
-    static Object parse(String text) {
-        Json j = new Json(text);
-        Object v = j.value();
-        j.ws();
-        if (j.i != text.length()) throw new IllegalArgumentException("trailing JSON at " + j.i);
-        return v;
-    }
-
-    private void ws() { while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++; }
-
-    private Object value() {
-        ws();
-        char c = s.charAt(i);
-        if (c == '{') {
-            Map<String, Object> m = new LinkedHashMap<>();
-            i++; ws();
-            if (s.charAt(i) == '}') { i++; return m; }
-            while (true) {
-                ws(); String k = string(); ws(); expect(':');
-                m.put(k, value()); ws();
-                if (s.charAt(i) == ',') { i++; continue; }
-                expect('}'); return m;
-            }
-        }
-        if (c == '[') {
-            List<Object> l = new ArrayList<>();
-            i++; ws();
-            if (s.charAt(i) == ']') { i++; return l; }
-            while (true) {
-                l.add(value()); ws();
-                if (s.charAt(i) == ',') { i++; continue; }
-                expect(']'); return l;
-            }
-        }
-        if (c == '"') return string();
-        if (s.startsWith("true", i)) { i += 4; return Boolean.TRUE; }
-        if (s.startsWith("false", i)) { i += 5; return Boolean.FALSE; }
-        if (s.startsWith("null", i)) { i += 4; return null; }
-        int start = i;
-        while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) i++;
-        String n = s.substring(start, i);
-        if (n.isEmpty()) throw new IllegalArgumentException("bad JSON at " + start);
-        if (n.contains(".") || n.contains("e") || n.contains("E")) return Double.parseDouble(n);
-        return Long.parseLong(n);
-    }
-
-    private void expect(char c) {
-        if (s.charAt(i) != c) throw new IllegalArgumentException("expected " + c + " at " + i);
-        i++;
-    }
-
-    private String string() {
-        expect('"');
-        StringBuilder sb = new StringBuilder();
-        while (true) {
-            char c = s.charAt(i++);
-            if (c == '"') return sb.toString();
-            if (c != '\\') { sb.append(c); continue; }
-            char e = s.charAt(i++);
-            switch (e) {
-                case 'n': sb.append('\n'); break;
-                case 't': sb.append('\t'); break;
-                case 'r': sb.append('\r'); break;
-                case 'b': sb.append('\b'); break;
-                case 'f': sb.append('\f'); break;
-                case 'u': sb.append((char) Integer.parseInt(s.substring(i, i + 4), 16)); i += 4; break;
-                default: sb.append(e);
-            }
-        }
-    }
-
-    static String write(Object o) {
-        StringBuilder sb = new StringBuilder();
-        write(sb, o);
-        return sb.toString();
-    }
-
-    @SuppressWarnings("unchecked")
-    private static void write(StringBuilder sb, Object o) {
-        if (o == null) { sb.append("null"); return; }
-        if (o instanceof Map) {
-            sb.append('{');
-            boolean first = true;
-            for (Map.Entry<String, Object> e : ((Map<String, Object>) o).entrySet()) {
-                if (!first) sb.append(',');
-                first = false;
-                write(sb, e.getKey()); sb.append(':'); write(sb, e.getValue());
-            }
-            sb.append('}');
-            return;
-        }
-        if (o instanceof Collection) {
-            sb.append('[');
-            boolean first = true;
-            for (Object x : (Collection<Object>) o) {
-                if (!first) sb.append(',');
-                first = false;
-                write(sb, x);
-            }
-            sb.append(']');
-            return;
-        }
-        if (o instanceof Number || o instanceof Boolean) { sb.append(o); return; }
-        String str = o.toString();
-        sb.append('"');
-        for (int k = 0; k < str.length(); k++) {
-            char ch = str.charAt(k);
-            if (ch == '"' || ch == '\\') sb.append('\\').append(ch);
-            else if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch));
-            else sb.append(ch);
-        }
-        sb.append('"');
     }
 }
