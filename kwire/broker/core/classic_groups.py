@@ -18,6 +18,10 @@ Theory of operation (classic groups, upstream ClassicGroup / GroupMetadataManage
   (suspended while it waits on a JoinGroup or SyncGroup), the join phase, the sync phase
   (members that do not SyncGroup within the rebalance timeout are dropped), and the timeout
   of member ids handed out but not yet used.
+* The leader's SyncGroup carries the assignment, which Kafka writes to ``__consumer_offsets``
+  before the group turns Stable and any SyncGroup is answered. ``kwire.group.assignment.write.delay.ms``
+  is that write on the broker clock (0: at once); meanwhile the group stays CompletingRebalance,
+  SyncGroups wait, and a JoinGroup that starts a rebalance voids the assignment.
 * Static members (``group.instance.id``) keep their place across restarts: a rejoin under
   a new member id replaces the old id (the old one is fenced with FENCED_INSTANCE_ID) and,
   in a Stable group whose protocol does not change, gets the current generation back at
@@ -52,6 +56,8 @@ __all__ = [
 # wait this long before the member is dropped (it cannot heartbeat without a member id).
 DEFAULT_NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 CONSUMER_PROTOCOL_TYPE = "consumer"
+# The assignment write of the leader's SyncGroup on the broker clock (see the module docstring).
+ASSIGNMENT_WRITE_DELAY = "kwire.group.assignment.write.delay.ms"
 
 
 class GroupState(Enum):
@@ -625,15 +631,29 @@ class ClassicGroupManager:
             old(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         m.sync_cb = cb
         if g.leader_id == member_id:
-            for other in g.members.values():
-                other.assignment = assignments.get(other.member_id, b"")
-            g.transition(Trigger.ASSIGNED)
-            for other in list(g.members.values()):
-                if other.sync_cb is None:
-                    continue
-                sync_cb, other.sync_cb = other.sync_cb, None
-                self._schedule_session(g, other)
-                sync_cb(SyncResult(ErrorCode.NONE, g.protocol_type, g.protocol_name, other.assignment))
+            stored = {mid: assignments.get(mid, b"") for mid in g.members}
+            delay = broker_int(self.core.configs, ASSIGNMENT_WRITE_DELAY)
+            if delay <= 0:
+                return self._assignment_stored(g.group_id, g.generation_id, stored)
+            gid, generation = g.group_id, g.generation_id
+            self._at(delay, lambda: self._assignment_stored(gid, generation, stored))
+
+    def _assignment_stored(self, group_id: str, generation_id: int, assignments: dict[str, bytes]) -> None:
+        """The leader's assignment is committed: the group turns Stable and every waiting SyncGroup
+        is answered (GroupMetadataManager.classicGroupSyncToLeader's appendFuture). A rebalance or
+        a new generation that came first voids it, as upstream's callback checks."""
+        g = self.classic(group_id)
+        if g is None or g.state is not GroupState.COMPLETING_REBALANCE or g.generation_id != generation_id:
+            return
+        for other in g.members.values():
+            other.assignment = assignments.get(other.member_id, b"")
+        g.transition(Trigger.ASSIGNED)
+        for other in list(g.members.values()):
+            if other.sync_cb is None:
+                continue
+            sync_cb, other.sync_cb = other.sync_cb, None
+            self._schedule_session(g, other)
+            sync_cb(SyncResult(ErrorCode.NONE, g.protocol_type, g.protocol_name, other.assignment))
 
     def _sync_due(self, group_id: str, generation_id: int) -> None:
         """Members of this generation that never sent SyncGroup are dropped, and the group rebalances."""

@@ -293,6 +293,11 @@ BROKER_CONFIGS = _defs(
     # TX-15: broker time between EndTxn's answer and the markers (0: the next tick); widens the
     # PrepareCommit/PrepareAbort window for tests
     ConfigDef("kwire.transaction.marker.delay.ms", "0", "int", min_value=0),
+    # Kafka answers the classic leader's SyncGroup once the assignment record is committed
+    # (GroupMetadataManager.classicGroupSyncToLeader); this is that write on the broker clock
+    ConfigDef("kwire.group.assignment.write.delay.ms", "0", "int", min_value=0,
+              doc="kwire: how long the write of a classic group's assignment takes on the broker clock after the "
+                  "leader's SyncGroup; until then the group stays CompletingRebalance and SyncGroups wait."),
 )
 
 # The listener and security settings kwire acts on (docs/security.md, SEC-1..13): read once at

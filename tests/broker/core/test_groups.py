@@ -432,3 +432,55 @@ def test_group_modules_stay_sans_io(path):
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module.split(".")[0])
     assert not names & {"trio", "socket", "time", "asyncio", "random"}
+
+
+WRITE_WINDOW = {**NO_DELAY, "kwire.group.assignment.write.delay.ms": "5"}
+
+
+def _completing_pair(core):
+    a, b = (ClassicClient(core) for _ in range(2))
+    for c in (a, b):
+        c.join_with_id()
+    core.fire_due()
+    a.answer(), b.answer()
+    return (a, b) if a.member_id == a.leader else (b, a)
+
+
+def test_leader_sync_is_answered_when_the_assignment_write_commits():
+    """GroupMetadataManager.classicGroupSyncToLeader: the group turns Stable and the SyncGroups are
+    answered in the append future's callback, after the assignment record is committed; a follower
+    whose SyncGroup arrives during the write waits for it (librdkafka 0113 b_subscribe_with_cb)."""
+    core, _ = make_core(settings=WRITE_WINDOW)
+    leader, follower = _completing_pair(core)
+    assert leader.sync(assignments={leader.member_id: b"L", follower.member_id: b"F"}) is None
+    assert group_state(core).state is GroupState.COMPLETING_REBALANCE
+    core.advance(4)
+    assert leader.answers() == []
+    assert follower.sync() is None  # arrives inside the write window: waits with the leader
+    core.advance(1)
+    assert (leader.answer().assignment, follower.answer().assignment) == (b"L", b"F")
+    assert group_state(core).state is GroupState.STABLE
+    assert leader.heartbeat() == follower.heartbeat() == E.NONE
+
+
+def test_a_rebalance_during_the_assignment_write_voids_it():
+    """The append callback only applies the assignment if the group is still CompletingRebalance
+    in the same generation; a join before it commits answers the waiting SyncGroups with
+    REBALANCE_IN_PROGRESS (GroupMetadataManager.prepareRebalance resets pending syncs)."""
+    core, _ = make_core(settings=WRITE_WINDOW)
+    leader, follower = _completing_pair(core)
+    assert follower.sync() is None
+    assert leader.sync(assignments={leader.member_id: b"L", follower.member_id: b"F"}) is None
+    ClassicClient(core).join_with_id()
+    assert leader.answer().error_code == follower.answer().error_code == E.REBALANCE_IN_PROGRESS
+    core.advance(5)  # the write's callback comes too late to change anything
+    assert group_state(core).state is GroupState.PREPARING_REBALANCE
+    assert all(m.assignment == b"" for m in group_state(core).members.values())
+
+
+def test_without_the_write_window_the_leader_sync_is_answered_at_once():
+    core, _ = make_core(settings=NO_DELAY)
+    leader, follower = _completing_pair(core)
+    resp = leader.sync(assignments={leader.member_id: b"L", follower.member_id: b"F"})
+    assert (resp.error_code, resp.assignment) == (E.NONE, b"L")
+    assert follower.sync().assignment == b"F"
