@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from kwire.broker.core.configs import STANDARD_AUTHORIZER
 from kwire.broker.core.configs import ResourceType as _ConfigResource
 from kwire.broker.core.context import ConnView, CoreContext, RequestView, Subsystem
 from kwire.errors import KafkaError
@@ -39,7 +40,6 @@ __all__ = ["ResourceType", "PatternType", "AclOperation", "AclPermission", "AclB
            "principal_of", "host_of", "STANDARD_AUTHORIZER", "SUPPORTED_OPERATIONS", "CLUSTER_NAME",
            "operations_bitfield", "AUTHORIZER_SETTINGS"]
 
-STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 CLUSTER_NAME = "kafka-cluster"  # Resource.CLUSTER_NAME
 # StandardAuthorizer's settings, given like any broker setting (they are not KafkaConfig keys).
 AUTHORIZER_SETTINGS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
@@ -340,27 +340,6 @@ class Authorizer(Subsystem):
                 continue
             return True
         return self.allow_if_no_acl() and self.authorize(principal, host, op, rtype, WILDCARD)
-
-    def check_request(self, ctx: RequestView, body: Any) -> KafkaError | None:
-        """The whole-request checks of ``acl_rules.REQUEST_CHECKS``: the error to answer, or None."""
-        if not self.enabled:
-            return None
-        from kwire.broker.core.acl_rules import RequestCheck, gate
-
-        principal, host = principal_of(ctx.conn), host_of(ctx.conn)
-
-        def decide(check: RequestCheck, name: str) -> bool:
-            if self.authorize(principal, host, check.operation, check.resource, name):
-                return True
-            if check.or_operation is not None and self.authorize(principal, host, check.or_operation,
-                                                                 check.resource, name):
-                return True
-            if check.or_any_of_type is not None:
-                rtype, op = check.or_any_of_type
-                return self.authorize_by_resource_type(principal, host, op, rtype)
-            return False
-
-        return gate(ctx, body, decide)
 
     def allowed(self, ctx: RequestView, op: AclOperation, rtype: ResourceType, name: str) -> bool:
         """``authorize`` for the connection of ``ctx``."""

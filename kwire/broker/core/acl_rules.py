@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kwire.broker.core.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kwire.broker.core.acl import CLUSTER_NAME, AclOperation, Authorizer, ResourceType, host_of, principal_of
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.registry import ApiKey
@@ -29,7 +29,7 @@ from kwire.protocol.registry import ApiKey
 if TYPE_CHECKING:
     from kwire.broker.core.context import RequestView
 
-__all__ = ["RequestCheck", "ResourceCheck", "REQUEST_CHECKS", "RESOURCE_CHECKS", "gate"]
+__all__ = ["RequestCheck", "ResourceCheck", "REQUEST_CHECKS", "RESOURCE_CHECKS", "check_request", "gate"]
 
 _R = ResourceType
 _O = AclOperation
@@ -236,3 +236,24 @@ def gate(ctx: RequestView, body: Any, decide: Callable[[RequestCheck, str], bool
         if not all(decide(check, name) for name in names):
             return KafkaError(check.error, None)
     return None
+
+
+def check_request(acl: Authorizer, ctx: RequestView, body: Any) -> KafkaError | None:
+    """The whole-request checks of ``REQUEST_CHECKS`` for this request: the error to answer, or None
+    (nothing to check without an authorizer)."""
+    if not acl.enabled:
+        return None
+    principal, host = principal_of(ctx.conn), host_of(ctx.conn)
+
+    def decide(check: RequestCheck, name: str) -> bool:
+        if acl.authorize(principal, host, check.operation, check.resource, name):
+            return True
+        if check.or_operation is not None and acl.authorize(principal, host, check.or_operation,
+                                                            check.resource, name):
+            return True
+        if check.or_any_of_type is not None:
+            rtype, op = check.or_any_of_type
+            return acl.authorize_by_resource_type(principal, host, op, rtype)
+        return False
+
+    return gate(ctx, body, decide)

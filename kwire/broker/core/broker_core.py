@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.config import BrokerConfig, SaslConfig
 from kwire.broker.core.acl import AUTHORIZER_SETTINGS
+from kwire.broker.core.acl_rules import check_request
 from kwire.broker.core.cluster import BrokerNode, Cluster, Partition, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
@@ -362,10 +363,40 @@ class BrokerCore:
         self._init_subsystems()
 
     def _init_subsystems(self) -> None:
-        """Coordinators that hold their own state (groups, offsets, transactions...)."""
-        from kwire.broker.core import subsystems
+        """Create the coordinators that hold their own state (groups, offsets, transactions...) the
+        config asks for; the data dir comes last, so that restoring it reaches every other hook."""
+        from kwire.broker.core.acl import Authorizer
+        from kwire.broker.core.fetch_sessions import FetchSessionCache
+        from kwire.broker.core.group_table import GroupTable
+        from kwire.broker.core.log_cleaner import LogCleaner
+        from kwire.broker.core.offsets import OffsetStore
+        from kwire.broker.core.producer_ids import ProducerIdManager
+        from kwire.broker.core.quotas import ClientQuotas
+        from kwire.broker.core.retention import LogRetention
+        from kwire.broker.core.scram_credentials import ScramCredentialStore
+        from kwire.broker.core.share_coordinator import ShareCoordinator
+        from kwire.broker.core.subsystems import Subsystems
+        from kwire.broker.core.txn_coordinator import LogMarkerWriter, coordinator_for_core
 
-        self.subsystems = subsystems.install(self)
+        subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupTable(self),
+                          LogRetention(self), ScramCredentialStore(self.config.sasl, self.rng))
+        self.subsystems = subs
+        subs.cleaner = LogCleaner(self)
+        subs.acl = Authorizer(self)
+        subs.quotas = ClientQuotas(self)
+        subs.transactions = coordinator_for_core(self, LogMarkerWriter(self))
+        subs.share_groups = ShareCoordinator(self, subs.groups)
+        subs.share_sessions = subs.share_groups.sessions
+        if self.config.sasl is not None:
+            from kwire.broker.core.sasl import SaslAuthority
+
+            subs.sasl = SaslAuthority(self.config.sasl, self.rng, subs.scram_credentials.get)
+        if self.config.data_dir is not None:
+            from kwire.broker.core.storage import Storage
+
+            storage = Storage(self, self.config.data_dir)
+            subs.storage = storage
+            storage.restore()
 
     # --- connections ------------------------------------------------------------------------
     def connect(self, broker_id: int, peer: str = "", listener: str | None = None) -> ConnInfo:
@@ -498,7 +529,7 @@ class BrokerCore:
         if node is not None and not node.up:
             return self._close(conn, f"broker {conn.broker_id} is down", exchange)
         acl = self.subsystems.acl
-        denied = acl.check_request(ctx, frame.body) if acl is not None else None
+        denied = check_request(acl, ctx, frame.body) if acl is not None else None
         if denied is not None:  # the group, transactional id or cluster check of acl_rules.REQUEST_CHECKS
             if api_key == ApiKey.PRODUCE and frame.body.acks == 0:  # no answer for acks=0: close (KafkaApis)
                 return self._close(conn, "acks=0 produce not authorized", exchange)

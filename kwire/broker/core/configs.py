@@ -53,6 +53,8 @@ class ConfigSource(IntEnum):
 
 
 # DescribeConfigs ConfigType ids (0: UNKNOWN, what a name without a definition gets)
+# authorizer.class.name: the one authorizer kwire serves (kwire/broker/core/acl.py).
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _UNKNOWN_TYPE = 0
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8,
           "password": 9}
@@ -383,10 +385,42 @@ def _check_dlq_topic_name(value: str) -> None:
                           f"with '__')")
 
 
-def _check_auto_offset_reset(value: str) -> None:
-    from kwire.broker.core.share_config import check_auto_offset_reset
+# java.time.Duration.parse: PnDTnHnMn.nS, each part optional, an optional sign on each.
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
 
-    check_auto_offset_reset(value)
+
+def parse_iso_duration_ms(text: str) -> int:
+    """Milliseconds of an ISO-8601 duration as ``java.time.Duration.parse`` reads it (``PT1H``, ``P1DT2M``).
+
+    Raises:
+        ConfigError: not a duration, or a negative one (by_duration looks back in time only).
+    """
+    m = _DURATION.fullmatch(text.strip())
+    if m is None or text.strip().upper().endswith("T") or not any(m.group(i) for i in range(2, 6)):
+        raise ConfigError(f"{text!r} is not an ISO-8601 duration")
+    sign, days, hours, minutes, seconds, frac = m.groups()
+    ms = (int(days or 0) * 86_400 + int(hours or 0) * 3600 + int(minutes or 0) * 60 + int(seconds or 0)) * 1000
+    if frac:
+        part = int((frac + "000")[:3])
+        ms += -part if (seconds or "").startswith("-") else part
+    if sign == "-":
+        ms = -ms
+    if ms < 0:
+        raise ConfigError(f"{text!r}: the duration must not be negative")
+    return ms
+
+
+def check_auto_offset_reset(value: str) -> None:
+    """ST-6: ``latest``, ``earliest`` or ``by_duration:<ISO-8601 duration>``; anything else is refused."""
+    if value in ("latest", "earliest"):
+        return
+    if value.startswith("by_duration:"):
+        parse_iso_duration_ms(value[len("by_duration:"):])
+        return
+    raise ConfigError(f"share.auto.offset.reset: {value!r} is not latest, earliest or by_duration:<duration>")
 
 
 def _check_no_duplicates(value: str) -> None:
@@ -398,7 +432,7 @@ def _check_no_duplicates(value: str) -> None:
 
 # Kafka's custom validators (by the class the data names) and kwire's own extra checks (by key)
 _GROUP_VALIDATORS: dict[str, Callable[[str], None]] = {
-    "ShareGroupAutoOffsetResetStrategy.Validator": _check_auto_offset_reset,  # ST-6
+    "ShareGroupAutoOffsetResetStrategy.Validator": check_auto_offset_reset,  # ST-6
     "ValidList.anyNonDuplicateValues": _check_no_duplicates,
 }
 _GROUP_EXTRA_CHECKS: dict[str, Callable[[str], None]] = {
@@ -604,8 +638,6 @@ class ConfigStore:
     def _check_authorizer(self) -> None:
         """kwire's authorizer is StandardAuthorizer; any other class Kafka would load (or fail to),
         so a name kwire cannot honour stops the start rather than turning StandardAuthorizer on."""
-        from kwire.broker.core.acl import STANDARD_AUTHORIZER
-
         name = (self.get(ResourceType.BROKER, "", "authorizer.class.name") or "").strip()
         if name and name != STANDARD_AUTHORIZER:
             raise ConfigError(f"authorizer.class.name {name!r}: kwire serves only {STANDARD_AUTHORIZER} "

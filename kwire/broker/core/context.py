@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.deadlines import Deadlines
     from kwire.clock import Clock
 
-__all__ = ["ConnView", "CoreContext", "RequestView", "Subsystem", "SubsystemHooks"]
+__all__ = ["ConnView", "CoreContext", "Persistence", "RequestView", "Subsystem", "SubsystemHooks"]
 
 
 class CoreContext(Protocol):
@@ -106,3 +106,15 @@ class Subsystem:
 
     def on_close(self) -> None:
         """The broker stops."""
+
+
+class Persistence(SubsystemHooks, Protocol):
+    """What the core and the control API call on the data dir (``storage.Storage``) besides the hooks."""
+
+    def on_log_compacted(self, partition: Partition, /) -> None:
+        """The cleaner rewrote ``partition``'s log: rewrite its files."""
+        ...
+
+    def crash(self) -> None:
+        """Drop open files without flushing, as a killed process would."""
+        ...

@@ -231,5 +231,5 @@ class GroupTable(Subsystem):
 
 
 def group_table(core: Any) -> GroupTable:
-    """The core's group table (installed by ``subsystems.install``)."""
+    """The core's group table (installed by ``BrokerCore._init_subsystems``)."""
     return core.subsystems.groups

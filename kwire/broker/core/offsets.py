@@ -174,5 +174,5 @@ class OffsetStore(Subsystem):
 
 
 def offset_store(core: Any) -> OffsetStore:
-    """The core's offset store (installed by ``subsystems.install``)."""
+    """The core's offset store (installed by ``BrokerCore._init_subsystems``)."""
     return core.subsystems.offsets

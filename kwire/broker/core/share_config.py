@@ -8,13 +8,12 @@ overrides are bounded by the broker's min/max keys when they are set (``ConfigDe
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from kwire.broker.core.configs import ResourceType
-from kwire.errors import ConfigError
+# The ISO duration and ST-6 checks are config validators (configs.py); re-exported here.
+from kwire.broker.core.configs import ResourceType, check_auto_offset_reset, parse_iso_duration_ms
 
 if TYPE_CHECKING:
     from kwire.broker.core.configs import ConfigStore
@@ -51,45 +50,6 @@ class IsolationLevel(Enum):
 
     READ_UNCOMMITTED = "read_uncommitted"
     READ_COMMITTED = "read_committed"
-
-
-# java.time.Duration.parse: PnDTnHnMn.nS, each part optional, an optional sign on each.
-_DURATION = re.compile(
-    r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
-    re.IGNORECASE,
-)
-
-
-def parse_iso_duration_ms(text: str) -> int:
-    """Milliseconds of an ISO-8601 duration as ``java.time.Duration.parse`` reads it (``PT1H``, ``P1DT2M``).
-
-    Raises:
-        ConfigError: not a duration, or a negative one (by_duration looks back in time only).
-    """
-    m = _DURATION.fullmatch(text.strip())
-    if m is None or text.strip().upper().endswith("T") or not any(m.group(i) for i in range(2, 6)):
-        raise ConfigError(f"{text!r} is not an ISO-8601 duration")
-    sign, days, hours, minutes, seconds, frac = m.groups()
-    ms = (int(days or 0) * 86_400 + int(hours or 0) * 3600 + int(minutes or 0) * 60 + int(seconds or 0)) * 1000
-    if frac:
-        part = int((frac + "000")[:3])
-        ms += -part if (seconds or "").startswith("-") else part
-    if sign == "-":
-        ms = -ms
-    if ms < 0:
-        raise ConfigError(f"{text!r}: the duration must not be negative")
-    return ms
-
-
-def check_auto_offset_reset(value: str) -> None:
-    """ST-6: ``latest``, ``earliest`` or ``by_duration:<ISO-8601 duration>``; anything else is refused."""
-    if value in (AutoOffsetReset.LATEST.value, AutoOffsetReset.EARLIEST.value):
-        return
-    prefix = AutoOffsetReset.BY_DURATION.value + ":"
-    if value.startswith(prefix):
-        parse_iso_duration_ms(value[len(prefix):])
-        return
-    raise ConfigError(f"share.auto.offset.reset: {value!r} is not latest, earliest or by_duration:<duration>")
 
 
 @dataclass(slots=True, frozen=True)

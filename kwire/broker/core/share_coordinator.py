@@ -389,7 +389,7 @@ class ShareCoordinator(Subsystem):
 
 
 def share_coordinator(core: WithShareGroups) -> ShareCoordinator:
-    """The core's share coordinator (installed by ``subsystems.install``)."""
+    """The core's share coordinator (installed by ``BrokerCore._init_subsystems``)."""
     sub = core.subsystems.share_groups
     if sub is None:
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "share groups are not installed on this broker")

@@ -63,10 +63,10 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.core.configs import FORMAT_CLUSTER_DEFAULTS, ResourceType
-from kwire.broker.core.context import Subsystem
+from kwire.broker.core.context import CoreContext, Subsystem
 from kwire.broker.core.log import AppendOrigin
 from kwire.errors import ConfigError, KafkaError, RecordError, SegmentError
 from kwire.protocol.error_codes import ErrorCode
@@ -82,12 +82,15 @@ from kwire.records import (
 )
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore
+    from collections.abc import Callable
+
     from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.deadlines import Deadline
+    from kwire.broker.core.log import LogConfig
+    from kwire.broker.core.subsystems import Subsystems
     from kwire.protocol.splice import Buffer
 
-__all__ = ["Storage", "METADATA_FILE", "METADATA_VERSION", "batch_info"]
+__all__ = ["Storage", "StorageHost", "METADATA_FILE", "METADATA_VERSION", "batch_info"]
 
 log = logging.getLogger("kwire.broker.storage")
 
@@ -111,10 +114,27 @@ def batch_info(batch: RecordBatch) -> BatchInfo:
     )
 
 
+class StorageHost(CoreContext, Protocol):
+    """What the data dir reads and drives of the broker (``BrokerCore`` implements it): every
+    subsystem's state to save and restore, topic creation on restore, and the hook that makes a
+    request's changes durable before its answer."""
+
+    @property
+    def subsystems(self) -> Subsystems: ...
+    @property
+    def before_answer(self) -> list[Callable[[], None]]: ...
+
+    def create_topic(self, name: str, num_partitions: int | None = None, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None, *, internal: bool = False,
+                     topic_id: uuid.UUID | None = None, assignments: list[list[int]] | None = None) -> Topic: ...
+    def create_partitions(self, name: str, total: int, assignments: list[list[int]] | None = None) -> Topic: ...
+    def log_config(self, topic: str) -> LogConfig: ...
+
+
 class Storage(Subsystem):
     """Keeps a core's topics, logs and configs in a data dir and brings them back on start."""
 
-    def __init__(self, core: BrokerCore, data_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, core: StorageHost, data_dir: str | os.PathLike[str]) -> None:
         self.core = core
         self.root = Path(data_dir)
         self.root.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,8 @@ install order:
 ``on_close()``                            the broker stops (release files, cancel timers)
 
 Handlers reach a subsystem by attribute (``core.subsystems.fetch_sessions``), never by a
-string. SASL (``BrokerConfig.sasl``) and persistence (``BrokerConfig.data_dir``) are optional;
+string. ``BrokerCore`` creates them (``_init_subsystems``); this module only holds them, so it
+sits below the core. SASL (``BrokerConfig.sasl``) and persistence (``BrokerConfig.data_dir``) are optional;
 storage comes last so that restoring the data dir reaches every other subsystem's hooks.
 ``transactions`` (the transaction coordinator), ``share_groups`` (the share coordinator) and
 ``share_sessions`` (its session cache) are always installed; transaction.version and
@@ -26,11 +27,10 @@ from typing import TYPE_CHECKING
 
 # The base class and hook protocol live with the narrow core context, below every subsystem
 # (kwire/broker/core/context.py); re-exported here, where subsystems have always found them.
-from kwire.broker.core.context import Subsystem, SubsystemHooks
+from kwire.broker.core.context import Persistence, Subsystem, SubsystemHooks
 
 if TYPE_CHECKING:
     from kwire.broker.core.acl import Authorizer
-    from kwire.broker.core.broker_core import BrokerCore
     from kwire.broker.core.fetch_sessions import FetchSessionCache
     from kwire.broker.core.group_table import GroupTable
     from kwire.broker.core.log_cleaner import LogCleaner
@@ -41,10 +41,9 @@ if TYPE_CHECKING:
     from kwire.broker.core.sasl import SaslAuthority
     from kwire.broker.core.scram_credentials import ScramCredentialStore
     from kwire.broker.core.share_coordinator import ShareCoordinator, ShareSessions
-    from kwire.broker.core.storage import Storage
     from kwire.broker.core.txn_coordinator import TransactionCoordinator
 
-__all__ = ["Subsystem", "SubsystemHooks", "Subsystems", "install"]
+__all__ = ["Persistence", "Subsystem", "SubsystemHooks", "Subsystems"]
 
 
 class Subsystems:
@@ -69,7 +68,7 @@ class Subsystems:
         self.share_sessions: ShareSessions | None = None
         # Subsystems without a slot of their own (a test's listener, an embedding's plug-in).
         self.extra: list[SubsystemHooks] = []
-        self.storage: Storage | None = None
+        self.storage: Persistence | None = None  # the data dir (storage.Storage), installed last
         self.acl: Authorizer | None = None  # the ACLs and StandardAuthorizer (always installed)
         self.quotas: ClientQuotas | None = None  # client quotas and their sensors (always installed)
 
@@ -94,43 +93,3 @@ class Subsystems:
     def add(self, sub: SubsystemHooks) -> None:
         """Install a subsystem that has no slot of its own; it gets every hook from now on."""
         self.extra.append(sub)
-
-
-def install(core: BrokerCore) -> Subsystems:
-    """Create the subsystems the config asks for and hand them to ``core.subsystems``."""
-    from kwire.broker.core.fetch_sessions import FetchSessionCache
-    from kwire.broker.core.group_table import GroupTable
-    from kwire.broker.core.offsets import OffsetStore
-    from kwire.broker.core.producer_ids import ProducerIdManager
-    from kwire.broker.core.retention import LogRetention
-    from kwire.broker.core.scram_credentials import ScramCredentialStore
-
-    subs = Subsystems(ProducerIdManager(), FetchSessionCache(), OffsetStore(), GroupTable(core),
-                      LogRetention(core), ScramCredentialStore(core.config.sasl, core.rng))
-    core.subsystems = subs
-    from kwire.broker.core.log_cleaner import LogCleaner
-
-    subs.cleaner = LogCleaner(core)
-    from kwire.broker.core.acl import Authorizer
-
-    subs.acl = Authorizer(core)
-    from kwire.broker.core.quotas import ClientQuotas
-
-    subs.quotas = ClientQuotas(core)
-    from kwire.broker.core.share_coordinator import ShareCoordinator
-    from kwire.broker.core.txn_coordinator import LogMarkerWriter, coordinator_for_core
-
-    subs.transactions = coordinator_for_core(core, LogMarkerWriter(core))
-    subs.share_groups = ShareCoordinator(core, subs.groups)
-    subs.share_sessions = subs.share_groups.sessions
-    if core.config.sasl is not None:
-        from kwire.broker.core.sasl import SaslAuthority
-
-        subs.sasl = SaslAuthority(core.config.sasl, core.rng, subs.scram_credentials.get)
-    if core.config.data_dir is not None:
-        from kwire.broker.core.storage import Storage
-
-        storage = Storage(core, core.config.data_dir)
-        subs.storage = storage
-        storage.restore()
-    return subs
