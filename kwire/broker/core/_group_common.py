@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kwire.broker.core.configs import ResourceType
 from kwire.errors import KafkaError
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.cluster import Rng
     from kwire.broker.core.configs import ConfigStore
 
-__all__ = ["GroupError", "GroupStats", "java_uuid_string", "kafka_uuid_string", "broker_int", "group_int"]
+__all__ = ["GroupDirectory", "GroupError", "GroupMigrationPort", "GroupStats", "java_uuid_string", "kafka_uuid_string", "broker_int", "group_int"]
 
 
 class GroupError(KafkaError):
@@ -62,3 +62,36 @@ def group_int(configs: ConfigStore, group_id: str, key: str, broker_key: str) ->
     if key in over:
         return int(over[key])
     return broker_int(configs, broker_key)
+
+
+class GroupMigrationPort(Protocol):
+    """The classic <-> consumer conversions (``group_migration.GroupMigration``) as the two group
+    coordinators call them: they sit below it and never import it, nor each other."""
+
+    def upgrade(self, classic_group: Any) -> Any:
+        """A live classic group converted into a consumer group (GM-1)."""
+        ...
+
+    def maybe_downgrade(self, group: Any, leaving: list[Any]) -> bool:
+        """Convert a consumer group back to classic if its last consumer-protocol member leaves."""
+        ...
+
+    def join(self, group: Any, req: Any, cb: Any) -> None: ...
+    def sync(self, group: Any, generation_id: int, member_id: str, instance_id: str | None,
+             protocol_type: str | None, protocol_name: str | None, cb: Any) -> None: ...
+    def heartbeat(self, group: Any, generation_id: int, member_id: str, instance_id: str | None) -> int: ...
+    def leave(self, group: Any, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]: ...
+
+
+class GroupDirectory(Protocol):
+    """The group table (``group_table.GroupTable``) as a group coordinator uses it."""
+
+    @property
+    def groups(self) -> dict[str, Any]: ...
+    @property
+    def migration(self) -> GroupMigrationPort: ...
+
+    def get(self, group_id: str) -> Any | None: ...
+    def of_type(self, group_id: str, group_type: str) -> Any | None: ...
+    def add(self, group: Any) -> None: ...
+    def take_over(self, group_id: str) -> bool: ...

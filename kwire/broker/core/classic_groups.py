@@ -37,14 +37,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, cast
 
-from kwire.broker.core._group_common import GroupError, GroupStats, broker_int, java_uuid_string
+from kwire.broker.core._group_common import (
+    GroupDirectory,
+    GroupError,
+    GroupStats,
+    broker_int,
+    java_uuid_string,
+)
 from kwire.errors import KwireError
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kwire.broker.core.consumer_groups import ConsumerGroup
     from kwire.broker.core.deadlines import Deadline
-    from kwire.broker.core.group_table import GroupTable
 
 __all__ = [
     "ClassicGroupManager", "ClassicGroup", "ClassicMember", "GroupState", "Trigger", "JoinRequest", "JoinResult",
@@ -323,7 +327,7 @@ class ClassicGroupManager:
 
     group_type = "classic"
 
-    def __init__(self, core: Any, table: GroupTable) -> None:
+    def __init__(self, core: Any, table: GroupDirectory) -> None:
         self.core = core
         self.table = table
 
@@ -339,9 +343,9 @@ class ClassicGroupManager:
     def classic(self, group_id: str) -> ClassicGroup | None:
         return cast("ClassicGroup | None", self.table.of_type(group_id, self.group_type))
 
-    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
+    def _consumer_group(self, group_id: str) -> Any | None:
         """The KIP-848 group holding the id, whose classic-protocol members come through here."""
-        return cast("ConsumerGroup | None", self.table.of_type(group_id, "consumer"))
+        return self.table.of_type(group_id, "consumer")
 
     def session_timeout_error(self, session_timeout_ms: int) -> int:
         lo = broker_int(self.core.configs, "group.min.session.timeout.ms")
@@ -363,7 +367,7 @@ class ClassicGroupManager:
             # Another type holds the id: an empty group gives way; a live consumer group takes
             # the member in through the classic protocol (GM-3); any other live one is a conflict.
             if found.group_type == "consumer" and not found.is_empty():
-                return self.table.consumer.migration.join(cast("ConsumerGroup", found), req, cb)
+                return self.table.migration.join(found, req, cb)
             if not self.table.take_over(req.group_id):
                 return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             found = None
@@ -603,7 +607,7 @@ class ClassicGroupManager:
         if g is None:
             cg = self._consumer_group(group_id)
             if cg is not None:  # GM-4
-                return self.table.consumer.migration.sync(cg, generation_id, member_id, instance_id, protocol_type,
+                return self.table.migration.sync(cg, generation_id, member_id, instance_id, protocol_type,
                                                           protocol_name, cb)
             return cb(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         if g.state is GroupState.DEAD:
@@ -676,7 +680,7 @@ class ClassicGroupManager:
         if g is None:
             cg = self._consumer_group(group_id)
             if cg is not None:  # GM-5
-                return self.table.consumer.migration.heartbeat(cg, generation_id, member_id, instance_id)
+                return self.table.migration.heartbeat(cg, generation_id, member_id, instance_id)
             return ErrorCode.UNKNOWN_MEMBER_ID
         if g.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -740,7 +744,7 @@ class ClassicGroupManager:
         if g is None:
             cg = self._consumer_group(group_id)
             if cg is not None:  # GM-6
-                return self.table.consumer.migration.leave(cg, members)
+                return self.table.migration.leave(cg, members)
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
         if g.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []

@@ -45,12 +45,19 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, cast
 
-from kwire.broker.core._group_common import GroupError, GroupStats, broker_int, group_int, kafka_uuid_string
+from kwire.broker.core._group_common import (
+    GroupDirectory,
+    GroupError,
+    GroupMigrationPort,
+    GroupStats,
+    broker_int,
+    group_int,
+    kafka_uuid_string,
+)
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kwire.broker.core.deadlines import Deadline
-    from kwire.broker.core.group_table import GroupTable
 
 __all__ = [
     "ConsumerGroup", "ConsumerMember", "ConsumerGroupManager", "ConsumerGroupState", "MemberState",
@@ -443,7 +450,7 @@ class ConsumerGroupManager:
 
     group_type = "consumer"
 
-    def __init__(self, core: Any, table: GroupTable) -> None:
+    def __init__(self, core: Any, table: GroupDirectory) -> None:
         self.core = core
         self.table = table
         # Upstream compares a resolution's metadata image version with the last image that created
@@ -451,9 +458,11 @@ class ConsumerGroupManager:
         self._topic_ids: frozenset[uuid.UUID] | None = None
         self._topics_version = 0
         self._new_topics_version = 0
-        from kwire.broker.core.group_migration import GroupMigration
 
-        self.migration = GroupMigration(self)  # classic <-> consumer conversions, classic members
+    @property
+    def migration(self) -> GroupMigrationPort:
+        """Classic <-> consumer conversions and classic members of a consumer group (the table's)."""
+        return self.table.migration
 
     def new_group(self, group_id: str) -> ConsumerGroup:
         return ConsumerGroup(group_id)
@@ -488,10 +497,8 @@ class ConsumerGroupManager:
         # Another type holds the id: an empty group gives way (its offsets stay); a live classic
         # group is converted online (GM-1).
         if not self.table.take_over(group_id):
-            from kwire.broker.core.classic_groups import ClassicGroup
-
-            if isinstance(g, ClassicGroup):
-                return self.migration.upgrade(g)
+            if g is not None and g.group_type == "classic":
+                return cast(ConsumerGroup, self.migration.upgrade(g))
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         new = ConsumerGroup(group_id)
         self.table.add(new)

@@ -65,6 +65,7 @@ from kwire.protocol.data.consumer_protocol_subscription import ConsumerProtocolS
 from kwire.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from kwire.broker.core.classic_groups import ClassicGroupManager
     from kwire.broker.core.consumer_groups import ConsumerGroupManager
 
 __all__ = ["MigrationPolicy", "migration_policy", "GroupMigration", "decode_subscription", "encode_assignment"]
@@ -133,8 +134,9 @@ class _Subscription:
 class GroupMigration:
     """The migration paths of one ConsumerGroupManager (upstream GroupMetadataManager's)."""
 
-    def __init__(self, manager: ConsumerGroupManager) -> None:
+    def __init__(self, manager: ConsumerGroupManager, classic: ClassicGroupManager) -> None:
         self.mgr = manager
+        self.classic = classic
         self.core = manager.core
         self.table = manager.table
 
@@ -259,7 +261,7 @@ class GroupMigration:
 
     def _convert_to_classic(self, g: ConsumerGroup, remaining: list[ConsumerMember], *, rebalance: bool) -> None:
         """ClassicGroup.fromConsumerGroup, then (``rebalance``) a rebalance of the classic group."""
-        classic_mgr = self.table.classic
+        classic_mgr = self.classic
         cg = ClassicGroup(g.group_id)
         cg.state = GroupState.STABLE
         cg.generation_id = g.group_epoch

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kwire.broker.core.classic_groups import ClassicGroupManager
     from kwire.broker.core.cluster import Partition, Topic
     from kwire.broker.core.consumer_groups import ConsumerGroupManager
+    from kwire.broker.core.group_migration import GroupMigration
 
 __all__ = ["Group", "GroupManager", "GroupTable", "ListedGroup", "group_table"]
 
@@ -102,9 +103,12 @@ class GroupTable(Subsystem):
         self.managers: dict[str, GroupManager] = {}
         from kwire.broker.core.classic_groups import ClassicGroupManager
         from kwire.broker.core.consumer_groups import ConsumerGroupManager
+        from kwire.broker.core.group_migration import GroupMigration
 
         self.classic: ClassicGroupManager = ClassicGroupManager(core, self)
         self.consumer: ConsumerGroupManager = ConsumerGroupManager(core, self)
+        # Above both coordinators: converts one group type into the other (GM-*).
+        self.migration: GroupMigration = GroupMigration(self.consumer, self.classic)
         self.register(self.classic)
         self.register(self.consumer)
 
