@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import struct
+import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -149,11 +150,10 @@ class Reply:
         self.ctx = ctx
         self.done = False
 
-    def send(self, response: Any, *, throttled: bool = False) -> None:
+    def send(self, response: Any) -> None:
         if self.done:
             return
-        if not throttled and self.core.throttle(self.ctx, response, self):
-            return  # an old version's answer waits out its throttle time (KIP-219)
+        self.core.throttle(self.ctx, response)
         self.done = True
         self.core._unanswered.pop(self, None)
         try:
@@ -162,6 +162,8 @@ class Reply:
             log.exception("encoding a deferred api key %d v%d response failed", self.api_key, self.api_version)
             self.core.outbox.append((self.conn_id, None))
             return
+        if self.ctx.decided_ns is not None:
+            self.core.record_network_time(self.ctx)
         if self.exchange is not None:
             self.exchange.response = response
             self.exchange.response_bytes = as_bytes(data)
@@ -193,6 +195,11 @@ class RequestContext:
     # Set by a handler whose answer is a pure function of this key (with the API key and
     # version): the core encodes it once and reuses the bytes (ApiVersions).
     cache_key: Hashable | None = None
+    # request_percentage (QUO-7), from BrokerCore.request_timer: when the core took the request
+    # (None: not timed), its handler's first pass when it deferred, when the throttle was decided
+    started_ns: int | None = None
+    handler_ns: int | None = None
+    decided_ns: int | None = None
 
     @property
     def broker_id(self) -> int:
@@ -348,6 +355,10 @@ class BrokerCore:
         self.on_answer: Callable[[Exchange], None] | None = None
         # The I/O edge's monotonic µs clock for recorded exchanges (the core keeps no wall time).
         self.wire_clock_us: Callable[[], int] | None = None
+        # What request_percentage quotas measure (QUO-7): a nanosecond counter read when a request
+        # is taken, when its handler's first pass ends, when its throttle is decided and after its
+        # answer is encoded. Tests inject a deterministic one.
+        self.request_timer: Callable[[], int] = time.perf_counter_ns
         # Called after each handler and each fired deadline, before any answer leaves: the data
         # dir makes what changed durable there (a KafkaError fails the request with its code).
         self.before_answer: list[Callable[[], None]] = []
@@ -442,6 +453,8 @@ class BrokerCore:
 
     def _handle(self, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
         self.stats.requests += 1
+        quotas = self.subsystems.quotas
+        started_ns = self.request_timer() if quotas is not None and quotas.request_enabled else None
         if conn.sasl_state is not None and not conn.authenticated and conn.sasl_state.raw_tokens:
             # After a v0 SaslHandshake the next frames are bare SASL tokens, not requests.
             return self._raw_sasl_token(conn, conn.sasl_state, payload)
@@ -494,6 +507,10 @@ class BrokerCore:
             return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
         ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange,
                              request_size=len(payload))
+        quotas = self.subsystems.quotas
+        if quotas is not None and quotas.request_enabled and not quotas.request_exempt(
+                ctx, conn.sasl_mechanism is not None and not conn.authenticated):
+            ctx.started_ns = started_ns
         node = self.cluster.nodes.get(conn.broker_id)
         if node is not None and not node.up:
             return self._close(conn, f"broker {conn.broker_id} is down", exchange)
@@ -516,6 +533,9 @@ class BrokerCore:
         response codes; per-resource errors are caught by the handlers themselves)."""
         try:
             response = spec.handle(ctx, body)
+            if ctx.started_ns is not None and ctx.deferred is not None and ctx.handler_ns is None:
+                # the first pass is what Kafka's request thread time counts for a deferred answer
+                ctx.handler_ns = self.request_timer() - ctx.started_ns
             for fn in self.before_answer:
                 fn()
         except KafkaError as exc:
@@ -621,16 +641,17 @@ class BrokerCore:
     def _respond(self, ctx: RequestContext, response: Any) -> Outcome:
         if response is None:
             if ctx.deferred is None:
-                self.throttle(ctx, None, None)  # an acks=0 produce still counts against its quota
+                self.throttle(ctx, None)  # an acks=0 produce still counts against its quota
                 return SEND_NOTHING
             return self._deferred(ctx.deferred)
-        if self.throttle(ctx, response, None):
-            return self._deferred(ctx.defer())  # sent when its throttle time has passed
+        self.throttle(ctx, response)
         try:
             data = self._encode(ctx, response)
         except KwireError as exc:
             log.exception("encoding the %s v%d response failed", api_info(ctx.api_key).name, ctx.api_version)
             return self._close(ctx.conn, f"response could not be encoded: {exc}", ctx.exchange)
+        if ctx.decided_ns is not None:
+            self.record_network_time(ctx)
         if ctx.exchange is not None:
             ctx.exchange.response = response
             ctx.exchange.response_bytes = as_bytes(data)
@@ -668,23 +689,30 @@ class BrokerCore:
             return None
         return cached[1]
 
-    def throttle(self, ctx: RequestContext, response: Any, reply: Reply | None) -> bool:
-        """Quotas (KIP-219): record what the response costs, set its ThrottleTimeMs and mute the
-        connection that long. True when the answer itself must wait (a version from before
-        KIP-219, whose client does not throttle itself): it is then sent by a deadline."""
+    def throttle(self, ctx: RequestContext, response: Any) -> None:
+        """Quotas (KIP-219, QUO-5): record what the request and its response cost, set the
+        answer's ThrottleTimeMs and mute the connection that long. The answer goes at once
+        whatever the version (RequestHandlerHelper.throttle: Kafka no longer holds answers)."""
         quotas = self.subsystems.quotas
         if quotas is None or not quotas.entities:
-            return False
-        ms = quotas.throttle_response(ctx, response)
-        if ms <= 0:
-            return False
-        now = self.clock.now_ms()
-        if quotas.client_throttles(ctx.api_key, ctx.api_version) or response is None:
-            ctx.conn.muted_until_ms = max(ctx.conn.muted_until_ms, now + ms)
-            return False
-        late = reply if reply is not None else ctx.defer()
-        self.deadlines.at(now + ms, lambda: late.send(response, throttled=True))
-        return True
+            return
+        request_ns = None
+        if ctx.started_ns is not None and ctx.decided_ns is None:
+            # Request.requestThreadTimeNanos: up to now, or the first pass of a deferred answer
+            ctx.decided_ns = self.request_timer()
+            request_ns = ctx.handler_ns if ctx.handler_ns is not None else ctx.decided_ns - ctx.started_ns
+        ms = quotas.throttle_response(ctx, response, request_ns)
+        if ms > 0:
+            ctx.conn.muted_until_ms = max(ctx.conn.muted_until_ms, self.clock.now_ms() + ms)
+
+    def record_network_time(self, ctx: RequestContext) -> None:
+        """The time after the throttle decision (encoding the answer) counts without a quota
+        check, as Kafka's network-thread time does (Request.updateRequestMetrics, QUO-7)."""
+        quotas = self.subsystems.quotas
+        decided = ctx.decided_ns
+        ctx.started_ns = ctx.decided_ns = None  # counted once
+        if quotas is not None and decided is not None and quotas.request_enabled:
+            quotas.record_request_time(ctx, self.request_timer() - decided, check=False)
 
     def answered(self, exchange: Exchange) -> None:
         """A recorded request got its answer: stamp the time and tell ``on_answer`` (``kwire broker -v``)."""

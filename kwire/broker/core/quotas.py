@@ -23,8 +23,17 @@ Theory of operation
   CreatePartitions v3+, DeleteTopics v5+) refuses a mutation once the bucket is negative
   (THROTTLING_QUOTA_EXCEEDED) and otherwise records it, so a bucket may go below zero once;
   the throttle time is ``-tokens / rate * 1000``.
-* ``request_percentage`` and ``connection_creation_rate`` are stored and described; kwire does
-  not measure request-handler time or throttle connection creation.
+* ``request_percentage`` is ClientRequestQuotaManager's: the core's time on a request, in
+  nanoseconds from the injected ``BrokerCore.request_timer``, counts as ``nanos x 100 / 1e9``
+  percent on the same Rate as the byte rates; the time up to the answer (the handler's first
+  pass for a deferred one) is recorded with the quota check, the encoding after it without one
+  (Kafka's network-thread time, ``recordNoThrottle``). The throttle time is QuotaUtils'
+  ``boundedThrottleTime``: at most one ``quota.window.size.seconds``. WriteTxnMarkers (a
+  ClusterAction API), an acks=0 Produce and the requests of a SASL exchange (Kafka's
+  authenticator answers those, not KafkaApis) are exempt. Where a byte rate or a controller
+  mutation quota also throttles, the answer carries the larger time (KafkaApis' max).
+* ``connection_creation_rate`` (ip entities) is enforced where connections are accepted:
+  ``kwire.broker.core.connection_quotas``.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 __all__ = ["ClientQuotas", "Entity", "RateSensor", "TokenBucket", "USER", "CLIENT_ID", "IP", "QUOTA_KEYS",
-           "IP_QUOTA_KEYS", "parse_entity", "CLIENT_QUOTAS_SETTING", "parse_quota_setting"]
+           "IP_QUOTA_KEYS", "parse_entity", "CLIENT_QUOTAS_SETTING", "parse_quota_setting", "java_round",
+           "REQUEST_QUOTA_EXEMPT", "NANOS_TO_PERCENT"]
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 # ``kwire broker --set kwire.client.quotas='user=alice,client-id=app:producer_byte_rate=1024;...'``:
@@ -53,6 +63,16 @@ QUOTA_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG", "reque
               "controller_mutation_rate": "DOUBLE"}
 IP_QUOTA_KEYS = {"connection_creation_rate": "INT"}
 _INT_MAX, _LONG_MAX = 2**31 - 1, 2**63 - 1
+# ClientRequestQuotaManager.NANOS_TO_PERCENTAGE_PER_SECOND
+NANOS_TO_PERCENT = 100.0 / 1_000_000_000
+# APIs whose time is recorded on the exempt sensor, not the client's (ApiKeys.clusterAction,
+# RequestHandlerHelper.sendResponseExemptThrottle): of those kwire serves, WriteTxnMarkers.
+REQUEST_QUOTA_EXEMPT = frozenset({27})
+
+
+def java_round(x: float) -> int:
+    """Java's Math.round (half up), which QuotaUtils.throttleTime uses."""
+    return math.floor(x + 0.5)
 
 Entity = tuple[tuple[str, str | None], ...]  # sorted by entity type
 
@@ -168,11 +188,13 @@ class TokenBucket:
 class ClientQuotas(Subsystem):
     """The quota entities of the cluster and the sensors that enforce them."""
 
-    __slots__ = ("core", "entities", "_rates", "_buckets")
+    __slots__ = ("core", "entities", "_rates", "_buckets", "request_enabled")
 
     def __init__(self, core: CoreContext) -> None:
         self.core = core
         self.entities: dict[Entity, dict[str, float]] = {}
+        # ClientQuotaManager.quotasEnabled for request_percentage: the core times requests only then
+        self.request_enabled = False
         self._rates: dict[tuple[str, str, str], RateSensor] = {}
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
         initial = core.config.settings.get(CLIENT_QUOTAS_SETTING)
@@ -222,6 +244,7 @@ class ClientQuotas(Subsystem):
             self.entities[entity] = values
         else:
             self.entities.pop(entity, None)
+        self.request_enabled = self.enabled("request_percentage")
         self.core.metadata_changed()
 
     @staticmethod
@@ -320,18 +343,36 @@ class ClientQuotas(Subsystem):
     def enabled(self, key: str) -> bool:
         return any(key in v for v in self.entities.values())
 
-    def record_rate(self, key: str, user: str, client_id: str, value: float, now: int) -> int:
-        """ClientQuotaManager.recordAndGetThrottleTimeMs: record ``value`` and return the throttle time."""
+    def record_rate(self, key: str, user: str, client_id: str, value: float, now: int, *,
+                    check: bool = True) -> int:
+        """ClientQuotaManager.recordAndGetThrottleTimeMs: record ``value`` and return the throttle
+        time (``check=False``: recordNoThrottle, always 0). ``request_percentage``'s is bounded by
+        one quota window (ClientRequestQuotaManager.throttleTime, QuotaUtils.boundedThrottleTime)."""
         limit, utag, ctag = self.lookup(key, user, client_id)
         if limit is None:
             return 0
         num, window_ms = self._settings("")
         sensor = self._rates.setdefault((key, utag, ctag), RateSensor())
         sensor.record(value, now, num, window_ms)
+        if not check:
+            return 0
         rate = sensor.rate(now, num, window_ms)
         if rate <= limit:
             return 0
-        return int(round((rate - limit) / limit * sensor.window_size(now, num, window_ms)))
+        ms = java_round((rate - limit) / limit * sensor.window_size(now, num, window_ms))
+        return min(ms, window_ms) if key == "request_percentage" else ms
+
+    def request_exempt(self, ctx: RequestView, authenticating: bool) -> bool:
+        """Whether a request's time stays off its client's request quota (see the module doc)."""
+        return authenticating or ctx.api_key in REQUEST_QUOTA_EXEMPT
+
+    def record_request_time(self, ctx: RequestView, nanos: int, *, check: bool) -> int:
+        """ClientRequestQuotaManager.maybeRecordAndGetThrottleTimeMs (``check``) or the network
+        thread's recordNoThrottle: ``nanos`` of the core's time on the request."""
+        from kwire.broker.core.acl import principal_of
+
+        return self.record_rate("request_percentage", principal_of(ctx.conn).partition(":")[2], ctx.client_id or "",
+                                max(nanos, 0) * NANOS_TO_PERCENT, ctx.now_ms, check=check)
 
     def unrecord_rate(self, key: str, user: str, client_id: str, value: float, now: int) -> None:
         """ClientQuotaManager.unrecordQuotaSensor: a throttled fetch sends no data, so it counts nothing."""
@@ -376,11 +417,13 @@ class ClientQuotas(Subsystem):
         """Whether the client waits out ThrottleTimeMs itself (KIP-219); unknown APIs: it does."""
         return api_version >= CLIENT_THROTTLES_FROM.get(api_key, 0)
 
-    def throttle_response(self, ctx: RequestView, response: Any) -> int:
+    def throttle_response(self, ctx: RequestView, response: Any, request_ns: int | None = None) -> int:
         """What KafkaApis does before sending: record the produce request's bytes or the fetch
-        response's bytes against their quota, and take the larger of that throttle and the one a
-        handler put in the response (controller mutations). A throttled fetch carries no data
-        (FetchContext.getThrottledResponse) and its bytes are unrecorded."""
+        response's bytes against their quota and ``request_ns`` (the core's time on the request,
+        None: exempt or not timed) against request_percentage, and take the largest of those
+        throttles and the one a handler put in the response (controller mutations). A throttled
+        fetch, by either quota, carries no data (FetchContext.getThrottledResponse) and its bytes
+        are unrecorded; an acks=0 produce (``response`` None) counts only its bytes."""
         from kwire.broker.core.acl import principal_of
         from kwire.protocol.registry import ApiKey
 
@@ -388,6 +431,9 @@ class ClientQuotas(Subsystem):
         client_id = ctx.client_id or ""
         now = ctx.now_ms
         ms = 0
+        request_ms = 0
+        if request_ns is not None and response is not None:
+            request_ms = self.record_request_time(ctx, request_ns, check=True)
         if ctx.api_key == ApiKey.PRODUCE and self.enabled("producer_byte_rate"):
             ms = self.record_rate("producer_byte_rate", user, client_id, ctx.request_size, now)
         elif ctx.api_key == ApiKey.FETCH and response is not None and self.enabled("consumer_byte_rate"):
@@ -396,9 +442,12 @@ class ClientQuotas(Subsystem):
             # FetchContext.getResponseSize: the whole answer's size, as it would go out
             size = len(encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id))
             ms = self.record_rate("consumer_byte_rate", user, client_id, size, now)
-            if ms > 0:
+            if max(ms, request_ms) > 0:
                 self.unrecord_rate("consumer_byte_rate", user, client_id, size, now)
                 response.responses = []
+        elif ctx.api_key == ApiKey.FETCH and response is not None and request_ms > 0:
+            response.responses = []
+        ms = max(ms, request_ms)
         if response is not None and hasattr(response, "throttle_time_ms"):
             ms = max(ms, response.throttle_time_ms or 0)
             response.throttle_time_ms = ms
@@ -435,6 +484,7 @@ class ClientQuotas(Subsystem):
         self.entities = {tuple((str(t), n) for t, n in row["entity"]): {str(k): float(v)
                                                                        for k, v in row["values"].items()}
                          for row in rows}
+        self.request_enabled = self.enabled("request_percentage")
 
 
 @dataclass(slots=True)
