@@ -189,7 +189,7 @@ class BrokerServer:
         self._rview = memoryview(bytearray(_RECV_BYTES))
         # TLS connections decrypt into this one (consumed before the task yields, like _rview).
         self._plain = memoryview(bytearray(_RECV_BYTES))
-        self._per_ip: dict[str, int] = {}
+        self._acceptors: dict[tuple[int, str], trio.Lock] = {}
         self._slot_freed = trio.Event()
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -297,35 +297,61 @@ class BrokerServer:
             peer = f"{host}:{port}"
         except OSError:
             host, peer = "?", "?"
-        # SocketServer's ConnectionQuotas: over max.connections.per.ip the connection is closed at
-        # once; at max.connections the broker stops serving new ones until one closes.
-        if self._per_ip.get(host, 0) >= self._limit("max.connections.per.ip"):
-            self._line(f"broker {broker_id}: connection from {peer} refused: max.connections.per.ip reached")
+        li = listener or self.core.listeners[0]
+        cq = self.core.connection_quotas(broker_id)
+        # SocketServer's Acceptor (one per listener and broker, so one connection at a time passes
+        # here): over the broker's or listener's connection creation rate, or at max.connections,
+        # it accepts nothing more until the throttle time (broker clock) has passed and a slot is free.
+        async with self._acceptor(broker_id, li.name):
+            until = cq.acceptor_throttle_until(li.name)
+            while True:
+                if until > self.clock.now_ms():
+                    await self._until(until)
+                elif cq.slot_available(li.name):
+                    break
+                else:
+                    await self._slot_freed.wait()
+            admission = cq.admit(li.name, host)
+        if admission.kind != "serve":
+            self._line(f"broker {broker_id}: connection from {peer} on listener {li.name} closed ({admission.reason})")
+            if admission.kind == "throttle":
+                await self._until(admission.close_at_ms)  # DelayedCloseSocket: open, unread, then closed
             with trio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await stream.aclose()
             return
-        self._per_ip[host] = self._per_ip.get(host, 0) + 1
         held = [True]  # released once, as soon as the connection is gone from the core
 
         def release() -> None:
             if held[0]:
                 held[0] = False
-                left = self._per_ip[host] - 1
-                if left:
-                    self._per_ip[host] = left
-                else:
-                    del self._per_ip[host]
+                cq.release(li.name, host)
+                self._slot_freed.set()
+                self._slot_freed = trio.Event()
 
         try:
-            while len(self._conns) >= self._limit("max.connections"):
-                await self._slot_freed.wait()
-            li = listener or self.core.listeners[0]
             if li.protocol.tls:
                 await self._serve_tls(stream, broker_id, host, peer, li)
             else:
                 await self._serve_accepted(stream, broker_id, host, peer, release, li.name)
         finally:
             release()
+
+    def _acceptor(self, broker_id: int, listener: str) -> trio.Lock:
+        """The lock standing for Kafka's acceptor thread of one listener of one broker (fair: FIFO)."""
+        lock = self._acceptors.get((broker_id, listener))
+        if lock is None:
+            lock = self._acceptors[(broker_id, listener)] = trio.Lock()
+        return lock
+
+    async def _until(self, at_ms: int) -> None:
+        """Sleep until ``at_ms`` on the broker clock (a manual clock: until the test advances it)."""
+        woken = trio.Event()
+        deadline = self.core.deadlines.at(at_ms, woken.set)
+        self.flush()  # the deadline task learns of the earlier deadline
+        try:
+            await woken.wait()
+        finally:
+            deadline.cancel()
 
     async def _serve_accepted(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
                               release: Callable[[], None], listener: str | None = None) -> None:

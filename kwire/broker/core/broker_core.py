@@ -34,6 +34,7 @@ from kwire.broker.config import BrokerConfig, SaslConfig
 from kwire.broker.core.acl import AUTHORIZER_SETTINGS
 from kwire.broker.core.cluster import BrokerNode, Cluster, Partition, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
+from kwire.broker.core.connection_quotas import ConnectionQuotas
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.dispatch import HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
@@ -359,6 +360,8 @@ class BrokerCore:
         # is taken, when its handler's first pass ends, when its throttle is decided and after its
         # answer is encoded. Tests inject a deterministic one.
         self.request_timer: Callable[[], int] = time.perf_counter_ns
+        # SocketServer's ConnectionQuotas, one per broker (see ``connection_quotas``)
+        self._connection_quotas: dict[int, ConnectionQuotas] = {}
         # Called after each handler and each fired deadline, before any answer leaves: the data
         # dir makes what changed durable there (a KafkaError fails the request with its code).
         self.before_answer: list[Callable[[], None]] = []
@@ -388,6 +391,14 @@ class BrokerCore:
             conn.sasl_mechanism = ""
         self.connections[conn.conn_id] = conn
         return conn
+
+    def connection_quotas(self, broker_id: int) -> ConnectionQuotas:
+        """Broker ``broker_id``'s connection counts and rate sensors (each Kafka broker has its own
+        SocketServer): the trio edge asks it about every connection it accepts."""
+        cq = self._connection_quotas.get(broker_id)
+        if cq is None:
+            cq = self._connection_quotas[broker_id] = ConnectionQuotas(self)
+        return cq
 
     def listener(self, name: str | None = None) -> Listener:
         """The listener called ``name`` (None: the first one)."""
