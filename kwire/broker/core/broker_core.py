@@ -512,12 +512,19 @@ class BrokerCore:
                 self.stats.expired_sessions += 1
                 return self._close(conn, f"SASL session of {conn.principal} expired at {conn.session_expires_ms} "
                                          f"without re-authentication (KIP-368)", exchange)
-        if conn.sasl_mechanism is not None and not conn.authenticated and api_key not in (
-            ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
-        ):
-            return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
         ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange,
                              request_size=len(payload))
+        if conn.sasl_mechanism is not None and not conn.authenticated:
+            if conn.sasl_state is not None and api_key != ApiKey.SASL_AUTHENTICATE:
+                # SaslServerAuthenticator.handleSaslToken after a v1 handshake: IllegalSaslStateException,
+                # its error answer and the close delayed (SEC-15)
+                resp = spec.error_response(ctx, frame.body, ErrorCode.ILLEGAL_SASL_STATE)
+                self.fail_authentication(ctx.conn, f"unexpected {spec.name} during SASL authentication",
+                                         ctx.defer(), resp)
+                return self._deferred(ctx.defer())
+            if api_key not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+                # handleKafkaRequest: InvalidRequestException, closed at once
+                return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
         quotas = self.subsystems.quotas
         if quotas is not None and quotas.request_enabled and not quotas.request_exempt(
                 ctx, conn.sasl_mechanism is not None and not conn.authenticated):
@@ -610,8 +617,35 @@ class BrokerCore:
         try:
             out = evaluate_token(conn, ex, bytes(payload), **self.sasl_completion(conn))
         except SaslAuthenticationError as exc:
-            return Outcome("close", reason=f"SASL authentication failed: {exc.message}")
+            # no answer to delay (a v0 exchange has no error frame): the close waits (SEC-15)
+            self.fail_authentication(conn, f"SASL authentication failed: {exc.message}")
+            return DEFERRED
         return Outcome("send", out)
+
+    def fail_authentication(self, conn: ConnInfo, reason: str, reply: Reply | None = None,
+                            response: Any = None) -> None:
+        """A failed SASL authentication (SEC-15): ``response`` (if any) is sent and the connection
+        closed ``connection.failed.authentication.delay.ms`` later on the broker clock; it reads
+        nothing meanwhile (its request is in progress). Selector.maybeDelayCloseOnAuthenticationFailure,
+        KafkaChannel.completeCloseOnAuthenticationFailure, SaslServerAuthenticator.sendAuthenticationFailureResponse."""
+        log.info("connection %d on broker %d: %s", conn.conn_id, conn.broker_id, reason)
+        delay = self.configs.get_int(ResourceType.BROKER, "", "connection.failed.authentication.delay.ms")
+        conn_id = conn.conn_id
+
+        def finish() -> None:
+            if reply is not None:
+                if response is not None:
+                    reply.send(response)
+                if reply.exchange is not None:
+                    reply.exchange.closed = reason
+                reply.done = True
+                self._unanswered.pop(reply, None)
+            self.outbox.append((conn_id, None))
+
+        if delay > 0:
+            self.deadlines.at(self.clock.now_ms() + delay, finish)
+        else:
+            finish()
 
     def _api_versions_unsupported(self, correlation_id: int) -> bytes:
         """KIP-511 fallback for an ApiVersions version the broker does not know: the v0 layout

@@ -215,3 +215,28 @@ def test_many_connections_interleaving_reads_through_the_shared_buffer_get_their
         for t in threads:
             t.join(60)
         assert not errors, errors[:3]
+
+
+@pytest.mark.rule("SEC-15")
+def test_a_failed_sasl_login_is_answered_and_closed_after_the_delay_on_the_broker_clock() -> None:
+    """Selector.maybeDelayCloseOnAuthenticationFailure / KafkaChannel.completeCloseOnAuthenticationFailure:
+    the SASL_AUTHENTICATION_FAILED answer and the close wait connection.failed.authentication.delay.ms
+    (100 ms); meanwhile the connection handles nothing (a request sent then is never answered)."""
+    with Broker(BrokerConfig(log_connections=False, sasl=SaslConfig(users={"u": "p"})), manual_clock=True) as b:
+        r = Raw(b)
+        r.send(encode_request(SaslHandshakeRequest(mechanism="PLAIN"), 1, correlation_id=1))
+        assert decode_response(r.recv_frame(), 17, 1).body.error_code == 0
+        b.start_recording()
+        r.send(encode_request(SaslAuthenticateRequest(auth_bytes=b"\0u\0wrong"), 2, correlation_id=2))
+        b.wait_until(lambda core: core.recording is not None and len(core.recording) == 1)
+        r.send(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                              correlation_id=3))
+        assert _peek_nothing(r)
+        b.advance(99)
+        assert _peek_nothing(r)
+        b.advance(1)
+        failed = decode_response(r.recv_frame(), 36, 2)
+        assert failed.correlation_id == 2 and failed.body.error_code == 58  # SASL_AUTHENTICATION_FAILED
+        assert r.is_closed()  # and nothing else: the ApiVersions sent meanwhile was never read
+        assert len(b.recorded()) == 1
+        r.close()
