@@ -447,9 +447,10 @@ class BrokerServer:
 
     async def _serve_tls(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
                          li: Listener) -> None:
-        """An SSL/SASL_SSL connection: the handshake first (bounded by connections.max.idle.ms,
-        as Kafka's Selector expires a channel idle in its handshake), then requests through the
-        TLS engine. A failed or stalled handshake closes the connection with the reason (SEC-4, SEC-5)."""
+        """An SSL/SASL_SSL connection: the handshake first, closed when idle for connections.max.idle.ms
+        (the timer restarts with every read and write, as Kafka's Selector idle expiry does: it has
+        no handshake timeout of its own), then requests through the TLS engine. A failed or stalled
+        handshake closes the connection with the reason (SEC-4, SEC-5)."""
         idle_s = self._limit("connections.max.idle.ms") / 1000
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         try:
@@ -463,11 +464,7 @@ class BrokerServer:
         c.ip = host
         conn: Connection | None = None
         try:
-            reason = ""
-            with trio.move_on_after(idle_s) as waited:
-                reason = await self._tls_handshake(c)
-            if waited.cancelled_caught:
-                reason = f"TLS handshake not completed within connections.max.idle.ms ({int(idle_s * 1000)} ms)"
+            reason = await self._tls_handshake(c, idle_s)
             principal = "User:ANONYMOUS"
             if not reason:
                 der = c.tls.getpeercert(binary_form=True)
@@ -503,8 +500,10 @@ class BrokerServer:
             with trio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await stream.aclose()
 
-    async def _tls_handshake(self, c: _TlsConn) -> str:
-        """Drive the server handshake; '' when done, else why it failed."""
+    async def _tls_handshake(self, c: _TlsConn, idle_s: float) -> str:
+        """Drive the server handshake; '' when done, else why it failed (idle for ``idle_s`` since
+        the last byte either way included: Selector.maybeCloseOldestConnection)."""
+        c.last_active = trio.current_time()
         while True:
             try:
                 c.tls.do_handshake()
@@ -520,12 +519,16 @@ class BrokerServer:
                 await c.send_outgoing()
                 got = c.raw.recv(_TLS_READ)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(c.raw)
+                with trio.move_on_at(c.last_active + idle_s) as idle:
+                    await trio.lowlevel.wait_readable(c.raw)
+                if idle.cancelled_caught:
+                    return (f"TLS handshake idle for more than connections.max.idle.ms ({int(idle_s * 1000)} ms)")
                 continue
             except OSError as exc:
                 return f"TLS handshake failed: {exc}"
             if not got:
                 return "TLS handshake failed: the client closed the connection"
+            c.last_active = trio.current_time()
             c.incoming.write(got)
 
     async def _tls_requests(self, c: _TlsConn, conn: Connection, idle_s: float) -> None:
