@@ -57,7 +57,7 @@ class CoreClient:
 
 
     def send_auth_failure(self, body: Any, version: int, delay_ms: int = 100) -> Any:
-        """A request answered by a failed authentication (SEC-15): nothing for ``delay_ms`` of broker
+        """A request answered by a failed authentication (SEC-14): nothing for ``delay_ms`` of broker
         time (connection.failed.authentication.delay.ms), then its answer (None: none) and the close."""
         conn_id = self.conn.conn_id
         assert self.send(body, version) is None, "a failed authentication is answered late"

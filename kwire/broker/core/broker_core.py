@@ -517,7 +517,7 @@ class BrokerCore:
         if conn.sasl_mechanism is not None and not conn.authenticated:
             if conn.sasl_state is not None and api_key != ApiKey.SASL_AUTHENTICATE:
                 # SaslServerAuthenticator.handleSaslToken after a v1 handshake: IllegalSaslStateException,
-                # its error answer and the close delayed (SEC-15)
+                # its error answer and the close delayed (SEC-14)
                 resp = spec.error_response(ctx, frame.body, ErrorCode.ILLEGAL_SASL_STATE)
                 self.fail_authentication(ctx.conn, f"unexpected {spec.name} during SASL authentication",
                                          ctx.defer(), resp)
@@ -617,14 +617,14 @@ class BrokerCore:
         try:
             out = evaluate_token(conn, ex, bytes(payload), **self.sasl_completion(conn))
         except SaslAuthenticationError as exc:
-            # no answer to delay (a v0 exchange has no error frame): the close waits (SEC-15)
+            # no answer to delay (a v0 exchange has no error frame): the close waits (SEC-14)
             self.fail_authentication(conn, f"SASL authentication failed: {exc.message}")
             return DEFERRED
         return Outcome("send", out)
 
     def fail_authentication(self, conn: ConnInfo, reason: str, reply: Reply | None = None,
                             response: Any = None) -> None:
-        """A failed SASL authentication (SEC-15): ``response`` (if any) is sent and the connection
+        """A failed SASL authentication (SEC-14): ``response`` (if any) is sent and the connection
         closed ``connection.failed.authentication.delay.ms`` later on the broker clock; it reads
         nothing meanwhile (its request is in progress). Selector.maybeDelayCloseOnAuthenticationFailure,
         KafkaChannel.completeCloseOnAuthenticationFailure, SaslServerAuthenticator.sendAuthenticationFailureResponse."""

@@ -232,7 +232,12 @@ BROKER_CONFIGS = _defs(
     ConfigDef("max.connection.creation.rate", "2147483647", "int", min_value=0,
               doc="Connections accepted per second, broker-wide (listener.name.<l>. prefix: per listener)."),
     ConfigDef("connection.failed.authentication.delay.ms", "100", "int", min_value=0, read_only=True,
-              doc="How long a failed SASL authentication's answer and close are delayed (SEC-15)."),
+              doc="How long a failed SASL authentication's answer and close are delayed (SEC-14)."),
+    # QuotaConfig: the Rate windows of client quotas and connection rates (QUO-2..QUO-9)
+    ConfigDef("quota.window.num", "11", "int", min_value=1, read_only=True),
+    ConfigDef("quota.window.size.seconds", "1", "int", min_value=1, read_only=True),
+    ConfigDef("controller.quota.window.num", "11", "int", min_value=1, read_only=True),
+    ConfigDef("controller.quota.window.size.seconds", "1", "int", min_value=1, read_only=True),
     ConfigDef("connections.max.idle.ms", "600000", "long", read_only=True),
     ConfigDef("sasl.server.max.receive.size", "524288", "int", read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", "int", min_value=0),

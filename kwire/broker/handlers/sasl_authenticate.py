@@ -4,7 +4,7 @@ Behaviour: carries the tokens of the mechanism picked by a v1 SaslHandshake: PLA
 token, empty answer) or SCRAM-SHA-256/512 (client-first → server-first, client-final →
 server-final). A failed exchange answers SASL_AUTHENTICATION_FAILED with Kafka's message, and
 the answer and the close wait ``connection.failed.authentication.delay.ms`` on the broker clock
-(SEC-15, ``BrokerCore.fail_authentication``). Before a handshake, after a v0
+(SEC-14, ``BrokerCore.fail_authentication``). Before a handshake, after a v0
 handshake, or after a failure the connection is closed (Kafka's authenticator throws
 IllegalSaslState there); after success, or on a broker without SASL → ILLEGAL_SASL_STATE,
 as KafkaApis answers. The v0 flow, where tokens arrive as bare frames and a failure closes the

@@ -31,7 +31,7 @@ def auth(c: CoreClient, token: bytes, version: int = 2) -> object:
 
 
 def auth_fails(c: CoreClient, token: bytes, version: int = 2) -> object:
-    """The answer of a failed exchange, which comes with the close, 100 ms later (SEC-15)."""
+    """The answer of a failed exchange, which comes with the close, 100 ms later (SEC-14)."""
     return c.send_auth_failure(SaslAuthenticateRequest(auth_bytes=token), version)
 
 
@@ -177,7 +177,7 @@ def test_v0_bare_scram_tokens_and_a_bad_token_closes() -> None:
     out = core.handle(c.conn, b"n,,n=alice,r=n0nce")
     assert out.kind == "send" and out.data.startswith(b"r=n0nce")
     out = core.handle(c.conn, b"c=biws,r=n0nce-wrong,p=AAAA")
-    assert out.kind == "deferred" and not c.conn.authenticated  # no answer; the close waits (SEC-15)
+    assert out.kind == "deferred" and not c.conn.authenticated  # no answer; the close waits (SEC-14)
     core.advance(99)
     assert core.take_outbox() == []
     core.advance(1)

@@ -22,7 +22,7 @@ def test_an_enabled_mechanism_is_accepted_with_the_enabled_list(version: int) ->
     assert c.conn.sasl_mechanism == "SCRAM-SHA-256" and not c.conn.authenticated
 
 
-@pytest.mark.rule("SEC-15")
+@pytest.mark.rule("SEC-14")
 def test_unsupported_mechanism_lists_the_enabled_ones_late_and_closes() -> None:
     """SaslServerAuthenticator.handleHandshakeRequest: UnsupportedSaslMechanismException is an
     authentication failure, so the answer and the close wait connection.failed.authentication.delay.ms."""
@@ -40,7 +40,7 @@ def test_without_sasl_configured_the_handshake_is_illegal_sasl_state() -> None:
     assert (resp.error_code, resp.mechanisms) == (ErrorCode.ILLEGAL_SASL_STATE, [])
 
 
-@pytest.mark.rule("SEC-15")
+@pytest.mark.rule("SEC-14")
 def test_a_request_other_than_sasl_authenticate_mid_exchange_fails_late_with_illegal_sasl_state() -> None:
     """SaslServerAuthenticator.handleSaslToken after a v1 handshake: IllegalSaslStateException with
     its error answer, sent with the close after the delay (here set to 250 ms)."""
@@ -55,7 +55,7 @@ def test_a_request_other_than_sasl_authenticate_mid_exchange_fails_late_with_ill
         assert code == ErrorCode.ILLEGAL_SASL_STATE
 
 
-@pytest.mark.rule("SEC-15")
+@pytest.mark.rule("SEC-14")
 def test_without_a_delay_the_failure_is_answered_and_closed_at_once() -> None:
     """Selector: connection.failed.authentication.delay.ms=0 closes now (NO_FAILED_AUTHENTICATION_DELAY)."""
     core, _ = make_core(sasl=SaslConfig(users={"u": "p"}),

@@ -37,7 +37,7 @@ def login(c: CoreClient, mechanism: str, token: bytes, version: int = 2):  # typ
 
 
 def login_fails(c: CoreClient, mechanism: str, token: bytes, version: int = 2):  # type: ignore[no-untyped-def]
-    """A login whose exchange fails: answered with the close after the delay (SEC-15)."""
+    """A login whose exchange fails: answered with the close after the delay (SEC-14)."""
     assert c.send(SaslHandshakeRequest(mechanism=mechanism), 1).error_code == 0
     return c.send_auth_failure(SaslAuthenticateRequest(auth_bytes=token), version)
 
@@ -222,7 +222,7 @@ def test_no_reauthentication_without_a_lifetime_or_within_a_second() -> None:
 @pytest.mark.rule("SEC-13")
 def test_other_requests_during_reauthentication_close_the_connection() -> None:
     """SaslServerAuthenticator.handleSaslToken: after the re-authentication's handshake only
-    SaslAuthenticate; anything else is IllegalSaslState, answered and closed after the delay (SEC-15)."""
+    SaslAuthenticate; anything else is IllegalSaslState, answered and closed after the delay (SEC-14)."""
     core, _ = core_with({"connections.max.reauth.ms": "5000"})
     c = CoreClient(core)
     login(c, "PLAIN", b"\0alice\0wonderland")

@@ -217,7 +217,7 @@ def test_many_connections_interleaving_reads_through_the_shared_buffer_get_their
         assert not errors, errors[:3]
 
 
-@pytest.mark.rule("SEC-15")
+@pytest.mark.rule("SEC-14")
 def test_a_failed_sasl_login_is_answered_and_closed_after_the_delay_on_the_broker_clock() -> None:
     """Selector.maybeDelayCloseOnAuthenticationFailure / KafkaChannel.completeCloseOnAuthenticationFailure:
     the SASL_AUTHENTICATION_FAILED answer and the close wait connection.failed.authentication.delay.ms
