@@ -163,6 +163,8 @@ class BrokerServer:
         self.clock = clock if clock is not None else SystemClock()
         self.core = core if core is not None else BrokerCore(config, self.clock, handlers=load_handlers())
         self.core.wire_clock_us = _monotonic_us  # recorded exchanges carry real µs (captures show latency)
+        self.core.request_timer = time.perf_counter_ns  # request_percentage quotas time the core (QUO-7)
+        self.core.resolve_host = socket.gethostbyname  # max.connections.per.ip.overrides host names
         self.on_line = on_line
         # Called after every batch of work (requests handled, deadlines fired, responses routed),
         # so a controller in another thread can wait for a condition without sleeping.

@@ -24,7 +24,6 @@ from __future__ import annotations
 import itertools
 import logging
 import struct
-import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -296,6 +295,10 @@ def _encode_answer(response: Any, api_key: int, version: int, correlation_id: in
     return bytes(out)
 
 
+def _no_time() -> int:
+    return 0
+
+
 class BrokerCore:
     """All broker state and request handling, with no I/O."""
 
@@ -358,8 +361,11 @@ class BrokerCore:
         self.wire_clock_us: Callable[[], int] | None = None
         # What request_percentage quotas measure (QUO-7): a nanosecond counter read when a request
         # is taken, when its handler's first pass ends, when its throttle is decided and after its
-        # answer is encoded. Tests inject a deterministic one.
-        self.request_timer: Callable[[], int] = time.perf_counter_ns
+        # answer is encoded. The I/O edge gives time.perf_counter_ns; tests inject a deterministic
+        # one; without one (a core driven by hand) every request costs 0.
+        self.request_timer: Callable[[], int] = _no_time
+        # The edge's host name lookup (max.connections.per.ip.overrides names); None: names kept as written
+        self.resolve_host: Callable[[str], str] | None = None
         # SocketServer's ConnectionQuotas, one per broker (see ``connection_quotas``)
         self._connection_quotas: dict[int, ConnectionQuotas] = {}
         # Called after each handler and each fired deadline, before any answer leaves: the data

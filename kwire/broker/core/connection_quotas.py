@@ -29,7 +29,8 @@ quota window.
 from __future__ import annotations
 
 import ipaddress
-import socket
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["Admission", "ConnectionQuotas", "parse_ip_overrides"]
 
 _INT_MAX = 2**31 - 1
+_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")  # Utils.VALID_HOST_CHARACTERS (validHostPattern)
 
 
 @dataclass(slots=True, frozen=True)
@@ -62,9 +64,10 @@ def _normal_ip(host: str) -> str:
         return host
 
 
-def parse_ip_overrides(text: str) -> dict[str, int]:
-    """``max.connections.per.ip.overrides``: ``host:count,...`` (KafkaConfig's getMap); a host name
-    is resolved once, as Kafka's InetAddress.getByName does when the config is read."""
+def parse_ip_overrides(text: str, resolve: Callable[[str], str] | None = None) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count,...`` (KafkaConfig's getMap, hosts checked
+    with Utils.validHostPattern); a host name is resolved with ``resolve`` (the I/O edge's
+    lookup, as Kafka's InetAddress.getByName when the config is read), else kept as written."""
     out: dict[str, int] = {}
     for item in text.split(","):
         if not item.strip():
@@ -77,12 +80,14 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
         except ValueError:
             raise ConfigError(f"max.connections.per.ip.overrides: {count!r} is not a number") from None
         host = host.strip("[]")
+        if not _VALID_HOST.fullmatch(host):
+            raise ConfigError(f"max.connections.per.ip.overrides contains invalid addresses : {host}")
         ip = _normal_ip(host)
-        if ip == host and not _is_ip(host):
+        if not _is_ip(host) and resolve is not None:
             try:
-                ip = _normal_ip(socket.gethostbyname(host))
+                ip = _normal_ip(resolve(host))
             except OSError:
-                raise ConfigError(f"max.connections.per.ip.overrides contains invalid addresses : {host}") from None
+                raise ConfigError(f"max.connections.per.ip.overrides: {host} does not resolve") from None
         out[ip] = n
     return out
 
@@ -128,7 +133,7 @@ class ConnectionQuotas:
         """ConnectionQuotas.maxConnectionsPerIpForIp: the override for the address, else the default."""
         raw = self.core.configs.get(ResourceType.BROKER, "", "max.connections.per.ip.overrides") or ""
         if raw != self._overrides[0]:
-            self._overrides = (raw, parse_ip_overrides(raw))
+            self._overrides = (raw, parse_ip_overrides(raw, self.core.resolve_host))
         return self._overrides[1].get(_normal_ip(ip), self._int("max.connections.per.ip"))
 
     def ip_rate(self, ip: str) -> int:

@@ -53,6 +53,7 @@ def test_slots_per_listener_and_broker_and_the_per_ip_limit_with_overrides() -> 
     core, _ = make_core(settings={"max.connections": "3", "listener.name.plaintext.max.connections": "2",
                                   "max.connections.per.ip": "1",
                                   "max.connections.per.ip.overrides": "10.0.0.9:2,localhost:5"})
+    core.resolve_host = {"localhost": "127.0.0.1"}.__getitem__  # the edge's lookup, injected
     cq = core.connection_quotas(min(core.cluster.nodes))
     assert cq.max_per_ip("127.0.0.1") == 5 and cq.max_per_ip("10.0.0.9") == 2 and cq.max_per_ip("10.0.0.1") == 1
     assert cq.admit("PLAINTEXT", "10.0.0.9").kind == "serve"
@@ -73,4 +74,6 @@ def test_per_ip_zero_needs_overrides_and_overrides_must_parse() -> None:
         make_core(settings={"max.connections.per.ip": "0"})
     with pytest.raises(ConfigError):
         parse_ip_overrides("10.0.0.1")
+    with pytest.raises(ConfigError, match="invalid addresses"):
+        make_core(settings={"max.connections.per.ip.overrides": "bad/host:3"})
     assert parse_ip_overrides("::1:3, 10.0.0.1:2") == {"::1": 3, "10.0.0.1": 2}

@@ -240,3 +240,16 @@ def test_a_failed_sasl_login_is_answered_and_closed_after_the_delay_on_the_broke
         assert r.is_closed()  # and nothing else: the ApiVersions sent meanwhile was never read
         assert len(b.recorded()) == 1
         r.close()
+
+
+@pytest.mark.rule("QUO-7")
+def test_the_edge_times_requests_for_request_percentage() -> None:
+    """The server gives the core time.perf_counter_ns: with a request_percentage of 1e-6 % any real
+    request (over 100 ns of the core's time) is over it, so the answer carries the bounded throttle
+    of one quota window (ClientRequestQuotaManager.throttleTime)."""
+    with Broker(BrokerConfig(log_connections=False)) as b:
+        b.set_quota("client-id=<default>", request_percentage=0.000001)
+        r = Raw(b)
+        r.send(encode_request(MetadataRequest(topics=[]), 12, correlation_id=4))
+        assert decode_response(r.recv_frame(), 3, 12).body.throttle_time_ms == 1000
+        r.close()
