@@ -55,9 +55,12 @@ USER, CLIENT_ID, IP = "user", "client-id", "ip"
 # ``kwire broker --set kwire.client.quotas='user=alice,client-id=app:producer_byte_rate=1024;...'``:
 # the quotas a fresh cluster starts with (Kafka has no broker property for client quotas).
 CLIENT_QUOTAS_SETTING = "kwire.client.quotas"
-# AbstractResponse.shouldClientThrottle: from these versions the client throttles itself (KIP-219)
-# and the broker answers at once; before them the broker holds the answer for the throttle time.
-CLIENT_THROTTLES_FROM = {0: 6, 1: 8, 19: 3, 20: 2, 37: 1}
+# The responses' shouldClientThrottle overrides at d79bd502: from these versions the client waits
+# out ThrottleTimeMs itself (KIP-219); before them it relies on the broker's mute alone. Any other
+# API: AbstractResponse.shouldClientThrottle, whether the version's response has ThrottleTimeMs.
+CLIENT_THROTTLES_FROM = {0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
+                         19: 3, 20: 2, 21: 1, 22: 1, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1, 31: 1, 32: 2,
+                         33: 1, 34: 1, 35: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1, 44: 0, 47: 0, 18: 2}
 # QuotaConfig.userAndClientQuotaConfigs / ipConfigs: key -> ConfigDef type.
 QUOTA_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG", "request_percentage": "DOUBLE",
               "controller_mutation_rate": "DOUBLE"}
@@ -414,8 +417,19 @@ class ClientQuotas(Subsystem):
 
     @staticmethod
     def client_throttles(api_key: int, api_version: int) -> bool:
-        """Whether the client waits out ThrottleTimeMs itself (KIP-219); unknown APIs: it does."""
-        return api_version >= CLIENT_THROTTLES_FROM.get(api_key, 0)
+        """Whether the client waits out ThrottleTimeMs itself (KIP-219: the response's
+        shouldClientThrottle); an API kwire does not know: it does."""
+        since = CLIENT_THROTTLES_FROM.get(api_key)
+        if since is not None:
+            return api_version >= since
+        from kwire.errors import UnknownApiKeyError
+        from kwire.protocol.registry import api_info
+
+        try:
+            fields = api_info(api_key).response_class._fields
+        except UnknownApiKeyError:
+            return True
+        return any(f.attr == "throttle_time_ms" and f.versions[0] <= api_version <= f.versions[1] for f in fields)
 
     def throttle_response(self, ctx: RequestView, response: Any, request_ns: int | None = None) -> int:
         """What KafkaApis does before sending: record the produce request's bytes or the fetch

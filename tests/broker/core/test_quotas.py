@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kwire.broker.connection import Connection
-from kwire.broker.core.quotas import CLIENT_ID, IP, USER, RateSensor, parse_quota_setting
+from kwire.broker.core.quotas import CLIENT_ID, IP, USER, ClientQuotas, RateSensor, parse_quota_setting
 from kwire.conformance.rules import Frame, check_frames, rule_by_id
 from kwire.errors import KafkaError
 from kwire.protocol import decode_response, encode_request
@@ -213,7 +213,11 @@ def test_client_rule_cr10_flags_requests_sent_during_a_throttle() -> None:
     assert [v.rule_id for v in check_frames([throttled, early], [rule])] == ["CR-10"]
     assert check_frames([throttled, later], [rule]) == []
     old = Frame(0, 0, 1, 7, 0, 5, 1, "app", None, response=ProduceResponseStub(200), response_at_ms=100)
-    assert check_frames([old, early], [rule]) == []  # v5: the broker held the answer, not the client's job
+    assert check_frames([old, early], [rule]) == []  # v5: the client relies on the broker's mute alone
+    # shouldClientThrottle as the responses define it: Metadata from v6, SaslHandshake never (no
+    # ThrottleTimeMs), ShareFetch (no override) wherever its response has the field
+    assert [ClientQuotas.client_throttles(k, v) for k, v in ((3, 5), (3, 6), (17, 1), (36, 2), (78, 0))] == [
+        False, True, False, False, True]
 
     def produce_at(ms: int) -> Frame:
         return Frame(1, ms, 1, 7, 0, 9, 2, "app", None, received_at_ms=ms, response_at_ms=ms)
