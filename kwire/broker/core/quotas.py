@@ -436,8 +436,9 @@ class ClientQuotas(Subsystem):
         response's bytes against their quota and ``request_ns`` (the core's time on the request,
         None: exempt or not timed) against request_percentage, and take the largest of those
         throttles and the one a handler put in the response (controller mutations). A throttled
-        fetch, by either quota, carries no data (FetchContext.getThrottledResponse) and its bytes
-        are unrecorded; an acks=0 produce (``response`` None) counts only its bytes."""
+        Fetch or ShareFetch, by either quota, carries no data (FetchContext.getThrottledResponse,
+        ShareFetchContext.throttleResponse) and its bytes are unrecorded; an acks=0 produce
+        (``response`` None) counts only its bytes."""
         from kwire.broker.core.acl import principal_of
         from kwire.protocol.registry import ApiKey
 
@@ -450,17 +451,22 @@ class ClientQuotas(Subsystem):
             request_ms = self.record_request_time(ctx, request_ns, check=True)
         if ctx.api_key == ApiKey.PRODUCE and self.enabled("producer_byte_rate"):
             ms = self.record_rate("producer_byte_rate", user, client_id, ctx.request_size, now)
-        elif ctx.api_key == ApiKey.FETCH and response is not None and self.enabled("consumer_byte_rate"):
-            from kwire.protocol.framing import encode_response_frame
+        elif ctx.api_key in (ApiKey.FETCH, ApiKey.SHARE_FETCH) and response is not None:
+            if self.enabled("consumer_byte_rate"):
+                from kwire.protocol.framing import encode_response_frame
 
-            # FetchContext.getResponseSize: the whole answer's size, as it would go out
-            size = len(encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id))
-            ms = self.record_rate("consumer_byte_rate", user, client_id, size, now)
+                # FetchContext.getResponseSize / ShareFetchContext.responseSize: the answer's size
+                size = len(encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id))
+                ms = self.record_rate("consumer_byte_rate", user, client_id, size, now)
+                if max(ms, request_ms) > 0:
+                    self.unrecord_rate("consumer_byte_rate", user, client_id, size, now)
             if max(ms, request_ms) > 0:
-                self.unrecord_rate("consumer_byte_rate", user, client_id, size, now)
+                # FetchContext.getThrottledResponse / ShareFetchContext.throttleResponse: no data (a
+                # ShareFetch's acquired records stay acquired until their locks time out, as in Kafka)
                 response.responses = []
-        elif ctx.api_key == ApiKey.FETCH and response is not None and request_ms > 0:
-            response.responses = []
+                if ctx.api_key == ApiKey.SHARE_FETCH:
+                    response.node_endpoints = []
+                    response.acquisition_lock_timeout_ms = 0
         ms = max(ms, request_ms)
         if response is not None and hasattr(response, "throttle_time_ms"):
             ms = max(ms, response.throttle_time_ms or 0)

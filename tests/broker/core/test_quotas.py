@@ -361,3 +361,25 @@ def test_exempt_requests_stay_off_the_request_quota() -> None:
     CoreClient(plain).send(MetadataRequest(topics=[]), 12)
     assert untimed.ns == 0
     assert timer.ns > 0
+
+
+@pytest.mark.rule("QUO-7")
+def test_a_throttled_share_fetch_answers_empty_and_its_records_wait_for_their_locks() -> None:
+    """KafkaApis.handleShareFetchRequest: ShareFetch counts on consumer_byte_rate and the request
+    quota; throttled, ShareFetchContext.throttleResponse answers without data, endpoints or lock
+    timeout, and the records it acquired come back only when their locks expire."""
+    from kwire.broker.core.configs import ResourceType
+    from tests.broker.share_helpers import ShareClient, acquired
+
+    core, _ = make_core(settings={QUOTAS: "user=ANONYMOUS:consumer_byte_rate=10"})
+    core.create_topic("t", 1)
+    core.configs.set(ResourceType.GROUP, "sg", "share.auto.offset.reset", "earliest")
+    CoreClient(core).send(produce_req(size=300), 9)
+    m = ShareClient(core)
+    m.join(["t"])
+    throttled = m.fetch({"t": [0]})
+    assert throttled.throttle_time_ms > 0 and throttled.responses == [] and throttled.node_endpoints == []
+    assert throttled.acquisition_lock_timeout_ms == 0
+    core.advance(throttled.throttle_time_ms + 30_000)  # past the throttle and the 30 s record lock
+    core.subsystems.quotas.alter(((USER, "ANONYMOUS"),), [("consumer_byte_rate", None)])
+    assert acquired(m.fetch({"t": [0]})) == [(0, 0, 2)]  # delivered again, its delivery count 2
