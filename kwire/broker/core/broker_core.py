@@ -531,8 +531,7 @@ class BrokerCore:
             if api_key not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
                 # handleKafkaRequest: InvalidRequestException, closed at once
                 return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
-        quotas = self.subsystems.quotas
-        if quotas is not None and quotas.request_enabled and not quotas.request_exempt(
+        if started_ns is not None and quotas is not None and not quotas.request_exempt(
                 ctx, conn.sasl_mechanism is not None and not conn.authenticated):
             ctx.started_ns = started_ns
         node = self.cluster.nodes.get(conn.broker_id)
