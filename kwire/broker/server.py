@@ -193,6 +193,7 @@ class BrokerServer:
         self._plain = memoryview(bytearray(_RECV_BYTES))
         self._acceptors: dict[tuple[int, str], trio.Lock] = {}
         self._slot_freed = trio.Event()
+        self._slot_waiters = 0  # acceptors waiting for a slot: a config change may have made one
 
     # --- lifecycle --------------------------------------------------------------------------
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -312,7 +313,13 @@ class BrokerServer:
                 elif cq.slot_available(li.name):
                     break
                 else:
-                    await self._slot_freed.wait()
+                    self._slot_waiters += 1
+                    if self.on_progress is not None:
+                        self.on_progress()  # a controller may wait for this (Broker.wait_until)
+                    try:
+                        await self._slot_freed.wait()
+                    finally:
+                        self._slot_waiters -= 1
             admission = cq.admit(li.name, host)
         if admission.kind != "serve":
             self._line(f"broker {broker_id}: connection from {peer} on listener {li.name} closed ({admission.reason})")
@@ -659,6 +666,10 @@ class BrokerServer:
         # Completing a response may let a connection dispatch queued requests: route again.
         if self.core.outbox:
             self.flush()
+        if self._slot_waiters:
+            # max.connections may have been raised (ConnectionQuotas.updateBrokerMaxConnections notifies)
+            self._slot_freed.set()
+            self._slot_freed = trio.Event()
         # Wake the deadline task only when it would sleep past the next deadline (one task
         # switch saved per request in the common case).
         nxt = self.core.next_deadline_ms()

@@ -73,6 +73,23 @@ def test_at_max_connections_a_new_connection_waits_for_a_slot() -> None:
 
 
 @pytest.mark.rule("QUO-8")
+def test_raising_max_connections_lets_a_waiting_connection_in() -> None:
+    """ConnectionQuotas.updateBrokerMaxConnections wakes the waiting acceptor (max.connections is
+    cluster-wide dynamic)."""
+    with Broker(BrokerConfig(log_connections=False, settings={"max.connections": "1"})) as b:
+        first = Raw(b)
+        _api_versions(first)
+        waiting = Raw(b)
+        waiting.send(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                                    correlation_id=5))
+        b.wait_until(lambda core: b.server._slot_waiters == 1)
+        b.set_config("broker", "", "max.connections", "2")
+        assert decode_response(waiting.recv_frame(), 18, 3).correlation_id == 5
+        first.close()
+        waiting.close()
+
+
+@pytest.mark.rule("QUO-8")
 def test_a_per_ip_override_replaces_the_default_for_its_address() -> None:
     """ConnectionQuotas.maxConnectionsPerIpForIp: max.connections.per.ip.overrides wins for its ip
     (here 0 for everyone else would refuse all; 127.0.0.1 may have one)."""
