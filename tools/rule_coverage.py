@@ -1,10 +1,12 @@
 """Which broker-semantics rules have a test that names them.
 
-Usage: python tools/rule_coverage.py PATH/TO/broker-semantics.md [--out docs/rule-coverage.md]
+Usage: python tools/rule_coverage.py PATH/TO/broker-semantics.md [MORE.md ...] [--out docs/rule-coverage.md]
 
-A test covers a rule when it carries ``@pytest.mark.rule("ID")``. The reference file is an
-argument (tests and kwire never read ../shared); the output lists every rule id with the tests
-that check it, and the ids without a test.
+A test covers a rule when it carries ``@pytest.mark.rule("ID")``. The reference files are
+arguments (tests and kwire never read ../shared); kwire's own rule pages (docs/authorization.md,
+docs/security.md) may be given after it. A rule is defined by a bullet ``* **ID**`` or a table
+row ``| **ID** |``. The output lists every rule id with the tests that check it, and the ids
+without a test.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RULE_DEF = re.compile(r"^\*\s+\*\*([A-Z]+-\d+)\*\*", re.MULTILINE)
+RULE_DEF = re.compile(r"^(?:\*|\|)\s+\*\*([A-Z]+-\d+)\*\*", re.MULTILINE)
 
 
 def rule_ids(reference: Path) -> list[str]:
@@ -65,10 +67,10 @@ def render(ids: list[str], covered: dict[str, list[str]]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("reference", type=Path)
+    ap.add_argument("reference", type=Path, nargs="+")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "rule-coverage.md")
     args = ap.parse_args()
-    ids = rule_ids(args.reference)
+    ids = list(dict.fromkeys(rid for ref in args.reference for rid in rule_ids(ref)))
     args.out.write_text(render(ids, tests_by_rule(ROOT / "tests")))
     print(f"wrote {args.out}")
     return 0

@@ -163,6 +163,8 @@ class BrokerServer:
         self.clock = clock if clock is not None else SystemClock()
         self.core = core if core is not None else BrokerCore(config, self.clock, handlers=load_handlers())
         self.core.wire_clock_us = _monotonic_us  # recorded exchanges carry real µs (captures show latency)
+        self.core.request_timer = time.perf_counter_ns  # request_percentage quotas time the core (QUO-7)
+        self.core.resolve_host = socket.gethostbyname  # max.connections.per.ip.overrides host names
         self.on_line = on_line
         # Called after every batch of work (requests handled, deadlines fired, responses routed),
         # so a controller in another thread can wait for a condition without sleeping.
@@ -189,8 +191,9 @@ class BrokerServer:
         self._rview = memoryview(bytearray(_RECV_BYTES))
         # TLS connections decrypt into this one (consumed before the task yields, like _rview).
         self._plain = memoryview(bytearray(_RECV_BYTES))
-        self._per_ip: dict[str, int] = {}
+        self._acceptors: dict[tuple[int, str], trio.Lock] = {}
         self._slot_freed = trio.Event()
+        self._slot_waiters = 0  # acceptors waiting for a slot: a config change may have made one
 
     # --- lifecycle --------------------------------------------------------------------------
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -297,35 +300,67 @@ class BrokerServer:
             peer = f"{host}:{port}"
         except OSError:
             host, peer = "?", "?"
-        # SocketServer's ConnectionQuotas: over max.connections.per.ip the connection is closed at
-        # once; at max.connections the broker stops serving new ones until one closes.
-        if self._per_ip.get(host, 0) >= self._limit("max.connections.per.ip"):
-            self._line(f"broker {broker_id}: connection from {peer} refused: max.connections.per.ip reached")
+        li = listener or self.core.listeners[0]
+        cq = self.core.connection_quotas(broker_id)
+        # SocketServer's Acceptor (one per listener and broker, so one connection at a time passes
+        # here): over the broker's or listener's connection creation rate, or at max.connections,
+        # it accepts nothing more until the throttle time (broker clock) has passed and a slot is free.
+        async with self._acceptor(broker_id, li.name):
+            until = cq.acceptor_throttle_until(li.name)
+            while True:
+                if until > self.clock.now_ms():
+                    await self._until(until)
+                elif cq.slot_available(li.name):
+                    break
+                else:
+                    self._slot_waiters += 1
+                    if self.on_progress is not None:
+                        self.on_progress()  # a controller may wait for this (Broker.wait_until)
+                    try:
+                        await self._slot_freed.wait()
+                    finally:
+                        self._slot_waiters -= 1
+            admission = cq.admit(li.name, host)
+        if admission.kind != "serve":
+            self._line(f"broker {broker_id}: connection from {peer} on listener {li.name} closed ({admission.reason})")
+            if admission.kind == "throttle":
+                await self._until(admission.close_at_ms)  # DelayedCloseSocket: open, unread, then closed
             with trio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await stream.aclose()
             return
-        self._per_ip[host] = self._per_ip.get(host, 0) + 1
         held = [True]  # released once, as soon as the connection is gone from the core
 
         def release() -> None:
             if held[0]:
                 held[0] = False
-                left = self._per_ip[host] - 1
-                if left:
-                    self._per_ip[host] = left
-                else:
-                    del self._per_ip[host]
+                cq.release(li.name, host)
+                self._slot_freed.set()
+                self._slot_freed = trio.Event()
 
         try:
-            while len(self._conns) >= self._limit("max.connections"):
-                await self._slot_freed.wait()
-            li = listener or self.core.listeners[0]
             if li.protocol.tls:
                 await self._serve_tls(stream, broker_id, host, peer, li)
             else:
                 await self._serve_accepted(stream, broker_id, host, peer, release, li.name)
         finally:
             release()
+
+    def _acceptor(self, broker_id: int, listener: str) -> trio.Lock:
+        """The lock standing for Kafka's acceptor thread of one listener of one broker (fair: FIFO)."""
+        lock = self._acceptors.get((broker_id, listener))
+        if lock is None:
+            lock = self._acceptors[(broker_id, listener)] = trio.Lock()
+        return lock
+
+    async def _until(self, at_ms: int) -> None:
+        """Sleep until ``at_ms`` on the broker clock (a manual clock: until the test advances it)."""
+        woken = trio.Event()
+        deadline = self.core.deadlines.at(at_ms, woken.set)
+        self.flush()  # the deadline task learns of the earlier deadline
+        try:
+            await woken.wait()
+        finally:
+            deadline.cancel()
 
     async def _serve_accepted(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
                               release: Callable[[], None], listener: str | None = None) -> None:
@@ -421,9 +456,10 @@ class BrokerServer:
 
     async def _serve_tls(self, stream: trio.SocketStream, broker_id: int, host: str, peer: str,
                          li: Listener) -> None:
-        """An SSL/SASL_SSL connection: the handshake first (bounded by connections.max.idle.ms,
-        as Kafka's Selector expires a channel idle in its handshake), then requests through the
-        TLS engine. A failed or stalled handshake closes the connection with the reason (SEC-4, SEC-5)."""
+        """An SSL/SASL_SSL connection: the handshake first, closed when idle for connections.max.idle.ms
+        (the timer restarts with every read and write, as Kafka's Selector idle expiry does: it has
+        no handshake timeout of its own), then requests through the TLS engine. A failed or stalled
+        handshake closes the connection with the reason (SEC-4, SEC-5)."""
         idle_s = self._limit("connections.max.idle.ms") / 1000
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         try:
@@ -437,11 +473,7 @@ class BrokerServer:
         c.ip = host
         conn: Connection | None = None
         try:
-            reason = ""
-            with trio.move_on_after(idle_s) as waited:
-                reason = await self._tls_handshake(c)
-            if waited.cancelled_caught:
-                reason = f"TLS handshake not completed within connections.max.idle.ms ({int(idle_s * 1000)} ms)"
+            reason = await self._tls_handshake(c, idle_s)
             principal = "User:ANONYMOUS"
             if not reason:
                 der = c.tls.getpeercert(binary_form=True)
@@ -477,8 +509,10 @@ class BrokerServer:
             with trio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await stream.aclose()
 
-    async def _tls_handshake(self, c: _TlsConn) -> str:
-        """Drive the server handshake; '' when done, else why it failed."""
+    async def _tls_handshake(self, c: _TlsConn, idle_s: float) -> str:
+        """Drive the server handshake; '' when done, else why it failed (idle for ``idle_s`` since
+        the last byte either way included: Selector.maybeCloseOldestConnection)."""
+        c.last_active = trio.current_time()
         while True:
             try:
                 c.tls.do_handshake()
@@ -494,12 +528,16 @@ class BrokerServer:
                 await c.send_outgoing()
                 got = c.raw.recv(_TLS_READ)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(c.raw)
+                with trio.move_on_at(c.last_active + idle_s) as idle:
+                    await trio.lowlevel.wait_readable(c.raw)
+                if idle.cancelled_caught:
+                    return (f"TLS handshake idle for more than connections.max.idle.ms ({int(idle_s * 1000)} ms)")
                 continue
             except OSError as exc:
                 return f"TLS handshake failed: {exc}"
             if not got:
                 return "TLS handshake failed: the client closed the connection"
+            c.last_active = trio.current_time()
             c.incoming.write(got)
 
     async def _tls_requests(self, c: _TlsConn, conn: Connection, idle_s: float) -> None:
@@ -628,6 +666,10 @@ class BrokerServer:
         # Completing a response may let a connection dispatch queued requests: route again.
         if self.core.outbox:
             self.flush()
+        if self._slot_waiters:
+            # max.connections may have been raised (ConnectionQuotas.updateBrokerMaxConnections notifies)
+            self._slot_freed.set()
+            self._slot_freed = trio.Event()
         # Wake the deadline task only when it would sleep past the next deadline (one task
         # switch saved per request in the common case).
         nxt = self.core.next_deadline_ms()

@@ -56,6 +56,22 @@ class CoreClient:
         return out
 
 
+    def send_auth_failure(self, body: Any, version: int, delay_ms: int = 100) -> Any:
+        """A request answered by a failed authentication (SEC-14): nothing for ``delay_ms`` of broker
+        time (connection.failed.authentication.delay.ms), then its answer (None: none) and the close."""
+        conn_id = self.conn.conn_id
+        assert self.send(body, version) is None, "a failed authentication is answered late"
+        self.core.advance(delay_ms - 1)
+        early = [d for c, d in self.core.outbox if c == conn_id]
+        assert not early, "answered or closed before the delay"
+        self.core.advance(1)
+        got = [d for c, d in self.core.take_outbox() if c == conn_id]
+        assert got and got[-1] is None, "not closed after the delay"
+        if len(got) == 1:
+            return None
+        return decode_response(as_bytes(got[0]), body.API_KEY, version).body
+
+
 class ConnectionClosed(Exception):
     pass
 

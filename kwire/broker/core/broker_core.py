@@ -34,6 +34,7 @@ from kwire.broker.core.acl import AUTHORIZER_SETTINGS
 from kwire.broker.core.acl_rules import check_request
 from kwire.broker.core.cluster import BrokerNode, Cluster, Partition, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
+from kwire.broker.core.connection_quotas import ConnectionQuotas
 from kwire.broker.core.deadlines import Deadline, Deadlines
 from kwire.broker.core.dispatch import HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
@@ -150,11 +151,10 @@ class Reply:
         self.ctx = ctx
         self.done = False
 
-    def send(self, response: Any, *, throttled: bool = False) -> None:
+    def send(self, response: Any) -> None:
         if self.done:
             return
-        if not throttled and self.core.throttle(self.ctx, response, self):
-            return  # an old version's answer waits out its throttle time (KIP-219)
+        self.core.throttle(self.ctx, response)
         self.done = True
         self.core._unanswered.pop(self, None)
         try:
@@ -163,6 +163,8 @@ class Reply:
             log.exception("encoding a deferred api key %d v%d response failed", self.api_key, self.api_version)
             self.core.outbox.append((self.conn_id, None))
             return
+        if self.ctx.decided_ns is not None:
+            self.core.record_network_time(self.ctx)
         if self.exchange is not None:
             self.exchange.response = response
             self.exchange.response_bytes = as_bytes(data)
@@ -194,6 +196,11 @@ class RequestContext:
     # Set by a handler whose answer is a pure function of this key (with the API key and
     # version): the core encodes it once and reuses the bytes (ApiVersions).
     cache_key: Hashable | None = None
+    # request_percentage (QUO-7), from BrokerCore.request_timer: when the core took the request
+    # (None: not timed), its handler's first pass when it deferred, when the throttle was decided
+    started_ns: int | None = None
+    handler_ns: int | None = None
+    decided_ns: int | None = None
 
     @property
     def broker_id(self) -> int:
@@ -289,6 +296,10 @@ def _encode_answer(response: Any, api_key: int, version: int, correlation_id: in
     return bytes(out)
 
 
+def _no_time() -> int:
+    return 0
+
+
 class BrokerCore:
     """All broker state and request handling, with no I/O."""
 
@@ -349,6 +360,15 @@ class BrokerCore:
         self.on_answer: Callable[[Exchange], None] | None = None
         # The I/O edge's monotonic µs clock for recorded exchanges (the core keeps no wall time).
         self.wire_clock_us: Callable[[], int] | None = None
+        # What request_percentage quotas measure (QUO-7): a nanosecond counter read when a request
+        # is taken, when its handler's first pass ends, when its throttle is decided and after its
+        # answer is encoded. The I/O edge gives time.perf_counter_ns; tests inject a deterministic
+        # one; without one (a core driven by hand) every request costs 0.
+        self.request_timer: Callable[[], int] = _no_time
+        # The edge's host name lookup (max.connections.per.ip.overrides names); None: names kept as written
+        self.resolve_host: Callable[[str], str] | None = None
+        # SocketServer's ConnectionQuotas, one per broker (see ``connection_quotas``)
+        self._connection_quotas: dict[int, ConnectionQuotas] = {}
         # Called after each handler and each fired deadline, before any answer leaves: the data
         # dir makes what changed durable there (a KafkaError fails the request with its code).
         self.before_answer: list[Callable[[], None]] = []
@@ -408,6 +428,14 @@ class BrokerCore:
             conn.sasl_mechanism = ""
         self.connections[conn.conn_id] = conn
         return conn
+
+    def connection_quotas(self, broker_id: int) -> ConnectionQuotas:
+        """Broker ``broker_id``'s connection counts and rate sensors (each Kafka broker has its own
+        SocketServer): the trio edge asks it about every connection it accepts."""
+        cq = self._connection_quotas.get(broker_id)
+        if cq is None:
+            cq = self._connection_quotas[broker_id] = ConnectionQuotas(self)
+        return cq
 
     def listener(self, name: str | None = None) -> Listener:
         """The listener called ``name`` (None: the first one)."""
@@ -473,6 +501,8 @@ class BrokerCore:
 
     def _handle(self, conn: ConnInfo, payload: bytes | bytearray) -> Outcome:
         self.stats.requests += 1
+        quotas = self.subsystems.quotas
+        started_ns = self.request_timer() if quotas is not None and quotas.request_enabled else None
         if conn.sasl_state is not None and not conn.authenticated and conn.sasl_state.raw_tokens:
             # After a v0 SaslHandshake the next frames are bare SASL tokens, not requests.
             return self._raw_sasl_token(conn, conn.sasl_state, payload)
@@ -519,12 +549,22 @@ class BrokerCore:
                 self.stats.expired_sessions += 1
                 return self._close(conn, f"SASL session of {conn.principal} expired at {conn.session_expires_ms} "
                                          f"without re-authentication (KIP-368)", exchange)
-        if conn.sasl_mechanism is not None and not conn.authenticated and api_key not in (
-            ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
-        ):
-            return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
         ctx = RequestContext(self, conn, api_key, api_version, corr, frame.client_id, frame.header, exchange,
                              request_size=len(payload))
+        if conn.sasl_mechanism is not None and not conn.authenticated:
+            if conn.sasl_state is not None and api_key != ApiKey.SASL_AUTHENTICATE:
+                # SaslServerAuthenticator.handleSaslToken after a v1 handshake: IllegalSaslStateException,
+                # its error answer and the close delayed (SEC-14)
+                resp = spec.error_response(ctx, frame.body, ErrorCode.ILLEGAL_SASL_STATE)
+                self.fail_authentication(ctx.conn, f"unexpected {spec.name} during SASL authentication",
+                                         ctx.defer(), resp)
+                return self._deferred(ctx.defer())
+            if api_key not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+                # handleKafkaRequest: InvalidRequestException, closed at once
+                return self._close(conn, f"{spec.name} before SASL authentication completed", exchange)
+        if started_ns is not None and quotas is not None and not quotas.request_exempt(
+                ctx, conn.sasl_mechanism is not None and not conn.authenticated):
+            ctx.started_ns = started_ns
         node = self.cluster.nodes.get(conn.broker_id)
         if node is not None and not node.up:
             return self._close(conn, f"broker {conn.broker_id} is down", exchange)
@@ -547,6 +587,9 @@ class BrokerCore:
         response codes; per-resource errors are caught by the handlers themselves)."""
         try:
             response = spec.handle(ctx, body)
+            if ctx.started_ns is not None and ctx.deferred is not None and ctx.handler_ns is None:
+                # the first pass is what Kafka's request thread time counts for a deferred answer
+                ctx.handler_ns = self.request_timer() - ctx.started_ns
             for fn in self.before_answer:
                 fn()
         except KafkaError as exc:
@@ -610,8 +653,35 @@ class BrokerCore:
         try:
             out = evaluate_token(conn, ex, bytes(payload), **self.sasl_completion(conn))
         except SaslAuthenticationError as exc:
-            return Outcome("close", reason=f"SASL authentication failed: {exc.message}")
+            # no answer to delay (a v0 exchange has no error frame): the close waits (SEC-14)
+            self.fail_authentication(conn, f"SASL authentication failed: {exc.message}")
+            return DEFERRED
         return Outcome("send", out)
+
+    def fail_authentication(self, conn: ConnInfo, reason: str, reply: Reply | None = None,
+                            response: Any = None) -> None:
+        """A failed SASL authentication (SEC-14): ``response`` (if any) is sent and the connection
+        closed ``connection.failed.authentication.delay.ms`` later on the broker clock; it reads
+        nothing meanwhile (its request is in progress). Selector.maybeDelayCloseOnAuthenticationFailure,
+        KafkaChannel.completeCloseOnAuthenticationFailure, SaslServerAuthenticator.sendAuthenticationFailureResponse."""
+        log.info("connection %d on broker %d: %s", conn.conn_id, conn.broker_id, reason)
+        delay = self.configs.get_int(ResourceType.BROKER, "", "connection.failed.authentication.delay.ms")
+        conn_id = conn.conn_id
+
+        def finish() -> None:
+            if reply is not None:
+                if response is not None:
+                    reply.send(response)
+                if reply.exchange is not None:
+                    reply.exchange.closed = reason
+                reply.done = True
+                self._unanswered.pop(reply, None)
+            self.outbox.append((conn_id, None))
+
+        if delay > 0:
+            self.deadlines.at(self.clock.now_ms() + delay, finish)
+        else:
+            finish()
 
     def _api_versions_unsupported(self, correlation_id: int) -> bytes:
         """KIP-511 fallback for an ApiVersions version the broker does not know: the v0 layout
@@ -652,16 +722,17 @@ class BrokerCore:
     def _respond(self, ctx: RequestContext, response: Any) -> Outcome:
         if response is None:
             if ctx.deferred is None:
-                self.throttle(ctx, None, None)  # an acks=0 produce still counts against its quota
+                self.throttle(ctx, None)  # an acks=0 produce still counts against its quota
                 return SEND_NOTHING
             return self._deferred(ctx.deferred)
-        if self.throttle(ctx, response, None):
-            return self._deferred(ctx.defer())  # sent when its throttle time has passed
+        self.throttle(ctx, response)
         try:
             data = self._encode(ctx, response)
         except KwireError as exc:
             log.exception("encoding the %s v%d response failed", api_info(ctx.api_key).name, ctx.api_version)
             return self._close(ctx.conn, f"response could not be encoded: {exc}", ctx.exchange)
+        if ctx.decided_ns is not None:
+            self.record_network_time(ctx)
         if ctx.exchange is not None:
             ctx.exchange.response = response
             ctx.exchange.response_bytes = as_bytes(data)
@@ -699,23 +770,30 @@ class BrokerCore:
             return None
         return cached[1]
 
-    def throttle(self, ctx: RequestContext, response: Any, reply: Reply | None) -> bool:
-        """Quotas (KIP-219): record what the response costs, set its ThrottleTimeMs and mute the
-        connection that long. True when the answer itself must wait (a version from before
-        KIP-219, whose client does not throttle itself): it is then sent by a deadline."""
+    def throttle(self, ctx: RequestContext, response: Any) -> None:
+        """Quotas (KIP-219, QUO-5): record what the request and its response cost, set the
+        answer's ThrottleTimeMs and mute the connection that long. The answer goes at once
+        whatever the version (RequestHandlerHelper.throttle: Kafka no longer holds answers)."""
         quotas = self.subsystems.quotas
         if quotas is None or not quotas.entities:
-            return False
-        ms = quotas.throttle_response(ctx, response)
-        if ms <= 0:
-            return False
-        now = self.clock.now_ms()
-        if quotas.client_throttles(ctx.api_key, ctx.api_version) or response is None:
-            ctx.conn.muted_until_ms = max(ctx.conn.muted_until_ms, now + ms)
-            return False
-        late = reply if reply is not None else ctx.defer()
-        self.deadlines.at(now + ms, lambda: late.send(response, throttled=True))
-        return True
+            return
+        request_ns = None
+        if ctx.started_ns is not None and ctx.decided_ns is None:
+            # Request.requestThreadTimeNanos: up to now, or the first pass of a deferred answer
+            ctx.decided_ns = self.request_timer()
+            request_ns = ctx.handler_ns if ctx.handler_ns is not None else ctx.decided_ns - ctx.started_ns
+        ms = quotas.throttle_response(ctx, response, request_ns)
+        if ms > 0:
+            ctx.conn.muted_until_ms = max(ctx.conn.muted_until_ms, self.clock.now_ms() + ms)
+
+    def record_network_time(self, ctx: RequestContext) -> None:
+        """The time after the throttle decision (encoding the answer) counts without a quota
+        check, as Kafka's network-thread time does (Request.updateRequestMetrics, QUO-7)."""
+        quotas = self.subsystems.quotas
+        decided = ctx.decided_ns
+        ctx.started_ns = ctx.decided_ns = None  # counted once
+        if quotas is not None and decided is not None and quotas.request_enabled:
+            quotas.record_request_time(ctx, self.request_timer() - decided, check=False)
 
     def answered(self, exchange: Exchange) -> None:
         """A recorded request got its answer: stamp the time and tell ``on_answer`` (``kwire broker -v``)."""

@@ -228,6 +228,18 @@ BROKER_CONFIGS = _defs(
     # address (dynamic in Kafka), idle connections closed, frames before SASL completes.
     ConfigDef("max.connections", "2147483647", "int", min_value=0),
     ConfigDef("max.connections.per.ip", "2147483647", "int", min_value=0),
+    # ConnectionQuotas (kwire.broker.core.connection_quotas): SocketServerConfigs at d79bd502
+    ConfigDef("max.connections.per.ip.overrides", "", "string",
+              doc="host:count,... overrides of max.connections.per.ip (a host name is resolved once)."),
+    ConfigDef("max.connection.creation.rate", "2147483647", "int", min_value=0,
+              doc="Connections accepted per second, broker-wide (listener.name.<l>. prefix: per listener)."),
+    ConfigDef("connection.failed.authentication.delay.ms", "100", "int", min_value=0, read_only=True,
+              doc="How long a failed SASL authentication's answer and close are delayed (SEC-14)."),
+    # QuotaConfig: the Rate windows of client quotas and connection rates (QUO-2..QUO-9)
+    ConfigDef("quota.window.num", "11", "int", min_value=1, read_only=True),
+    ConfigDef("quota.window.size.seconds", "1", "int", min_value=1, read_only=True),
+    ConfigDef("controller.quota.window.num", "11", "int", min_value=1, read_only=True),
+    ConfigDef("controller.quota.window.size.seconds", "1", "int", min_value=1, read_only=True),
     ConfigDef("connections.max.idle.ms", "600000", "long", read_only=True),
     ConfigDef("sasl.server.max.receive.size", "524288", "int", read_only=True),
     ConfigDef("group.min.session.timeout.ms", "6000", "int", min_value=0),
@@ -634,6 +646,17 @@ class ConfigStore:
         if len(assignors) != 1:
             raise ConfigError(f"group.share.assignors must contain exactly one assignor, but found {len(assignors)}")
         self._check_authorizer()
+        self._check_connection_limits()
+
+    def _check_connection_limits(self) -> None:
+        """KafkaConfig.validateValues: max.connections.per.ip may be 0 only with overrides, and
+        every override must name a host."""
+        from kwire.broker.core.connection_quotas import parse_ip_overrides
+
+        overrides = parse_ip_overrides(self.get(ResourceType.BROKER, "", "max.connections.per.ip.overrides") or "")
+        if self.get_int(ResourceType.BROKER, "", "max.connections.per.ip") == 0 and not overrides:
+            raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                              "property is set.")
 
     def _check_authorizer(self) -> None:
         """kwire's authorizer is StandardAuthorizer; any other class Kafka would load (or fail to),

@@ -23,8 +23,17 @@ Theory of operation
   CreatePartitions v3+, DeleteTopics v5+) refuses a mutation once the bucket is negative
   (THROTTLING_QUOTA_EXCEEDED) and otherwise records it, so a bucket may go below zero once;
   the throttle time is ``-tokens / rate * 1000``.
-* ``request_percentage`` and ``connection_creation_rate`` are stored and described; kwire does
-  not measure request-handler time or throttle connection creation.
+* ``request_percentage`` is ClientRequestQuotaManager's: the core's time on a request, in
+  nanoseconds from the injected ``BrokerCore.request_timer``, counts as ``nanos x 100 / 1e9``
+  percent on the same Rate as the byte rates; the time up to the answer (the handler's first
+  pass for a deferred one) is recorded with the quota check, the encoding after it without one
+  (Kafka's network-thread time, ``recordNoThrottle``). The throttle time is QuotaUtils'
+  ``boundedThrottleTime``: at most one ``quota.window.size.seconds``. WriteTxnMarkers (a
+  ClusterAction API), an acks=0 Produce and the requests of a SASL exchange (Kafka's
+  authenticator answers those, not KafkaApis) are exempt. Where a byte rate or a controller
+  mutation quota also throttles, the answer carries the larger time (KafkaApis' max).
+* ``connection_creation_rate`` (ip entities) is enforced where connections are accepted:
+  ``kwire.broker.core.connection_quotas``.
 """
 
 from __future__ import annotations
@@ -39,20 +48,34 @@ from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 
 __all__ = ["ClientQuotas", "Entity", "RateSensor", "TokenBucket", "USER", "CLIENT_ID", "IP", "QUOTA_KEYS",
-           "IP_QUOTA_KEYS", "parse_entity", "CLIENT_QUOTAS_SETTING", "parse_quota_setting"]
+           "IP_QUOTA_KEYS", "parse_entity", "CLIENT_QUOTAS_SETTING", "parse_quota_setting", "java_round",
+           "REQUEST_QUOTA_EXEMPT", "NANOS_TO_PERCENT"]
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 # ``kwire broker --set kwire.client.quotas='user=alice,client-id=app:producer_byte_rate=1024;...'``:
 # the quotas a fresh cluster starts with (Kafka has no broker property for client quotas).
 CLIENT_QUOTAS_SETTING = "kwire.client.quotas"
-# AbstractResponse.shouldClientThrottle: from these versions the client throttles itself (KIP-219)
-# and the broker answers at once; before them the broker holds the answer for the throttle time.
-CLIENT_THROTTLES_FROM = {0: 6, 1: 8, 19: 3, 20: 2, 37: 1}
+# The responses' shouldClientThrottle overrides at d79bd502: from these versions the client waits
+# out ThrottleTimeMs itself (KIP-219); before them it relies on the broker's mute alone. Any other
+# API: AbstractResponse.shouldClientThrottle, whether the version's response has ThrottleTimeMs.
+CLIENT_THROTTLES_FROM = {0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
+                         19: 3, 20: 2, 21: 1, 22: 1, 24: 1, 25: 1, 26: 1, 28: 1, 29: 1, 30: 1, 31: 1, 32: 2,
+                         33: 1, 34: 1, 35: 1, 37: 1, 38: 1, 39: 1, 40: 1, 41: 1, 42: 1, 44: 0, 47: 0, 18: 2}
 # QuotaConfig.userAndClientQuotaConfigs / ipConfigs: key -> ConfigDef type.
 QUOTA_KEYS = {"producer_byte_rate": "LONG", "consumer_byte_rate": "LONG", "request_percentage": "DOUBLE",
               "controller_mutation_rate": "DOUBLE"}
 IP_QUOTA_KEYS = {"connection_creation_rate": "INT"}
 _INT_MAX, _LONG_MAX = 2**31 - 1, 2**63 - 1
+# ClientRequestQuotaManager.NANOS_TO_PERCENTAGE_PER_SECOND
+NANOS_TO_PERCENT = 100.0 / 1_000_000_000
+# APIs whose time is recorded on the exempt sensor, not the client's (ApiKeys.clusterAction,
+# RequestHandlerHelper.sendResponseExemptThrottle): of those kwire serves, WriteTxnMarkers.
+REQUEST_QUOTA_EXEMPT = frozenset({27})
+
+
+def java_round(x: float) -> int:
+    """Java's Math.round (half up), which QuotaUtils.throttleTime uses."""
+    return math.floor(x + 0.5)
 
 Entity = tuple[tuple[str, str | None], ...]  # sorted by entity type
 
@@ -168,11 +191,13 @@ class TokenBucket:
 class ClientQuotas(Subsystem):
     """The quota entities of the cluster and the sensors that enforce them."""
 
-    __slots__ = ("core", "entities", "_rates", "_buckets")
+    __slots__ = ("core", "entities", "_rates", "_buckets", "request_enabled")
 
     def __init__(self, core: CoreContext) -> None:
         self.core = core
         self.entities: dict[Entity, dict[str, float]] = {}
+        # ClientQuotaManager.quotasEnabled for request_percentage: the core times requests only then
+        self.request_enabled = False
         self._rates: dict[tuple[str, str, str], RateSensor] = {}
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
         initial = core.config.settings.get(CLIENT_QUOTAS_SETTING)
@@ -222,6 +247,7 @@ class ClientQuotas(Subsystem):
             self.entities[entity] = values
         else:
             self.entities.pop(entity, None)
+        self.request_enabled = self.enabled("request_percentage")
         self.core.metadata_changed()
 
     @staticmethod
@@ -320,18 +346,36 @@ class ClientQuotas(Subsystem):
     def enabled(self, key: str) -> bool:
         return any(key in v for v in self.entities.values())
 
-    def record_rate(self, key: str, user: str, client_id: str, value: float, now: int) -> int:
-        """ClientQuotaManager.recordAndGetThrottleTimeMs: record ``value`` and return the throttle time."""
+    def record_rate(self, key: str, user: str, client_id: str, value: float, now: int, *,
+                    check: bool = True) -> int:
+        """ClientQuotaManager.recordAndGetThrottleTimeMs: record ``value`` and return the throttle
+        time (``check=False``: recordNoThrottle, always 0). ``request_percentage``'s is bounded by
+        one quota window (ClientRequestQuotaManager.throttleTime, QuotaUtils.boundedThrottleTime)."""
         limit, utag, ctag = self.lookup(key, user, client_id)
         if limit is None:
             return 0
         num, window_ms = self._settings("")
         sensor = self._rates.setdefault((key, utag, ctag), RateSensor())
         sensor.record(value, now, num, window_ms)
+        if not check:
+            return 0
         rate = sensor.rate(now, num, window_ms)
         if rate <= limit:
             return 0
-        return int(round((rate - limit) / limit * sensor.window_size(now, num, window_ms)))
+        ms = java_round((rate - limit) / limit * sensor.window_size(now, num, window_ms))
+        return min(ms, window_ms) if key == "request_percentage" else ms
+
+    def request_exempt(self, ctx: RequestView, authenticating: bool) -> bool:
+        """Whether a request's time stays off its client's request quota (see the module doc)."""
+        return authenticating or ctx.api_key in REQUEST_QUOTA_EXEMPT
+
+    def record_request_time(self, ctx: RequestView, nanos: int, *, check: bool) -> int:
+        """ClientRequestQuotaManager.maybeRecordAndGetThrottleTimeMs (``check``) or the network
+        thread's recordNoThrottle: ``nanos`` of the core's time on the request."""
+        from kwire.broker.core.acl import principal_of
+
+        return self.record_rate("request_percentage", principal_of(ctx.conn).partition(":")[2], ctx.client_id or "",
+                                max(nanos, 0) * NANOS_TO_PERCENT, ctx.now_ms, check=check)
 
     def unrecord_rate(self, key: str, user: str, client_id: str, value: float, now: int) -> None:
         """ClientQuotaManager.unrecordQuotaSensor: a throttled fetch sends no data, so it counts nothing."""
@@ -373,14 +417,28 @@ class ClientQuotas(Subsystem):
 
     @staticmethod
     def client_throttles(api_key: int, api_version: int) -> bool:
-        """Whether the client waits out ThrottleTimeMs itself (KIP-219); unknown APIs: it does."""
-        return api_version >= CLIENT_THROTTLES_FROM.get(api_key, 0)
+        """Whether the client waits out ThrottleTimeMs itself (KIP-219: the response's
+        shouldClientThrottle); an API kwire does not know: it does."""
+        since = CLIENT_THROTTLES_FROM.get(api_key)
+        if since is not None:
+            return api_version >= since
+        from kwire.errors import UnknownApiKeyError
+        from kwire.protocol.registry import api_info
 
-    def throttle_response(self, ctx: RequestView, response: Any) -> int:
+        try:
+            fields = api_info(api_key).response_class._fields
+        except UnknownApiKeyError:
+            return True
+        return any(f.attr == "throttle_time_ms" and f.versions[0] <= api_version <= f.versions[1] for f in fields)
+
+    def throttle_response(self, ctx: RequestView, response: Any, request_ns: int | None = None) -> int:
         """What KafkaApis does before sending: record the produce request's bytes or the fetch
-        response's bytes against their quota, and take the larger of that throttle and the one a
-        handler put in the response (controller mutations). A throttled fetch carries no data
-        (FetchContext.getThrottledResponse) and its bytes are unrecorded."""
+        response's bytes against their quota and ``request_ns`` (the core's time on the request,
+        None: exempt or not timed) against request_percentage, and take the largest of those
+        throttles and the one a handler put in the response (controller mutations). A throttled
+        Fetch or ShareFetch, by either quota, carries no data (FetchContext.getThrottledResponse,
+        ShareFetchContext.throttleResponse) and its bytes are unrecorded; an acks=0 produce
+        (``response`` None) counts only its bytes."""
         from kwire.broker.core.acl import principal_of
         from kwire.protocol.registry import ApiKey
 
@@ -388,17 +446,28 @@ class ClientQuotas(Subsystem):
         client_id = ctx.client_id or ""
         now = ctx.now_ms
         ms = 0
+        request_ms = 0
+        if request_ns is not None and response is not None:
+            request_ms = self.record_request_time(ctx, request_ns, check=True)
         if ctx.api_key == ApiKey.PRODUCE and self.enabled("producer_byte_rate"):
             ms = self.record_rate("producer_byte_rate", user, client_id, ctx.request_size, now)
-        elif ctx.api_key == ApiKey.FETCH and response is not None and self.enabled("consumer_byte_rate"):
-            from kwire.protocol.framing import encode_response_frame
+        elif ctx.api_key in (ApiKey.FETCH, ApiKey.SHARE_FETCH) and response is not None:
+            if self.enabled("consumer_byte_rate"):
+                from kwire.protocol.framing import encode_response_frame
 
-            # FetchContext.getResponseSize: the whole answer's size, as it would go out
-            size = len(encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id))
-            ms = self.record_rate("consumer_byte_rate", user, client_id, size, now)
-            if ms > 0:
-                self.unrecord_rate("consumer_byte_rate", user, client_id, size, now)
+                # FetchContext.getResponseSize / ShareFetchContext.responseSize: the answer's size
+                size = len(encode_response_frame(response, ctx.api_version, correlation_id=ctx.correlation_id))
+                ms = self.record_rate("consumer_byte_rate", user, client_id, size, now)
+                if max(ms, request_ms) > 0:
+                    self.unrecord_rate("consumer_byte_rate", user, client_id, size, now)
+            if max(ms, request_ms) > 0:
+                # FetchContext.getThrottledResponse / ShareFetchContext.throttleResponse: no data (a
+                # ShareFetch's acquired records stay acquired until their locks time out, as in Kafka)
                 response.responses = []
+                if ctx.api_key == ApiKey.SHARE_FETCH:
+                    response.node_endpoints = []
+                    response.acquisition_lock_timeout_ms = 0
+        ms = max(ms, request_ms)
         if response is not None and hasattr(response, "throttle_time_ms"):
             ms = max(ms, response.throttle_time_ms or 0)
             response.throttle_time_ms = ms
@@ -435,6 +504,7 @@ class ClientQuotas(Subsystem):
         self.entities = {tuple((str(t), n) for t, n in row["entity"]): {str(k): float(v)
                                                                        for k, v in row["values"].items()}
                          for row in rows}
+        self.request_enabled = self.enabled("request_percentage")
 
 
 @dataclass(slots=True)

@@ -2,8 +2,9 @@
 
 Behaviour: carries the tokens of the mechanism picked by a v1 SaslHandshake: PLAIN (one
 token, empty answer) or SCRAM-SHA-256/512 (client-first → server-first, client-final →
-server-final). A failed exchange answers SASL_AUTHENTICATION_FAILED with Kafka's message and
-the connection is done: anything it sends next closes it. Before a handshake, after a v0
+server-final). A failed exchange answers SASL_AUTHENTICATION_FAILED with Kafka's message, and
+the answer and the close wait ``connection.failed.authentication.delay.ms`` on the broker clock
+(SEC-14, ``BrokerCore.fail_authentication``). Before a handshake, after a v0
 handshake, or after a failure the connection is closed (Kafka's authenticator throws
 IllegalSaslState there); after success, or on a broker without SASL → ILLEGAL_SASL_STATE,
 as KafkaApis answers. The v0 flow, where tokens arrive as bare frames and a failure closes the
@@ -11,8 +12,6 @@ connection without an answer, is served by the core (``BrokerCore._raw_sasl_toke
 frames are not requests.
 Version notes: v1+ reports the session lifetime (KIP-368, SEC-11): ``connections.max.reauth.ms``
 (per listener and mechanism) and an OAUTHBEARER token's expiry bound it; 0 when neither does.
-Deviations: after a failure Kafka sends the answer and then closes the connection; kwire
-sends the answer and closes on the connection's next request (the client sees the same error).
 """
 
 from __future__ import annotations
@@ -44,12 +43,16 @@ def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> SaslAuthenticat
         ctx.defer().close(f"SaslAuthenticate {why}")
         return None
     if ex.bad_mechanism is not None:
-        # SaslServerAuthenticator REAUTH_BAD_MECHANISM: fails without an answer
-        ctx.defer().close(ex.bad_mechanism)
+        # SaslServerAuthenticator REAUTH_BAD_MECHANISM: fails without an answer, the close delayed
+        ex.failed = True
+        ctx.core.fail_authentication(conn, ex.bad_mechanism, ctx.defer())
         return None
     try:
         token = evaluate_token(conn, ex, bytes(req.auth_bytes), **ctx.core.sasl_completion(conn))
     except SaslAuthenticationError as exc:
-        return SaslAuthenticateResponse(error_code=exc.error_code, error_message=exc.message, auth_bytes=b"")
+        ctx.core.fail_authentication(conn, f"SASL authentication failed: {exc.reason}", ctx.defer(),
+                                     SaslAuthenticateResponse(error_code=exc.error_code, error_message=exc.message,
+                                                              auth_bytes=b""))
+        return None
     return SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token,
                                     session_lifetime_ms=ex.session_lifetime_ms if ex.server.complete else 0)

@@ -1,19 +1,18 @@
 """SaslHandshake — key 17, v0–1 (KIP-43, KIP-152).
 
 Behaviour: on a broker with ``BrokerConfig.sasl``, the first handshake of a connection picks the
-mechanism: one that is not enabled → UNSUPPORTED_SASL_MECHANISM with the enabled list (the
-client may try another); an enabled one → NONE with the enabled list, and the connection
+mechanism: one that is not enabled → UNSUPPORTED_SASL_MECHANISM with the enabled list, a failed
+authentication: the answer and the close wait ``connection.failed.authentication.delay.ms``
+(SEC-14); an enabled one → NONE with the enabled list, and the connection
 expects that mechanism's tokens next. The enabled mechanisms are the listener's
 (``listener.name.<l>.sasl.enabled.mechanisms``, ``sasl.enabled.mechanisms``, else
 ``BrokerConfig.sasl``). A handshake on a broker without SASL, or after the connection
 authenticated without a session lifetime, → ILLEGAL_SASL_STATE, as KafkaApis answers it; with
 one (KIP-368) it begins re-authentication (``BrokerCore._begin_reauthentication``, SEC-13),
 which must keep the mechanism and the principal. A second handshake in the middle of an
-exchange closes the connection, as Kafka's SaslServerAuthenticator does.
+exchange never gets here: the core fails it as SaslServerAuthenticator does (SEC-14).
 Version notes: v0 means the tokens that follow are bare size-prefixed frames (no
 SaslAuthenticate header); v1 means SaslAuthenticate requests carry them.
-Deviations: after UNSUPPORTED_SASL_MECHANISM Kafka closes the connection; kwire keeps it
-open, so the client may try another mechanism (clients close it themselves anyway).
 """
 
 from __future__ import annotations
@@ -43,7 +42,11 @@ def handle(ctx: RequestContext, req: SaslHandshakeRequest) -> SaslHandshakeRespo
         return None
     enabled = core.sasl_mechanisms(conn.listener)
     if req.mechanism not in enabled:
-        return SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
+        # SaslServerAuthenticator.handleHandshakeRequest: UnsupportedSaslMechanismException
+        core.fail_authentication(conn, f"Unsupported SASL mechanism {req.mechanism}", ctx.defer(),
+                                 SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                                                       mechanisms=enabled))
+        return None
     bad = None
     if conn.reauth_of is not None and req.mechanism != conn.reauth_of[0]:
         # SaslServerAuthenticator.ReauthInfo.saslMechanismUnchanged: answered, then the next token fails

@@ -1,6 +1,7 @@
 """Client quotas and KIP-219 throttling on the broker clock: ClientQuotaControlManager,
 ClientQuotasImage, ClientQuotaManager (Rate over SampledStat, QuotaUtils.throttleTime),
-ControllerMutationQuotaManager (TokenBucket) and KafkaApis at d79bd502 (QUO-1..QUO-6)."""
+ControllerMutationQuotaManager (TokenBucket), ClientRequestQuotaManager and KafkaApis at d79bd502
+(QUO-1..QUO-7)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from kwire.broker.connection import Connection
-from kwire.broker.core.quotas import CLIENT_ID, IP, USER, RateSensor, parse_quota_setting
+from kwire.broker.core.quotas import CLIENT_ID, IP, USER, ClientQuotas, RateSensor, parse_quota_setting
 from kwire.conformance.rules import Frame, check_frames, rule_by_id
 from kwire.errors import KafkaError
 from kwire.protocol import decode_response, encode_request
@@ -21,6 +22,10 @@ from kwire.protocol.messages.describe_client_quotas import DescribeClientQuotasR
 from kwire.protocol.messages.fetch import FetchRequest
 from kwire.protocol.messages.metadata import MetadataRequest
 from kwire.protocol.messages.produce import ProduceRequest
+from kwire.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequest_WritableTxnMarkerTopic,
+)
 from kwire.protocol.splice import as_bytes
 from tests.broker.helpers import CoreClient, batch, make_core
 
@@ -125,12 +130,11 @@ def test_produce_over_quota_answers_at_once_with_throttle_time_and_mutes() -> No
     assert t.error_code == 0  # the records are appended; only the client is slowed down
     assert first.throttle_time_ms > 0
     assert c.conn.muted_until_ms == clock.now_ms() + first.throttle_time_ms
-    # Below KIP-219 (Produce v5) the client does not throttle itself: the broker holds the answer.
+    # Below KIP-219 (Produce v5) too the answer goes at once and the connection is muted: Kafka at
+    # d79bd502 no longer holds answers (RequestHandlerHelper.throttle, SocketServer's mute states).
     old = c.send(produce_req(size=2000), 5)
-    assert old is None and core.unanswered_requests() == 1
-    core.advance(first.throttle_time_ms * 3)
-    [late] = c.deferred()
-    assert late.throttle_time_ms > 0 and late.responses[0].partition_responses[0].error_code == 0
+    assert old is not None and old.throttle_time_ms > 0 and core.unanswered_requests() == 0
+    assert c.conn.muted_until_ms == clock.now_ms() + old.throttle_time_ms
 
 
 @pytest.mark.rule("QUO-3")
@@ -209,7 +213,11 @@ def test_client_rule_cr10_flags_requests_sent_during_a_throttle() -> None:
     assert [v.rule_id for v in check_frames([throttled, early], [rule])] == ["CR-10"]
     assert check_frames([throttled, later], [rule]) == []
     old = Frame(0, 0, 1, 7, 0, 5, 1, "app", None, response=ProduceResponseStub(200), response_at_ms=100)
-    assert check_frames([old, early], [rule]) == []  # v5: the broker held the answer, not the client's job
+    assert check_frames([old, early], [rule]) == []  # v5: the client relies on the broker's mute alone
+    # shouldClientThrottle as the responses define it: Metadata from v6, SaslHandshake never (no
+    # ThrottleTimeMs), ShareFetch (no override) wherever its response has the field
+    assert [ClientQuotas.client_throttles(k, v) for k, v in ((3, 5), (3, 6), (17, 1), (36, 2), (78, 0))] == [
+        False, True, False, False, True]
 
     def produce_at(ms: int) -> Frame:
         return Frame(1, ms, 1, 7, 0, 9, 2, "app", None, received_at_ms=ms, response_at_ms=ms)
@@ -238,3 +246,140 @@ def test_a_fetch_asks_for_no_more_than_the_quota_window_holds() -> None:
     assert first.throttle_time_ms == 0
     records = first.responses[0].partitions[0].records
     assert 600 < len(records) < 1000  # one batch: the second would pass the 1000-byte cap
+
+
+class StepTimer:
+    """A request timer that moves ``step`` ns per read (the core reads it at fixed points: a
+    request taken, a deferred handler's first pass, the throttle decision, the answer encoded);
+    ``wait`` adds time no read sees as the core's own (a long poll parked)."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.ns = 0
+
+    def __call__(self) -> int:
+        self.ns += self.step
+        return self.ns
+
+
+def request_quota_core(percent: float, step_ms: float, **settings: str) -> tuple[Any, Any, StepTimer]:
+    core, clock = make_core(settings={QUOTAS: f"user=ANONYMOUS:request_percentage={percent}", **settings})
+    timer = StepTimer(int(step_ms * 1_000_000))
+    core.request_timer = timer
+    return core, clock, timer
+
+
+def recorded_percent(core: Any) -> float:
+    q = core.subsystems.quotas
+    sensors = [v for k, v in q._rates.items() if k[0] == "request_percentage"]
+    return sum(x.value for s in sensors for x in s.samples)
+
+
+@pytest.mark.rule("QUO-7")
+def test_request_percentage_counts_the_cores_time_and_throttles_with_kafkas_formula() -> None:
+    """ClientRequestQuotaManager: nanos x 100 / 1e9 on a Rate of 11 x 1 s windows. Each Metadata
+    costs 5 ms before the decision (recorded with the check) and 5 ms encoding (recordNoThrottle):
+    0.5 + 0.5 percent. The 11th sees 10.5 over the 10 s window: 1.05 % against 1 % ->
+    (1.05 - 1) / 1 x 10000 = 500 ms, in the answer and as the connection's mute."""
+    core, clock, _ = request_quota_core(1, 5)
+    c = CoreClient(core)
+    for _ in range(10):
+        assert c.send(MetadataRequest(topics=[]), 12).throttle_time_ms == 0
+    assert recorded_percent(core) == pytest.approx(10.0)
+    eleventh = c.send(MetadataRequest(topics=[]), 12)
+    assert eleventh.throttle_time_ms == 500
+    assert c.conn.muted_until_ms == clock.now_ms() + 500
+
+
+@pytest.mark.rule("QUO-7")
+def test_request_throttle_is_bounded_by_one_quota_window() -> None:
+    """ClientRequestQuotaManager.throttleTime: QuotaUtils.boundedThrottleTime with
+    quota.window.size.seconds (here 2 s): (3 - 1) / 1 x 20000 ms is cut to 2000."""
+    core, _, _ = request_quota_core(1, 100, **{"quota.window.size.seconds": "2"})
+    c = CoreClient(core)
+    assert c.send(MetadataRequest(topics=[]), 12).throttle_time_ms == 0  # 10 %-s / 20 s = 0.5 %
+    assert c.send(MetadataRequest(topics=[]), 12).throttle_time_ms == 2000  # 30 / 20 = 1.5 %: 10 s, bounded
+
+
+@pytest.mark.rule("QUO-7")
+def test_a_deferred_answer_counts_its_handlers_first_pass_not_its_wait() -> None:
+    """Request.requestThreadTimeNanos stops at apiLocalCompleteTimeNanos (the end of
+    KafkaApis.handle): a long poll's time parked is not the client's."""
+    core, _, timer = request_quota_core(50, 5)
+    core.create_topic("t", 1)
+    c = CoreClient(core)
+    req = fetch_req()
+    req.max_wait_ms, req.min_bytes = 500, 1
+    assert c.send(req, 11) is None  # parked
+    timer.ns += 10_000_000_000  # ten seconds of wall time while parked
+    core.advance(500)
+    [answer] = c.deferred()
+    assert answer.throttle_time_ms == 0
+    assert recorded_percent(core) == pytest.approx(1.0)  # 5 ms first pass + 5 ms encoding
+
+
+@pytest.mark.rule("QUO-7")
+def test_request_and_byte_quotas_together_take_the_larger_throttle() -> None:
+    """KafkaApis.handleProduceRequest / handleFetchRequest: max(bandwidth, request) throttle; a
+    Fetch throttled by its request time alone also answers without data, its bytes unrecorded."""
+    core, _ = make_core(settings={QUOTAS: "user=ANONYMOUS:request_percentage=1,producer_byte_rate=100"})
+    core.request_timer = StepTimer(60_000_000)  # 6 % per read
+    core.create_topic("t", 1)
+    c = CoreClient(core)
+    first = c.send(produce_req(size=2000), 9)  # request: 6 / 10 s = 0.6 %, no throttle; bytes: ~21 s
+    assert first.throttle_time_ms > 10_000
+    second = c.send(produce_req(size=100), 9)  # request: 18 / 10 = 1.8 % -> 1000 (bounded); bytes: more
+    assert second.throttle_time_ms > first.throttle_time_ms
+    core2, _ = make_core(settings={QUOTAS: "user=ANONYMOUS:request_percentage=1"})
+    core2.request_timer = StepTimer(60_000_000)
+    core2.create_topic("t", 1)
+    c2 = CoreClient(core2)
+    c2.send(produce_req(size=100), 9)
+    throttled = c2.send(fetch_req(), 11)
+    assert throttled.throttle_time_ms == 1000 and throttled.responses == []
+
+
+@pytest.mark.rule("QUO-7")
+def test_exempt_requests_stay_off_the_request_quota() -> None:
+    """WriteTxnMarkers is a ClusterAction API (sendResponseExemptThrottle), an acks=0 Produce
+    is not recorded (handleProduceRequest), and without a request_percentage quota nothing is
+    timed at all (quotasEnabled)."""
+    core, _, timer = request_quota_core(1, 100)
+    core.create_topic("t", 1)
+    c = CoreClient(core)
+    marker = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=1, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+        topics=[WriteTxnMarkersRequest_WritableTxnMarkerTopic(name="t", partition_indexes=[0])])])
+    for _ in range(3):
+        assert c.send(marker, 1).markers
+    req = produce_req(size=10)
+    req.acks = 0
+    assert c.send(req, 9) is None
+    assert recorded_percent(core) == 0
+    plain, _ = make_core(settings={QUOTAS: "user=ANONYMOUS:producer_byte_rate=100000"})
+    plain.request_timer = untimed = StepTimer(1)
+    CoreClient(plain).send(MetadataRequest(topics=[]), 12)
+    assert untimed.ns == 0
+    assert timer.ns > 0
+
+
+@pytest.mark.rule("QUO-7")
+def test_a_throttled_share_fetch_answers_empty_and_its_records_wait_for_their_locks() -> None:
+    """KafkaApis.handleShareFetchRequest: ShareFetch counts on consumer_byte_rate and the request
+    quota; throttled, ShareFetchContext.throttleResponse answers without data, endpoints or lock
+    timeout, and the records it acquired come back only when their locks expire."""
+    from kwire.broker.core.configs import ResourceType
+    from tests.broker.share_helpers import ShareClient, acquired
+
+    core, _ = make_core(settings={QUOTAS: "user=ANONYMOUS:consumer_byte_rate=10"})
+    core.create_topic("t", 1)
+    core.configs.set(ResourceType.GROUP, "sg", "share.auto.offset.reset", "earliest")
+    CoreClient(core).send(produce_req(size=300), 9)
+    m = ShareClient(core)
+    m.join(["t"])
+    throttled = m.fetch({"t": [0]})
+    assert throttled.throttle_time_ms > 0 and throttled.responses == [] and throttled.node_endpoints == []
+    assert throttled.acquisition_lock_timeout_ms == 0
+    core.advance(throttled.throttle_time_ms + 30_000)  # past the throttle and the 30 s record lock
+    core.subsystems.quotas.alter(((USER, "ANONYMOUS"),), [("consumer_byte_rate", None)])
+    assert acquired(m.fetch({"t": [0]})) == [(0, 0, 2)]  # delivered again, its delivery count 2

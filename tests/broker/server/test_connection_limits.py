@@ -1,5 +1,7 @@
-"""Connection limits of the trio edge, as Kafka's SocketServer has them (issue 12.3, 12.4):
-``max.connections.per.ip`` (closed at once), ``max.connections`` (served once a slot frees),
+"""Connection limits of the trio edge, as Kafka's SocketServer has them (issue 12.3, 12.4, 23):
+``max.connections.per.ip`` (closed at once) and its overrides, ``max.connections`` (served once a
+slot frees), ``connection_creation_rate`` ip quotas (closed unread after the throttle time) and
+``max.connection.creation.rate`` (the acceptor waits) on the broker clock,
 ``connections.max.idle.ms`` (idle connections closed), ``sasl.server.max.receive.size``
 (frames before SASL completes), and one receive buffer shared by every connection."""
 
@@ -8,6 +10,8 @@ from __future__ import annotations
 import random
 import socket
 import threading
+
+import pytest
 
 from kwire.broker.config import SaslConfig
 from kwire.control import Broker, BrokerConfig
@@ -25,6 +29,7 @@ def _api_versions(r: Raw, corr: int = 1) -> None:
     assert decode_response(r.recv_frame(), 18, 3).correlation_id == corr
 
 
+@pytest.mark.rule("QUO-8")
 def test_connections_over_the_per_ip_limit_are_closed_at_once() -> None:
     with Broker(BrokerConfig(log_connections=False, settings={"max.connections.per.ip": "2"})) as b:
         a, c = Raw(b), Raw(b)
@@ -34,13 +39,15 @@ def test_connections_over_the_per_ip_limit_are_closed_at_once() -> None:
         assert third.is_closed()
         a.close()
         # The address's count drops when the broker has let go of the connection entirely.
-        b.wait_until(lambda core: len(core.connections) == 1 and b.server._per_ip.get("127.0.0.1", 0) == 1)
+        b.wait_until(lambda core: len(core.connections) == 1
+                     and core.connection_quotas(min(core.cluster.nodes)).per_ip.get("127.0.0.1", 0) == 1)
         again = Raw(b)
         _api_versions(again)  # a slot for this address freed up
         for r in (c, again, third):
             r.close()
 
 
+@pytest.mark.rule("QUO-8")
 def test_at_max_connections_a_new_connection_waits_for_a_slot() -> None:
     with Broker(BrokerConfig(log_connections=False, settings={"max.connections": "2"})) as b:
         a, c = Raw(b), Raw(b)
@@ -62,6 +69,102 @@ def test_at_max_connections_a_new_connection_waits_for_a_slot() -> None:
         a.close()
         assert decode_response(waiting.recv_frame(), 18, 3).correlation_id == 9
         for r in (c, waiting):
+            r.close()
+
+
+@pytest.mark.rule("QUO-8")
+def test_raising_max_connections_lets_a_waiting_connection_in() -> None:
+    """ConnectionQuotas.updateBrokerMaxConnections wakes the waiting acceptor (max.connections is
+    cluster-wide dynamic)."""
+    with Broker(BrokerConfig(log_connections=False, settings={"max.connections": "1"})) as b:
+        first = Raw(b)
+        _api_versions(first)
+        waiting = Raw(b)
+        waiting.send(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                                    correlation_id=5))
+        b.wait_until(lambda core: b.server._slot_waiters == 1)
+        b.set_config("broker", "", "max.connections", "2")
+        assert decode_response(waiting.recv_frame(), 18, 3).correlation_id == 5
+        first.close()
+        waiting.close()
+
+
+@pytest.mark.rule("QUO-8")
+def test_a_per_ip_override_replaces_the_default_for_its_address() -> None:
+    """ConnectionQuotas.maxConnectionsPerIpForIp: max.connections.per.ip.overrides wins for its ip
+    (here 0 for everyone else would refuse all; 127.0.0.1 may have one)."""
+    settings = {"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "127.0.0.1:1"}
+    with Broker(BrokerConfig(log_connections=False, settings=settings)) as b:
+        first = Raw(b)
+        _api_versions(first)
+        second = Raw(b)
+        assert second.is_closed()
+        first.close()
+        second.close()
+
+
+def _peek_nothing(r: Raw) -> bool:
+    """Neither an answer nor a close has arrived (the socket is open and quiet)."""
+    r.sock.setblocking(False)
+    try:
+        r.sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return True
+    finally:
+        r.sock.setblocking(True)
+    return False
+
+
+@pytest.mark.rule("QUO-9")
+def test_an_ip_over_its_connection_creation_rate_is_closed_unread_after_the_throttle_time() -> None:
+    """KIP-612, ConnectionQuotas.recordIpConnectionMaybeThrottle and Acceptor's DelayedCloseSocket:
+    with connection_creation_rate=2 the Rate's 10 s window lets 20 connections in; the 21st sees
+    2.1/s: accepted, never read (a request sent on it gets no answer), closed when the throttle
+    time (500 ms) has passed on the broker clock. It never counted as a connection."""
+    with Broker(BrokerConfig(log_connections=False), manual_clock=True) as b:
+        b.set_quota("ip=127.0.0.1", connection_creation_rate=2)
+        node = min(b.core.cluster.nodes)
+        admitted = [Raw(b) for _ in range(20)]
+        for r in admitted:
+            _api_versions(r)
+        throttled = Raw(b)
+        throttled.send(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                                      correlation_id=7))
+        b.wait_until(lambda core: core.connection_quotas(node).throttled_ips == 1)
+        assert _peek_nothing(throttled)
+        b.advance(499)
+        assert _peek_nothing(throttled)
+        b.advance(1)
+        assert throttled.is_closed()
+        assert b.call(lambda: b.core.connection_quotas(node).total) == 20
+        b.advance(10_000)  # the window has moved on: the address may connect again
+        again = Raw(b)
+        _api_versions(again)
+        for r in [*admitted, throttled, again]:
+            r.close()
+
+
+@pytest.mark.rule("QUO-9")
+def test_over_max_connection_creation_rate_the_acceptor_waits() -> None:
+    """ConnectionQuotas.waitForConnectionSlot: over the broker-wide max.connection.creation.rate the
+    listener accepts nothing until the throttle time has passed (broker clock), then serves."""
+    with Broker(BrokerConfig(log_connections=False, settings={"max.connection.creation.rate": "1"}),
+                manual_clock=True) as b:
+        admitted = [Raw(b) for _ in range(10)]
+        for r in admitted:
+            _api_versions(r)
+        waiting = Raw(b)  # 11 / 10 s = 1.1/s: (1.1 - 1) / 1 x 10000 = 1000 ms, the bound
+        waiting.send(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                                    correlation_id=9))
+        node = min(b.core.cluster.nodes)
+        # the acceptor has recorded it (and waits)
+        b.wait_until(lambda core: sum(x.value for x in core.connection_quotas(node)._broker_rate.samples) == 11)
+        assert _peek_nothing(waiting)
+        b.advance(999)
+        assert _peek_nothing(waiting)
+        b.advance(1)
+        assert decode_response(waiting.recv_frame(), 18, 3).correlation_id == 9
+        for r in [*admitted, waiting]:
             r.close()
 
 
@@ -129,3 +232,41 @@ def test_many_connections_interleaving_reads_through_the_shared_buffer_get_their
         for t in threads:
             t.join(60)
         assert not errors, errors[:3]
+
+
+@pytest.mark.rule("SEC-14")
+def test_a_failed_sasl_login_is_answered_and_closed_after_the_delay_on_the_broker_clock() -> None:
+    """Selector.maybeDelayCloseOnAuthenticationFailure / KafkaChannel.completeCloseOnAuthenticationFailure:
+    the SASL_AUTHENTICATION_FAILED answer and the close wait connection.failed.authentication.delay.ms
+    (100 ms); meanwhile the connection handles nothing (a request sent then is never answered)."""
+    with Broker(BrokerConfig(log_connections=False, sasl=SaslConfig(users={"u": "p"})), manual_clock=True) as b:
+        r = Raw(b)
+        r.send(encode_request(SaslHandshakeRequest(mechanism="PLAIN"), 1, correlation_id=1))
+        assert decode_response(r.recv_frame(), 17, 1).body.error_code == 0
+        b.start_recording()
+        r.send(encode_request(SaslAuthenticateRequest(auth_bytes=b"\0u\0wrong"), 2, correlation_id=2))
+        b.wait_until(lambda core: core.recording is not None and len(core.recording) == 1)
+        r.send(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                              correlation_id=3))
+        assert _peek_nothing(r)
+        b.advance(99)
+        assert _peek_nothing(r)
+        b.advance(1)
+        failed = decode_response(r.recv_frame(), 36, 2)
+        assert failed.correlation_id == 2 and failed.body.error_code == 58  # SASL_AUTHENTICATION_FAILED
+        assert r.is_closed()  # and nothing else: the ApiVersions sent meanwhile was never read
+        assert len(b.recorded()) == 1
+        r.close()
+
+
+@pytest.mark.rule("QUO-7")
+def test_the_edge_times_requests_for_request_percentage() -> None:
+    """The server gives the core time.perf_counter_ns: with a request_percentage of 1e-6 % any real
+    request (over 100 ns of the core's time) is over it, so the answer carries the bounded throttle
+    of one quota window (ClientRequestQuotaManager.throttleTime)."""
+    with Broker(BrokerConfig(log_connections=False)) as b:
+        b.set_quota("client-id=<default>", request_percentage=0.000001)
+        r = Raw(b)
+        r.send(encode_request(MetadataRequest(topics=[]), 12, correlation_id=4))
+        assert decode_response(r.recv_frame(), 3, 12).body.throttle_time_ms == 1000
+        r.close()
