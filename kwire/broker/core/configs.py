@@ -12,6 +12,7 @@ CreateTopics report, so the two cannot disagree.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import pkgutil
 import re
@@ -24,7 +25,8 @@ from kwire.errors import ConfigError
 
 __all__ = ["ResourceType", "ConfigSource", "ConfigDef", "ConfigStore", "ConfigEntry", "Synonym", "TOPIC_CONFIGS",
            "BROKER_CONFIGS", "GROUP_CONFIGS", "KAFKA_BROKER_CONFIGS", "ALL_BROKER_CONFIGS", "DYNAMIC_ONLY_BROKER_CONFIGS",
-           "list_items", "FORMAT_CLUSTER_DEFAULTS", "GROUP_SESSION_EXCEEDS_HEARTBEAT"]
+           "list_items", "FORMAT_CLUSTER_DEFAULTS", "GROUP_SESSION_EXCEEDS_HEARTBEAT", "STANDARD_AUTHORIZER",
+           "check_auto_offset_reset", "normal_ip", "parse_ip_overrides", "parse_iso_duration_ms"]
 
 
 class ResourceType(IntEnum):
@@ -651,8 +653,6 @@ class ConfigStore:
     def _check_connection_limits(self) -> None:
         """KafkaConfig.validateValues: max.connections.per.ip may be 0 only with overrides, and
         every override must name a host."""
-        from kwire.broker.core.connection_quotas import parse_ip_overrides
-
         overrides = parse_ip_overrides(self.get(ResourceType.BROKER, "", "max.connections.per.ip.overrides") or "")
         if self.get_int(ResourceType.BROKER, "", "max.connections.per.ip") == 0 and not overrides:
             raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
@@ -812,3 +812,50 @@ class ConfigStore:
 
     def drop(self, rtype: ResourceType, name: str) -> None:
         self.overrides.pop((rtype, name), None)
+
+
+_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")  # Utils.VALID_HOST_CHARACTERS (validHostPattern)
+
+
+def normal_ip(host: str) -> str:
+    """An IP address in its canonical text (zone id dropped); anything else unchanged."""
+    try:
+        return str(ipaddress.ip_address(host.split("%")[0]))
+    except ValueError:
+        return host
+
+
+def parse_ip_overrides(text: str, resolve: Callable[[str], str] | None = None) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count,...`` (KafkaConfig's getMap, hosts checked
+    with Utils.validHostPattern); a host name is resolved with ``resolve`` (the I/O edge's
+    lookup, as Kafka's InetAddress.getByName when the config is read), else kept as written."""
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        host, sep, count = item.strip().rpartition(":")
+        if not sep or not host:
+            raise ConfigError(f"max.connections.per.ip.overrides: {item!r} is not host:count")
+        try:
+            n = int(count)
+        except ValueError:
+            raise ConfigError(f"max.connections.per.ip.overrides: {count!r} is not a number") from None
+        host = host.strip("[]")
+        if not _VALID_HOST.fullmatch(host):
+            raise ConfigError(f"max.connections.per.ip.overrides contains invalid addresses : {host}")
+        ip = normal_ip(host)
+        if not _is_ip(host) and resolve is not None:
+            try:
+                ip = normal_ip(resolve(host))
+            except OSError:
+                raise ConfigError(f"max.connections.per.ip.overrides: {host} does not resolve") from None
+        out[ip] = n
+    return out
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True

@@ -28,23 +28,20 @@ quota window.
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.configs import ResourceType, normal_ip, parse_ip_overrides
+from kwire.broker.core.context import CoreContext
 from kwire.broker.core.quotas import IP, RateSensor, java_round
-from kwire.errors import ConfigError
 
 if TYPE_CHECKING:
-    from kwire.broker.core.broker_core import BrokerCore
+    from kwire.broker.core.subsystems import Subsystems
 
-__all__ = ["Admission", "ConnectionQuotas", "parse_ip_overrides"]
+__all__ = ["Admission", "ConnectionHost", "ConnectionQuotas", "parse_ip_overrides"]
 
 _INT_MAX = 2**31 - 1
-_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")  # Utils.VALID_HOST_CHARACTERS (validHostPattern)
 
 
 @dataclass(slots=True, frozen=True)
@@ -57,47 +54,15 @@ class Admission:
     reason: str = ""
 
 
-def _normal_ip(host: str) -> str:
-    try:
-        return str(ipaddress.ip_address(host.split("%")[0]))
-    except ValueError:
-        return host
+class ConnectionHost(CoreContext, Protocol):
+    """What the connection limits read of the broker (``BrokerCore`` implements it)."""
 
+    @property
+    def subsystems(self) -> Subsystems: ...
+    @property
+    def resolve_host(self) -> Callable[[str], str] | None: ...
 
-def parse_ip_overrides(text: str, resolve: Callable[[str], str] | None = None) -> dict[str, int]:
-    """``max.connections.per.ip.overrides``: ``host:count,...`` (KafkaConfig's getMap, hosts checked
-    with Utils.validHostPattern); a host name is resolved with ``resolve`` (the I/O edge's
-    lookup, as Kafka's InetAddress.getByName when the config is read), else kept as written."""
-    out: dict[str, int] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        host, sep, count = item.strip().rpartition(":")
-        if not sep or not host:
-            raise ConfigError(f"max.connections.per.ip.overrides: {item!r} is not host:count")
-        try:
-            n = int(count)
-        except ValueError:
-            raise ConfigError(f"max.connections.per.ip.overrides: {count!r} is not a number") from None
-        host = host.strip("[]")
-        if not _VALID_HOST.fullmatch(host):
-            raise ConfigError(f"max.connections.per.ip.overrides contains invalid addresses : {host}")
-        ip = _normal_ip(host)
-        if not _is_ip(host) and resolve is not None:
-            try:
-                ip = _normal_ip(resolve(host))
-            except OSError:
-                raise ConfigError(f"max.connections.per.ip.overrides: {host} does not resolve") from None
-        out[ip] = n
-    return out
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
+    def listener_setting(self, listener: str, key: str, mechanism: str | None = None) -> str | None: ...
 
 
 @dataclass(slots=True)
@@ -105,7 +70,7 @@ class ConnectionQuotas:
     """The broker's connection counts and connection-rate sensors (one per broker process, as a
     Kafka broker has one SocketServer)."""
 
-    core: BrokerCore
+    core: ConnectionHost
     per_ip: dict[str, int] = field(default_factory=dict)
     per_listener: dict[str, int] = field(default_factory=dict)
     total: int = 0
@@ -134,7 +99,7 @@ class ConnectionQuotas:
         raw = self.core.configs.get(ResourceType.BROKER, "", "max.connections.per.ip.overrides") or ""
         if raw != self._overrides[0]:
             self._overrides = (raw, parse_ip_overrides(raw, self.core.resolve_host))
-        return self._overrides[1].get(_normal_ip(ip), self._int("max.connections.per.ip"))
+        return self._overrides[1].get(normal_ip(ip), self._int("max.connections.per.ip"))
 
     def ip_rate(self, ip: str) -> int:
         """ConnectionQuotas.connectionRateForIp: the ip entity's connection_creation_rate, else the
@@ -142,7 +107,7 @@ class ConnectionQuotas:
         quotas = self.core.subsystems.quotas
         if quotas is None:
             return _INT_MAX
-        for entity in (((IP, _normal_ip(ip)),), ((IP, None),)):
+        for entity in (((IP, normal_ip(ip)),), ((IP, None),)):
             value = quotas.entities.get(entity, {}).get("connection_creation_rate")
             if value is not None:
                 return int(value)
@@ -179,7 +144,7 @@ class ConnectionQuotas:
         now = self.core.clock.now_ms()
         limit = self.ip_rate(ip)
         if limit != _INT_MAX:
-            sensor = self._ip_rates.setdefault(_normal_ip(ip), RateSensor())
+            sensor = self._ip_rates.setdefault(normal_ip(ip), RateSensor())
             throttle = self._record(sensor, limit, now)
             if throttle > 0:
                 num, window_ms = self._window()
