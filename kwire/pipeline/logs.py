@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kwire.errors import CaptureError, RecordError, SegmentError
-from kwire.records.batch import iter_batches
+from kwire.records.message_set import iter_batches
 from kwire.records.segment import list_segments, parse_partition_dir_name
 
 __all__ = ["LogSlice", "TornTail", "partition_dirs", "plan_log_slices", "pack", "iter_log_records",

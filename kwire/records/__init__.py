@@ -68,9 +68,7 @@ _WHERE = {
             "RecordBatch",
             "BatchBuilder",
             "BatchInfo",
-            "BatchIterator",
             "TimestampType",
-            "iter_batches",
             "validate_and_assign",
             "validate_and_assign_all",
             "set_log_append_time",
@@ -90,7 +88,8 @@ _WHERE = {
         ],
         "control",
     ),
-    **dict.fromkeys(["LegacyBatch", "LegacyMessageSetBuilder", "iter_legacy_messages", "upconvert_to_v2"], "legacy"),
+    **dict.fromkeys(["LegacyBatch", "LegacyMessageSetBuilder"], "legacy"),
+    **dict.fromkeys(["BatchIterator", "iter_batches", "iter_legacy_messages", "upconvert_to_v2"], "message_set"),
     **dict.fromkeys(
         [
             "SegmentWriter",
@@ -132,12 +131,10 @@ if TYPE_CHECKING:
     from .batch import (
         BatchBuilder,
         BatchInfo,
-        BatchIterator,
         Header,
         Record,
         RecordBatch,
         TimestampType,
-        iter_batches,
         set_log_append_time,
         speedups_enabled,
         validate_and_assign,
@@ -153,7 +150,8 @@ if TYPE_CHECKING:
         parse_control_record,
     )
     from .crc import crc32, crc32c
-    from .legacy import LegacyBatch, LegacyMessageSetBuilder, iter_legacy_messages, upconvert_to_v2
+    from .legacy import LegacyBatch, LegacyMessageSetBuilder
+    from .message_set import BatchIterator, iter_batches, iter_legacy_messages, upconvert_to_v2
     from .segment import (
         OffsetIndexEntry,
         PartitionReader,

@@ -57,8 +57,6 @@ __all__ = [
     "RecordBatch",
     "BatchBuilder",
     "BatchInfo",
-    "BatchIterator",
-    "iter_batches",
     "validate_and_assign",
     "validate_and_assign_all",
     "set_log_append_time",
@@ -971,97 +969,6 @@ class BatchBuilder:
         crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
         _CRC.pack_into(header, CRC_OFFSET, crc)
         return b"".join((header, payload))
-
-
-# --- iteration over back-to-back batches -----------------------------------------------------------
-
-
-class BatchIterator:
-    """Lazily yield the batches of a buffer (v2 :class:`RecordBatch` or legacy entries).
-
-    Each item is a view into the buffer (no copy). A trailing partial batch, which fetch
-    responses may carry, ends the iteration cleanly: afterwards ``partial_bytes`` holds its size
-    (0 when the buffer ended on a batch boundary) and ``position`` where it starts.
-    """
-
-    __slots__ = ("_view", "position", "partial_bytes", "_verify", "_end", "_max_decompressed")
-
-    def __init__(
-        self,
-        buf: bytes | bytearray | memoryview,
-        *,
-        verify_crc: bool = True,
-        start: int = 0,
-        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-    ) -> None:
-        self._view = _as_view(buf)
-        self._end = len(self._view)
-        self.position = start
-        self.partial_bytes = 0
-        self._verify = verify_crc
-        self._max_decompressed = max_decompressed_size
-
-    @property
-    def has_partial_tail(self) -> bool:
-        """True once iteration stopped at an incomplete trailing batch."""
-        return self.partial_bytes > 0
-
-    def __iter__(self) -> BatchIterator:
-        return self
-
-    def __next__(self) -> Any:
-        pos = self.position
-        view = self._view
-        remaining = self._end - pos
-        if remaining <= 0:
-            raise StopIteration
-        # Offset, length, and the magic at byte 16 are laid out alike in every magic.
-        if remaining < MAGIC_OFFSET + 1:
-            self.partial_bytes = remaining
-            raise StopIteration
-        base_offset, length = struct.unpack_from(">qi", view, pos)
-        magic = view[pos + MAGIC_OFFSET]
-        if magic > 2:
-            raise RecordDecodeError(f"unknown magic {magic}", offset=pos + MAGIC_OFFSET, base_offset=base_offset)
-        min_length = MIN_BATCH_LENGTH if magic == 2 else _LEGACY_MIN_LENGTH[magic]
-        if length < min_length:
-            raise RecordDecodeError(
-                f"batch length {length} is below the minimum {min_length} for magic {magic}",
-                offset=pos + 8,
-                base_offset=base_offset,
-            )
-        size = length + LOG_OVERHEAD
-        if size > remaining:
-            self.partial_bytes = remaining
-            raise StopIteration
-        batch: Any
-        if magic == 2:
-            batch = RecordBatch(view, pos, verify_crc=self._verify, max_decompressed_size=self._max_decompressed)
-        else:
-            from .legacy import LegacyBatch
-
-            batch = LegacyBatch(view, pos, verify_crc=self._verify, max_decompressed_size=self._max_decompressed)
-        if self._verify:
-            batch.validate()
-        self.position = pos + size
-        return batch
-
-
-_LEGACY_MIN_LENGTH: Final = (14, 22)  # record overhead of magic 0 and 1 (RB-5 table, 4.3)
-
-
-def iter_batches(
-    buf: bytes | bytearray | memoryview,
-    *,
-    verify_crc: bool = True,
-    start: int = 0,
-    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-) -> BatchIterator:
-    """Iterate the back-to-back batches of ``buf`` (a FetchResponse records field, a segment).
-
-    Returns a :class:`BatchIterator`; see there for the partial-tail report.
-    """
-    return BatchIterator(buf, verify_crc=verify_crc, start=start, max_decompressed_size=max_decompressed_size)
 
 
 # --- the broker's fast path ------------------------------------------------------------------------

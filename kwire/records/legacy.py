@@ -12,7 +12,7 @@ the last inner message; for magic 0 the inner offsets are absolute. Magic 0 lz4 
 historical wrong frame checksum (see ``compression``).
 
 Produce v3+ carries only magic 2 (RB-5), so legacy sets are met in old log data; a broker
-up-converts them to v2 for storage (:func:`upconvert_to_v2`).
+up-converts them to v2 for storage (``message_set.upconvert_to_v2``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any, Final
 
 from kwire.errors import CorruptBatchError, RecordDecodeError, RecordEncodeError, RecordError
 
-from .batch import LOG_OVERHEAD, NO_TIMESTAMP, BatchBuilder, Record, RecordBatch, _as_view, iter_batches
+from .batch import LOG_OVERHEAD, NO_TIMESTAMP, Record, _as_view
 from .compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression, compress, decompress_view
 from .crc import crc32
 
-__all__ = ["LegacyBatch", "LegacyMessageSetBuilder", "iter_legacy_messages", "upconvert_to_v2"]
+__all__ = ["LegacyBatch", "LegacyMessageSetBuilder"]
 
 # Offset, MessageSize, CRC, Magic, Attributes [, Timestamp]
 _HEADER_V0 = struct.Struct(">qiIbb")
@@ -294,12 +294,6 @@ def _b(v: memoryview | None) -> bytes | None:
     return None if v is None else bytes(v)
 
 
-def iter_legacy_messages(buf: bytes | bytearray | memoryview, *, verify_crc: bool = True) -> Iterator[Record]:
-    """Every record of a legacy message set (wrappers opened), in order."""
-    for batch in iter_batches(buf, verify_crc=verify_crc):
-        yield from batch
-
-
 class LegacyMessageSetBuilder:
     """Build a magic 0 or 1 message set, optionally as one compressed wrapper.
 
@@ -378,44 +372,3 @@ class LegacyMessageSetBuilder:
         last = self.base_offset + len(self._messages) - 1
         max_ts = max(ts for ts, _, _ in self._messages)
         return self._encode(last, max_ts, None, wrapper_value, self.compression.value | ts_bit)
-
-
-def upconvert_to_v2(
-    buf: bytes | bytearray | memoryview,
-    *,
-    base_offset: int | None = None,
-    compression: Compression | int | None = None,
-    partition_leader_epoch: int = -1,
-    verify_crc: bool = True,
-) -> bytes:
-    """Convert a legacy message set to one magic 2 batch, as a broker stores old producers' data.
-
-    Offsets are kept unless ``base_offset`` is given (then assigned from it, as the broker does).
-    The codec is the source's unless ``compression`` overrides it; magic 0 messages get
-    NO_TIMESTAMP (-1); a LogAppendTime source stays LogAppendTime. Magic 2 batches already in
-    ``buf`` are not allowed: convert legacy data only.
-    """
-    records: list[Record] = []
-    codec: Compression | None = None
-    ts_type = 0
-    for batch in iter_batches(buf, verify_crc=verify_crc):
-        if isinstance(batch, RecordBatch):
-            raise RecordEncodeError("upconvert_to_v2 takes legacy (magic 0/1) data only")
-        if codec is None:
-            codec = batch.compression
-            ts_type = batch.timestamp_type
-        records.extend(batch)
-    if not records:
-        raise RecordEncodeError("no legacy messages to convert")
-    if compression is not None:
-        codec = Compression(compression)
-    first = records[0].offset if base_offset is None else base_offset
-    builder = BatchBuilder(
-        first,
-        compression=codec or Compression.NONE,
-        partition_leader_epoch=partition_leader_epoch,
-        timestamp_type=ts_type,
-    )
-    for i, r in enumerate(records):
-        builder.append(r.value, r.key, (), r.timestamp, offset=r.offset if base_offset is None else first + i)
-    return builder.build()

@@ -24,7 +24,8 @@ from construct import Int32ub, Int64sb, Struct
 
 from kwire.errors import RecordError, SegmentError
 
-from .batch import BatchIterator, RecordBatch, iter_batches
+from .batch import RecordBatch
+from .message_set import BatchIterator, iter_batches
 
 __all__ = [
     "SegmentWriter",
