@@ -8,34 +8,16 @@
 
 const fs = require('fs')
 const path = require('path')
-const readline = require('readline')
-const { createRequire } = require('module')
+const common = require('./driver_common.cjs')
 
+const { emit, hex, unhex } = common
 const dir = process.env.KWIRE_NODE_MODULES
-const req = createRequire(path.join(dir || '.', 'noop.js'))
-const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
-const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
-const unhex = (s) => (s === null || s === undefined ? null : Buffer.from(s, 'hex'))
+const req = common.moduleRequire(dir)
 const SESSION_TIMEOUT_MS = 6000
 const HEARTBEAT_INTERVAL_MS = 500
 
-const lines = []
-const waiting = []
-let ended = false
-readline.createInterface({ input: process.stdin })
-  .on('line', (l) => { if (!l.trim()) return; if (waiting.length) waiting.shift()(l); else lines.push(l) })
-  .on('close', () => { ended = true; while (waiting.length) waiting.shift()(null) })
-const nextLine = () => new Promise((resolve) => {
-  if (lines.length) resolve(lines.shift()); else if (ended) resolve(null); else waiting.push(resolve)
-})
-async function nextCommand(deadline) {
-  let timer
-  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
-  const line = await Promise.race([nextLine(), t]).finally(() => clearTimeout(timer))
-  if (line === null) return null
-  const c = JSON.parse(line)
-  return c.op === 'stop' ? null : c
-}
+const nextLine = common.stdinLines()
+const nextCommand = (deadline) => common.nextCommand(nextLine, deadline)
 
 const mod = () => req('@confluentinc/kafka-javascript')
 const version = () => JSON.parse(fs.readFileSync(path.join(dir, '@confluentinc', 'kafka-javascript', 'package.json'))).version

@@ -8,79 +8,27 @@
 // file, hence createRequire on KWIRE_NODE_MODULES.
 'use strict'
 
-const path = require('path')
-const readline = require('readline')
-const { createRequire } = require('module')
+const { emit, hex, unhex, moduleRequire, stdinLines, nextCommand, unsecuredJws, withOauth } = require('./driver_common.cjs')
 
 const USAGE = 'usage: KWIRE_NODE_MODULES=<dir> node kwire_js_client.cjs kafkajs|kafkats < command.json\n'
 const SESSION_TIMEOUT_MS = 6000 // the broker's minimum; keeps rebalances short
 const HEARTBEAT_INTERVAL_MS = 500
 
-const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
-const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
-const unhex = (s) => (s === null || s === undefined ? null : Buffer.from(s, 'hex'))
-
 function loadModule(name) {
   const dir = process.env.KWIRE_NODE_MODULES
   if (!dir) throw new Error('KWIRE_NODE_MODULES is not set')
-  return createRequire(path.join(dir, 'noop.js'))(name)
+  return moduleRequire(dir)(name)
 }
+
+// OAUTHBEARER: both clients take an async provider of {value: token}.
+const withSecurity = (conf) => withOauth(conf, (principal) => ({ oauthBearerProvider: async () => ({ value: unsecuredJws(principal) }) }))
 
 // stdin: the first line is the command; later lines are member commands; EOF = stop.
-// An unsecured JWS (alg none) for OAUTHBEARER, as Kafka's unsecured login makes one: the
-// adapters pass `sasl.kwireOauthPrincipal`; the clients want a provider function.
-function withSecurity(conf) {
-  if (!conf || !conf.sasl || conf.sasl.kwireOauthPrincipal === undefined) return conf || {}
-  const { kwireOauthPrincipal, ...sasl } = conf.sasl
-  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url')
-  const token = () => {
-    const now = Math.floor(Date.now() / 1000)
-    return `${b64({ alg: 'none' })}.${b64({ sub: kwireOauthPrincipal, iat: now, exp: now + 3600 })}.`
-  }
-  return { ...conf, sasl: { ...sasl, oauthBearerProvider: async () => ({ value: token() }) } }
-}
-
-function stdinLines() {
-  const rl = readline.createInterface({ input: process.stdin })
-  const waiting = []
-  const lines = []
-  let ended = false
-  rl.on('line', (l) => {
-    if (!l.trim()) return
-    if (waiting.length) waiting.shift()(l)
-    else lines.push(l)
-  })
-  rl.on('close', () => {
-    ended = true
-    while (waiting.length) waiting.shift()(null)
-  })
-  return () => new Promise((resolve) => {
-    if (lines.length) resolve(lines.shift())
-    else if (ended) resolve(null)
-    else waiting.push(resolve)
-  })
-}
-
 async function waitForStop(next) {
   for (;;) {
     const line = await next()
     if (line === null || JSON.parse(line).op === 'stop') return
   }
-}
-
-// The next stdin line, or null at EOF or once ``deadline`` (epoch ms) has passed.
-function nextBefore(next, deadline) {
-  let timer
-  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
-  return Promise.race([next(), t]).finally(() => clearTimeout(timer))
-}
-
-// The next command before ``deadline``, parsed; null at EOF, at the deadline or on "stop".
-async function nextCommand(next, deadline) {
-  const line = await nextBefore(next, deadline)
-  if (line === null) return null
-  const c = JSON.parse(line)
-  return c.op === 'stop' ? null : c
 }
 
 function withDeadline(promise, ms, what) {

@@ -8,8 +8,11 @@
 
 const fs = require('fs')
 const path = require('path')
-const readline = require('readline')
-const { createRequire } = require('module')
+const common = require('./driver_common.cjs')
+
+const { emit, hex } = common
+// platformatic wants undefined, not null, for an absent key or header value.
+const unhex = (s) => common.unhex(s) ?? undefined
 
 // @platformatic/kafka targets node >= 22 and uses Promise.withResolvers (ES2024); Debian 12 ships
 // node 20, so the driver supplies the one missing builtin (its specified behaviour, nothing more).
@@ -22,37 +25,22 @@ if (typeof Promise.withResolvers !== 'function') {
 }
 
 const dir = process.env.KWIRE_NODE_MODULES
-const req = createRequire(path.join(dir || '.', 'noop.js'))
-const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
-const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
-const unhex = (s) => (s === null || s === undefined ? undefined : Buffer.from(s, 'hex'))
+const req = common.moduleRequire(dir)
 const SESSION_TIMEOUT_MS = 6000
 const HEARTBEAT_INTERVAL_MS = 500
 
-// stdin lines as a pull queue: null at EOF
-const lines = []
-const waiting = []
-let ended = false
-readline.createInterface({ input: process.stdin })
-  .on('line', (l) => { if (!l.trim()) return; if (waiting.length) waiting.shift()(l); else lines.push(l) })
-  .on('close', () => { ended = true; while (waiting.length) waiting.shift()(null) })
-const nextLine = () => new Promise((resolve) => {
-  if (lines.length) resolve(lines.shift()); else if (ended) resolve(null); else waiting.push(resolve)
-})
-async function nextCommand(deadline) {
-  let timer
-  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
-  const line = await Promise.race([nextLine(), t]).finally(() => clearTimeout(timer))
-  if (line === null) return null
-  const c = JSON.parse(line)
-  return c.op === 'stop' ? null : c
-}
+const nextLine = common.stdinLines()
+const nextCommand = (deadline) => common.nextCommand(nextLine, deadline)
 
 function version() {
   return JSON.parse(fs.readFileSync(path.join(dir, '@platformatic', 'kafka', 'package.json'))).version
 }
 
-const base = (cmd, clientId) => ({ clientId, bootstrapBrokers: cmd.bootstrap.split(','), ...((cmd.config || {}).client || {}) })
+// The adapter's TLS and SASL settings are platformatic's own (tls: node's tls.connect options, sasl:
+// mechanism/username/password/token), except OAUTHBEARER's ``kwireOauthPrincipal``, which becomes a
+// token provider making an unsecured JWS (called again at each re-authentication).
+const withSecurity = (client) => common.withOauth(client, (principal) => ({ token: () => common.unsecuredJws(principal) }))
+const base = (cmd, clientId) => ({ clientId, bootstrapBrokers: cmd.bootstrap.split(','), ...withSecurity((cmd.config || {}).client || {}) })
 const message = (topic, r) => {
   const m = { topic, key: unhex(r.key), value: unhex(r.value) ?? null,
     headers: new Map((r.headers || []).map(([k, v]) => [Buffer.from(k), unhex(v) ?? Buffer.alloc(0)])) }
