@@ -27,8 +27,9 @@ from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, uniq
 from kwire.conformance.scenarios.failover import failover_records
 from kwire.errors import ConformanceError
 
-__all__ = ["SECURITY_SCENARIOS", "SecureControl"]
+__all__ = ["OAUTH_PRINCIPAL", "SECURITY_SCENARIOS", "SecureControl"]
 
+OAUTH_PRINCIPAL = "kwire-oauth"  # the sub of the clients' unsecured tokens
 RECORDS = 6
 REAUTH_BATCHES = 8
 REAUTH_BATCH = 4
@@ -69,7 +70,7 @@ def _setup(adapter: ClientAdapter, control: BrokerControl, scenario: str, protoc
         return ScenarioResult.skipped(adapter.name, scenario, f"{control.name} has no {protocol} listener")
     user, password = control.sasl_user
     conf = adapter.security_config(Security(protocol, ca, mechanism,
-                                            "kwire-oauth" if mechanism == "OAUTHBEARER" else user, password))
+                                            OAUTH_PRINCIPAL if mechanism == "OAUTHBEARER" else user, password))
     if isinstance(conf, str):
         return ScenarioResult.skipped(adapter.name, scenario, conf)
     return bootstrap, conf
