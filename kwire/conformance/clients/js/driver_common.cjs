@@ -15,7 +15,7 @@ const unhex = (s) => (s === null || s === undefined ? null : Buffer.from(s, 'hex
 
 // require() for the client packages, which live in the clients cache (tools/install_clients.sh),
 // not next to the drivers.
-const moduleRequire = (dir) => createRequire(path.join(dir || '.', 'noop.js'))
+const moduleRequire = (dir) => createRequire(path.resolve(dir || '.', 'noop.js'))
 
 // stdin as a pull queue: the returned function resolves to the next non-empty line, null at EOF.
 function stdinLines() {
@@ -53,6 +53,80 @@ function unsecuredJws(principal) {
   return `${b64({ alg: 'none' })}.${b64({ sub: principal, iat: now, exp: now + 3600 })}.`
 }
 
+// op txn_producer after ``ready``: one step at a time until stop, EOF or ``deadline``. ``steps`` has
+// the client's begin/send/send_offsets/commit/abort (a step gets its command; ``send`` gets the
+// records and resolves to their [partition, offset] in order); each step is answered with a "txn"
+// or "txn_failed" event.
+async function txnLoop(next, deadline, steps) {
+  for (;;) {
+    const c = await nextCommand(next, deadline)
+    if (c === null) break
+    try {
+      if (c.op === 'send') {
+        const records = c.records || []
+        const placed = await steps.send(records)
+        records.forEach((r, i) => emit({ event: 'produced', seq: r.seq, partition: placed[i][0], offset: placed[i][1] }))
+      } else if (Object.hasOwn(steps, c.op)) {
+        await steps[c.op](c)
+      } else {
+        throw new Error(`unknown step ${c.op}`)
+      }
+      emit({ event: 'txn', step: c.op })
+    } catch (e) {
+      emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
+    }
+  }
+}
+
+// op producer after ``ready`` for a client that sends one record at a time: each record of each
+// "send" command goes out after the one before it was answered (``sendOne(record)`` resolves to
+// [partition, offset]) and is reported as produced or produce_failed; resolves once stop, EOF or
+// ``deadline`` came and every record was answered.
+async function producerLoop(next, deadline, sendOne) {
+  let chain = Promise.resolve()
+  for (;;) {
+    const c = await nextCommand(next, deadline)
+    if (c === null) break
+    for (const r of c.records || []) {
+      chain = chain.then(async () => {
+        try {
+          const [partition, offset] = await sendOne(r)
+          emit({ event: 'produced', seq: r.seq, partition, offset })
+        } catch (e) { emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) }) }
+      })
+    }
+  }
+  await chain
+}
+
+// An error event's words: the message, and those of an AggregateError's inner errors.
+function errorEvent(e) {
+  const inner = (e && Array.isArray(e.errors)) ? ': ' + e.errors.map((x) => String((x && x.message) || x)).join('; ') : ''
+  return { event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) + inner }
+}
+
+// A driver's main: the first line from ``next`` is the command, run by ``ops[cmd.op]`` (``hidden``:
+// names in ``ops`` that are helpers, not ops); an error event on failure, "done" after a one-shot op
+// (member, producer and txn_producer report "closed" themselves). Resolves to the exit status.
+async function runDriver(next, ops, { dir, hidden = [] } = {}) {
+  const first = await next()
+  if (first === null) return 0
+  const cmd = JSON.parse(first)
+  if (!dir) { emit({ event: 'error', error: 'setup', message: 'KWIRE_NODE_MODULES is not set' }); return 1 }
+  if (!Object.hasOwn(ops, cmd.op) || hidden.includes(cmd.op)) {
+    emit({ event: 'error', error: 'unsupported', message: `op ${cmd.op} is not implemented` })
+    return 1
+  }
+  try {
+    await ops[cmd.op](cmd)
+  } catch (e) {
+    emit(errorEvent(e))
+    return 1
+  }
+  if (!['member', 'producer', 'txn_producer'].includes(cmd.op)) emit({ event: 'done' })
+  return 0
+}
+
 // The adapters give OAUTHBEARER as ``sasl.kwireOauthPrincipal``; ``provider(principal)`` returns the
 // sasl settings the client wants in its place (a token or a provider function).
 function withOauth(conf, provider) {
@@ -61,4 +135,7 @@ function withOauth(conf, provider) {
   return { ...conf, sasl: { ...sasl, ...provider(kwireOauthPrincipal) } }
 }
 
-module.exports = { emit, hex, unhex, moduleRequire, stdinLines, nextBefore, nextCommand, unsecuredJws, withOauth }
+module.exports = {
+  emit, hex, unhex, moduleRequire, stdinLines, nextBefore, nextCommand, txnLoop, producerLoop, errorEvent, runDriver,
+  unsecuredJws, withOauth,
+}

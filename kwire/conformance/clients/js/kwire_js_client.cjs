@@ -8,7 +8,7 @@
 // file, hence createRequire on KWIRE_NODE_MODULES.
 'use strict'
 
-const { emit, hex, unhex, moduleRequire, stdinLines, nextCommand, unsecuredJws, withOauth } = require('./driver_common.cjs')
+const { emit, hex, unhex, moduleRequire, stdinLines, nextCommand, txnLoop, errorEvent, unsecuredJws, withOauth } = require('./driver_common.cjs')
 
 const USAGE = 'usage: KWIRE_NODE_MODULES=<dir> node kwire_js_client.cjs kafkajs|kafkats < command.json\n'
 const SESSION_TIMEOUT_MS = 6000 // the broker's minimum; keeps rebalances short
@@ -43,30 +43,6 @@ class Assignment {
   add(parts) { for (const p of parts) this.owned.add(p); this.report() }
   remove(parts) { for (const p of parts) this.owned.delete(p); this.report() }
   report() { emit({ event: 'assignment', partitions: [...this.owned].sort((a, b) => a - b) }) }
-}
-
-// A transactional producer driven one step at a time (op txn_producer): ``steps`` gives the
-// client's begin/send/send_offsets/commit/abort (a step gets its command); each step is answered
-// with a "txn" or "txn_failed" event.
-async function txnLoop(cmd, next, steps) {
-  const deadline = Date.now() + cmd.timeout_ms
-  for (;;) {
-    const c = await nextCommand(next, deadline)
-    if (c === null) break
-    try {
-      if (c.op === 'send') {
-        const placed = await steps.send(c.records || [])
-        c.records.forEach((r, i) => emit({ event: 'produced', seq: r.seq, partition: placed[i][0], offset: placed[i][1] }))
-      } else if (c.op in steps && c.op !== 'send') {
-        await steps[c.op](c)
-      } else {
-        throw new Error(`unknown step ${c.op}`)
-      }
-      emit({ event: 'txn', step: c.op })
-    } catch (e) {
-      emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
-    }
-  }
 }
 
 const jsMessages = (records) => records.map((r) => {
@@ -210,7 +186,7 @@ const kafkajs = {
     await producer.connect() // runs InitProducerId for a transactional producer
     emit({ event: 'ready' })
     let txn = null
-    await txnLoop(cmd, next, {
+    await txnLoop(next, Date.now() + cmd.timeout_ms, {
       begin: async () => { txn = await producer.transaction() },
       send: async (records) => {
         if (records.some((r) => r.partition === null || r.partition === undefined)) {
@@ -393,7 +369,7 @@ const kafkats = {
     const ABORT = new Error('kwire: abort requested')
     let inbox = null // the open transaction's step channel
     let ended = null // resolves when the open transaction's callback settles
-    await txnLoop(cmd, next, {
+    await txnLoop(next, Date.now() + cmd.timeout_ms, {
       begin: async () => {
         const queue = []
         const waiting = []
@@ -579,7 +555,7 @@ process.on('beforeExit', () => {
 main().then(
   () => exitAfterFlush(0),
   (e) => {
-    emit({ event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
+    emit(errorEvent(e))
     exitAfterFlush(1)
   },
 )
