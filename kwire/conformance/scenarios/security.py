@@ -1,7 +1,7 @@
 """Security scenarios: every client over SSL and SASL_SSL, OAUTHBEARER, KIP-368 re-authentication.
 
 The target must offer TLS listeners (``SecureControl``: kwire's conformance cluster listens on
-PLAINTEXT, SSL and SASL_SSL, with a throwaway CA); a target without them skips. Each client gets
+PLAINTEXT, SSL, SASL_SSL and SASL_PLAINTEXT, with a throwaway CA); a target without them skips. Each client gets
 its own settings from ``ClientAdapter.security_config``; a client that cannot connect that way
 skips with its reason.
 
