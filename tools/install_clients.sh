@@ -130,10 +130,47 @@ fetch_jars() {
   done
 }
 
+# kafka-clients' unsecured OAUTHBEARER login (OAuthBearerUnsecuredJws) parses its token with
+# Jackson, which kafka-clients does not bundle (ClassNotFoundException:
+# com.fasterxml.jackson.databind.ObjectMapper). PySpark, a project dependency, ships the three jars
+# it needs; their versions are whatever that PySpark has, so they are found by glob.
+JACKSON_JARS=(jackson-databind jackson-core jackson-annotations)
+
+jackson_ok() {
+  local lib="$1" name
+  for name in "${JACKSON_JARS[@]}"; do compgen -G "$lib/$name-[0-9]*.jar" >/dev/null || return 1; done
+}
+
+pyspark_jars_dir() {
+  local py
+  for py in "$PYTHON" "${VIRTUAL_ENV:-/nonexistent}/bin/python" "$REPO/.venv/bin/python"; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    "$py" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' \
+      2>/dev/null && return 0
+  done
+  return 1
+}
+
+copy_jackson() {
+  local lib="$1" src name jar
+  src="$(pyspark_jars_dir)" || { log "java: no pyspark found (PYTHON=$PYTHON, $REPO/.venv): no Jackson jars for OAUTHBEARER"; return 1; }
+  for name in "${JACKSON_JARS[@]}"; do
+    jar="$(compgen -G "$src/$name-[0-9]*.jar" | head -n1)"
+    [ -n "$jar" ] || { log "java: no $name jar in $src"; return 1; }
+    cp -f "$jar" "$lib/" || return 1
+  done
+  log "java: Jackson jars for OAUTHBEARER copied from $src"
+}
+
 install_java() {
   local lib classes stamp
   lib="$(java_lib_dir)"
   classes="$CLIENTS_DIR/java/classes"
+  # Jackson goes into kwire's own cache only: an override directory is the caller's to fill.
+  if [ -z "${KWIRE_KAFKA_CLIENTS_JAR:-}${KWIRE_KAFKA_JARS_DIR:-}" ] && jars_ok "$lib" && ! jackson_ok "$lib"; then
+    if [ "$CHECK" = 1 ]; then MISSING+=("java: jackson-databind/-core/-annotations (OAUTHBEARER)")
+    else copy_jackson "$lib" || FAILED+=("java: Jackson jars (OAUTHBEARER)"); fi
+  fi
   # The compiled program is stale when the source or the jar set changes.
   stamp="$(stamp_of "$JAVA_SRC"; ls "$lib" 2>/dev/null | stamp_of /dev/stdin)"
   if jars_ok "$lib" && [ -f "$classes/KwireJavaClient.class" ] \
@@ -151,6 +188,9 @@ install_java() {
       log "java: override set but no kafka-clients jar found in $lib"; return 1
     fi
     fetch_jars "$lib" || return 1
+    if [ -z "${KWIRE_KAFKA_CLIENTS_JAR:-}${KWIRE_KAFKA_JARS_DIR:-}" ]; then
+      copy_jackson "$lib" || FAILED+=("java: Jackson jars (OAUTHBEARER)")
+    fi
   fi
   rm -rf "$classes"; mkdir -p "$classes"
   log "java: javac KwireJavaClient.java"

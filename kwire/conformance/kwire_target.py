@@ -13,11 +13,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kwire.broker.core.acl import STANDARD_AUTHORIZER
 from kwire.clock import JumpClock
+from kwire.conformance.scenarios.security import OAUTH_PRINCIPAL
 from kwire.control import Broker, BrokerConfig, SaslConfig
 from kwire.errors import KwireError
 
-__all__ = ["CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "SECURITY_SETTINGS", "KwireControl", "kwire_cluster"]
+__all__ = ["ACL_USER", "CONFORMANCE_BROKERS", "CONFORMANCE_SETTINGS", "SECURITY_SETTINGS", "KwireControl",
+           "kwire_cluster"]
 
 CONFORMANCE_BROKERS = 3
 CONFORMANCE_SETTINGS: Mapping[str, str] = {
@@ -31,13 +34,20 @@ CONFORMANCE_SETTINGS: Mapping[str, str] = {
 }
 # The security scenarios' listeners (kwire.conformance.scenarios.security): plaintext first (the
 # bootstrap every other scenario uses), SSL and SASL_SSL with a throwaway CA; PLAIN sessions on
-# SASL_SSL last REAUTH_MS (KIP-368), so the reauth scenario sees several lifetimes.
+# SASL_SSL last REAUTH_MS (KIP-368), so the reauth scenario sees several lifetimes. SASL_PLAINTEXT
+# serves the authorizer scenario (kwire.conformance.scenarios.acl): StandardAuthorizer is on, and
+# every principal the other scenarios connect as is a super user (PLAINTEXT and SSL without a client
+# certificate are User:ANONYMOUS, SASL the SASL user, OAUTHBEARER its token's sub), so for them it
+# decides as no authorizer would; ACL_USER has no ACLs until a scenario grants them.
 REAUTH_MS = 3000
-SECURITY_SETTINGS: Mapping[str, str] = {
-    "listeners": "PLAINTEXT://:0,SSL://:0,SASL_SSL://:0",
-    "listener.name.sasl_ssl.plain.connections.max.reauth.ms": str(REAUTH_MS),
-}
 SASL_USER = ("kwire", "kwire-secret")
+ACL_USER = ("kwire-noacl", "kwire-noacl-secret")
+SECURITY_SETTINGS: Mapping[str, str] = {
+    "listeners": "PLAINTEXT://:0,SSL://:0,SASL_SSL://:0,SASL_PLAINTEXT://:0",
+    "listener.name.sasl_ssl.plain.connections.max.reauth.ms": str(REAUTH_MS),
+    "authorizer.class.name": STANDARD_AUTHORIZER,
+    "super.users": f"User:ANONYMOUS;User:{SASL_USER[0]};User:{OAUTH_PRINCIPAL}",
+}
 
 
 @dataclass(slots=True)
@@ -71,6 +81,22 @@ class KwireControl:
     def security_stats(self) -> dict[str, int]:
         s: dict[str, Any] = self.broker.stats()
         return {"reauthentications": s["reauthentications"], "expired_sessions": s["expired_sessions"]}
+
+    # --- the authorizer (kwire.conformance.scenarios.acl.AclControl) ----------------------------
+    @property
+    def authorizer(self) -> str | None:
+        def enabled() -> bool:
+            acl = self.broker.core.subsystems.acl
+            return acl is not None and acl.enabled
+
+        return STANDARD_AUTHORIZER if self.broker.call(enabled) else None
+
+    @property
+    def acl_user(self) -> tuple[str, str]:
+        return ACL_USER
+
+    def add_acl(self, principal: str, operation: str, resource_type: str, name: str) -> None:
+        self.broker.add_acl(principal, operation, resource_type, name)
 
     def create_topic(self, topic: str, partitions: int) -> None:
         """Create a topic replicated on up to ``replication_factor`` live nodes."""
@@ -253,7 +279,7 @@ def kwire_cluster(
         config = BrokerConfig(
             brokers=brokers,
             settings=chosen,
-            sasl=SaslConfig(users=dict([SASL_USER])),
+            sasl=SaslConfig(users=dict([SASL_USER, ACL_USER])),
             log_connections=False,
             data_dir=data_dir,
         )

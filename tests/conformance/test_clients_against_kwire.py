@@ -1,7 +1,7 @@
 """Every installed real client against kwire's own broker: a 3-broker cluster in this process.
 
-The matrix is client x {roundtrip, consumer_group, kip848_group, group_migration, failover, transactions, the share
-scenarios}, one test per
+The matrix is client x {roundtrip, the security scenarios, acl_principal, consumer_group, kip848_group,
+group_migration, failover, transactions, the share scenarios}, one test per
 cell. A client without the feature (no KIP-848 consumer) or not installed skips with the
 reason; a scenario the client library itself fails (its adapter's ``known_defects``, with the
 evidence) is a strict xfail; every other cell must pass. One cluster serves a module (each scenario uses its
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from kwire.conformance.clients import ADAPTER_CLASSES, Record, get_adapter
-from kwire.conformance.kwire_target import CONFORMANCE_BROKERS, KwireControl, kwire_cluster
+from kwire.conformance.kwire_target import CONFORMANCE_BROKERS, SASL_USER, KwireControl, kwire_cluster
 from kwire.conformance.scenarios import Outcome, run_scenario
 from kwire.control import Broker, BrokerConfig
 from kwire.protocol.registry import ApiKey
@@ -86,6 +86,18 @@ def test_clients_keep_producing_across_session_lifetimes(
     """SEC-11..13: PLAIN sessions on SASL_SSL last 3 s; a producer keeps going over several lifetimes,
     re-authenticating (KIP-368) or reconnecting after the broker closed its expired connection."""
     _run("reauth", client, kwire_target, request)
+
+
+@pytest.mark.rule("ACL-2, ACL-3, ACL-4, ACL-6, ACL-10")
+@pytest.mark.parametrize("client", CLIENTS)
+def test_principal_without_acls_is_refused_then_produces_and_consumes_once_granted(
+    client: str, request: pytest.FixtureRequest, kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """ACL-2, -3, -4, -6, -10: logged in over SASL_PLAINTEXT as a user without ACLs (StandardAuthorizer,
+    KafkaApis.handleTopicMetadataRequest / handleProduceRequest / handleInitProducerIdRequest), the
+    client's produce fails with its authorization error; granted WRITE and READ on the topic and READ on
+    the group, it produces and consumes in the group (the group handlers, handleFetchRequest)."""
+    _run("acl_principal", client, kwire_target, request)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -180,6 +192,40 @@ def test_transactions_scenario_catches_a_consumer_that_reads_aborted_records(
     result = run_scenario("transactions", adapter, broker.bootstrap, control)
     assert result.outcome is Outcome.FAIL
     assert "read_committed returned aborted records (TX-21)" in result.reason
+
+
+@pytest.mark.rule("ACL-2")
+def test_acl_scenario_fails_when_the_principal_may_produce_without_acls(
+    kwire_target: tuple[Broker, KwireControl], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ACL-2: the scenario is not blind: logged in as a super user instead of the user without ACLs
+    (StandardAuthorizer allows a super user anything), the first produce goes through and the
+    scenario fails, naming it."""
+    adapter = get_adapter("confluent_kafka")
+    if adapter.unavailable_reason() is not None:
+        pytest.skip(adapter.unavailable_reason() or "")
+    monkeypatch.setattr(KwireControl, "acl_user", property(lambda self: SASL_USER))
+    broker, control = kwire_target
+    result = run_scenario("acl_principal", adapter, broker.bootstrap, control)
+    assert result.outcome is Outcome.FAIL
+    assert f"User:{SASL_USER[0]} produced to" in result.reason and "without any ACL" in result.reason
+
+
+@pytest.mark.rule("ACL-4, ACL-6")
+def test_acl_scenario_fails_when_the_grants_do_not_take(
+    kwire_target: tuple[Broker, KwireControl], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ACL-4, ACL-6: with the grants dropped, the refused produce stays refused after them and the
+    scenario fails with the client's error (KafkaApis.handleProduceRequest)."""
+    adapter = get_adapter("confluent_kafka")
+    if adapter.unavailable_reason() is not None:
+        pytest.skip(adapter.unavailable_reason() or "")
+    monkeypatch.setattr(KwireControl, "add_acl", lambda self, *args: None)
+    broker, control = kwire_target
+    result = run_scenario("acl_principal", adapter, broker.bootstrap, control)
+    assert result.outcome is Outcome.FAIL
+    assert "with WRITE, READ on the topic and READ on the group" in result.reason
+    assert "TOPIC_AUTHORIZATION_FAILED" in result.reason
 
 
 # Clients whose first ApiVersions is newer than v2 (clients.md §3): Java and kafka-python

@@ -16,6 +16,7 @@ from kwire.conformance.clients._proc import JsonLineProcess, run_json_command
 from kwire.conformance.clients.base import Ack, ProducerSession
 from kwire.conformance.report import format_markdown, format_matrix
 from kwire.conformance.scenarios import ClusterControl, Outcome, ScenarioResult
+from kwire.conformance.scenarios.acl import denied_as
 from kwire.conformance.scenarios.failover import _check_acks, _seq_of, failover, failover_records
 from kwire.conformance.scenarios.roundtrip import roundtrip_records
 from kwire.errors import ConformanceError
@@ -94,6 +95,28 @@ def test_run_json_command_surfaces_error_events() -> None:
     code = "import sys, json; sys.stdin.readline(); print(json.dumps({'event': 'error', 'error': 'E', 'message': 'm'}))"
     with pytest.raises(ConformanceError, match="E: m"):
         run_json_command([sys.executable, "-c", code], {"op": "x"}, 10, label="err")
+
+
+@pytest.mark.rule("ACL-3, ACL-10")
+@pytest.mark.parametrize(("message", "kind"), [
+    # What the clients reported when refused (the acl_principal scenario against kwire).
+    ("java: TopicAuthorizationException: Not authorized to access topics: [t]", "topic"),
+    ('confluent_kafka: KafkaException: KafkaError{code=TOPIC_AUTHORIZATION_FAILED,val=29,'
+     'str="Broker: Topic authorization failed"}', "topic"),
+    ("kafka_python: TopicAuthorizationFailedError: [Error 29] TopicAuthorizationFailedError: t", "topic"),
+    ("kafkajs: KafkaJSNonRetriableError: Not authorized to access topics: [Topic authorization failed]", "topic"),
+    ("platformatic: AggregateError: Received response with error while executing API Metadata(v12): "
+     "Topic authorization failed.", "topic"),
+    ("java: ClusterAuthorizationException: The producer is not authorized to do idempotent sends", "cluster"),
+    ("x: KafkaError{code=CLUSTER_AUTHORIZATION_FAILED}", "cluster"),
+    ("x: AuthorizationException: not authorized", "authorization"),
+    ("kafkats: Error: Topic t not found", None),
+    ("java: timed out after 20s", None),
+])
+def test_acl_scenario_tells_which_authorization_error_a_client_reported(message: str, kind: str | None) -> None:
+    """ACL-3, ACL-10: the refused produce counts only as an authorization error (topic or cluster, as
+    KafkaApis answers Metadata/Produce and InitProducerId), never as a missing topic or a timeout."""
+    assert denied_as(message) == kind
 
 
 def test_matrix_lists_reasons_as_notes() -> None:

@@ -60,8 +60,8 @@ class JavaAdapter(ClientAdapter):
         if sec.mechanism == "OAUTHBEARER" and not any(paths.java_lib_dir().glob("jackson-databind-*.jar")):
             return (f"kafka-clients' unsecured OAUTHBEARER login parses its token with Jackson, and no "
                     f"jackson-databind jar is in {paths.java_lib_dir()} (ClassNotFoundException: "
-                    f"com.fasterxml.jackson.databind.ObjectMapper; add jackson-databind, -core and -annotations "
-                    f"there to run it)")
+                    f"com.fasterxml.jackson.databind.ObjectMapper; tools/install_clients.sh java copies "
+                    f"jackson-databind, -core and -annotations there from the venv's pyspark)")
         conf: dict[str, Any] = {"security.protocol": sec.protocol}
         if "SSL" in sec.protocol:
             conf.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": sec.ca_file})

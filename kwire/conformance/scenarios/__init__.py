@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 
 from kwire.conformance.clients.base import ClientAdapter
+from kwire.conformance.scenarios.acl import ACL_SCENARIOS
 from kwire.conformance.scenarios.base import (
     BrokerControl,
     ClusterControl,
@@ -52,6 +53,7 @@ SCENARIOS: dict[str, Scenario] = {
     "quota_throttle": quota_throttle,
     **SHARE_SCENARIOS,
     **SECURITY_SCENARIOS,
+    **ACL_SCENARIOS,
     **RENEW_SCENARIOS,
 }
 
@@ -73,6 +75,7 @@ SCENARIO_OPS: dict[str, frozenset[str]] = {
     "sasl_ssl": frozenset({"produce", "consume"}),
     "oauthbearer": frozenset({"produce", "consume"}),
     "reauth": frozenset({"producer", "consume"}),
+    "acl_principal": frozenset({"produce", "consume"}),
     **{name: frozenset() for name in RENEW_SCENARIOS},
 }
 

@@ -1,7 +1,7 @@
 """Security scenarios: every client over SSL and SASL_SSL, OAUTHBEARER, KIP-368 re-authentication.
 
 The target must offer TLS listeners (``SecureControl``: kwire's conformance cluster listens on
-PLAINTEXT, SSL and SASL_SSL, with a throwaway CA); a target without them skips. Each client gets
+PLAINTEXT, SSL, SASL_SSL and SASL_PLAINTEXT, with a throwaway CA); a target without them skips. Each client gets
 its own settings from ``ClientAdapter.security_config``; a client that cannot connect that way
 skips with its reason.
 
@@ -27,8 +27,9 @@ from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, uniq
 from kwire.conformance.scenarios.failover import failover_records
 from kwire.errors import ConformanceError
 
-__all__ = ["SECURITY_SCENARIOS", "SecureControl"]
+__all__ = ["OAUTH_PRINCIPAL", "SECURITY_SCENARIOS", "SecureControl"]
 
+OAUTH_PRINCIPAL = "kwire-oauth"  # the sub of the clients' unsecured tokens
 RECORDS = 6
 REAUTH_BATCHES = 8
 REAUTH_BATCH = 4
@@ -69,7 +70,7 @@ def _setup(adapter: ClientAdapter, control: BrokerControl, scenario: str, protoc
         return ScenarioResult.skipped(adapter.name, scenario, f"{control.name} has no {protocol} listener")
     user, password = control.sasl_user
     conf = adapter.security_config(Security(protocol, ca, mechanism,
-                                            "kwire-oauth" if mechanism == "OAUTHBEARER" else user, password))
+                                            OAUTH_PRINCIPAL if mechanism == "OAUTHBEARER" else user, password))
     if isinstance(conf, str):
         return ScenarioResult.skipped(adapter.name, scenario, conf)
     return bootstrap, conf

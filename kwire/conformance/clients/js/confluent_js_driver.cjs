@@ -8,34 +8,16 @@
 
 const fs = require('fs')
 const path = require('path')
-const readline = require('readline')
-const { createRequire } = require('module')
+const common = require('./driver_common.cjs')
 
+const { emit, hex, unhex } = common
 const dir = process.env.KWIRE_NODE_MODULES
-const req = createRequire(path.join(dir || '.', 'noop.js'))
-const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
-const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
-const unhex = (s) => (s === null || s === undefined ? null : Buffer.from(s, 'hex'))
+const req = common.moduleRequire(dir)
 const SESSION_TIMEOUT_MS = 6000
 const HEARTBEAT_INTERVAL_MS = 500
 
-const lines = []
-const waiting = []
-let ended = false
-readline.createInterface({ input: process.stdin })
-  .on('line', (l) => { if (!l.trim()) return; if (waiting.length) waiting.shift()(l); else lines.push(l) })
-  .on('close', () => { ended = true; while (waiting.length) waiting.shift()(null) })
-const nextLine = () => new Promise((resolve) => {
-  if (lines.length) resolve(lines.shift()); else if (ended) resolve(null); else waiting.push(resolve)
-})
-async function nextCommand(deadline) {
-  let timer
-  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
-  const line = await Promise.race([nextLine(), t]).finally(() => clearTimeout(timer))
-  if (line === null) return null
-  const c = JSON.parse(line)
-  return c.op === 'stop' ? null : c
-}
+const nextLine = common.stdinLines()
+const nextCommand = (deadline) => common.nextCommand(nextLine, deadline)
 
 const mod = () => req('@confluentinc/kafka-javascript')
 const version = () => JSON.parse(fs.readFileSync(path.join(dir, '@confluentinc', 'kafka-javascript', 'package.json'))).version
@@ -113,21 +95,7 @@ const ops = {
     const p = producer(cmd, {})
     await p.connect()
     emit({ event: 'ready' })
-    const deadline = Date.now() + cmd.timeout_ms
-    let chain = Promise.resolve()
-    for (;;) {
-      const c = await nextCommand(deadline)
-      if (c === null) break
-      for (const r of c.records || []) {
-        chain = chain.then(async () => {
-          try {
-            const [partition, offset] = await sendOne(p, cmd.topic, r)
-            emit({ event: 'produced', seq: r.seq, partition, offset })
-          } catch (e) { emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) }) }
-        })
-      }
-    }
-    await chain
+    await common.producerLoop(nextLine, Date.now() + cmd.timeout_ms, (r) => sendOne(p, cmd.topic, r))
     await p.disconnect()
     emit({ event: 'closed' })
   },
@@ -136,25 +104,18 @@ const ops = {
     const p = producer(cmd, { transactionalId: cmd.transactional_id, idempotent: true })
     await p.connect() // InitProducerId for a transactional producer
     emit({ event: 'ready' })
-    const deadline = Date.now() + cmd.timeout_ms
     let txn = null
-    for (;;) {
-      const c = await nextCommand(deadline)
-      if (c === null) break
-      try {
-        if (c.op === 'begin') txn = await p.transaction()
-        else if (c.op === 'send') {
-          for (const r of c.records || []) {
-            const [partition, offset] = await sendOne(txn, cmd.topic, r)
-            emit({ event: 'produced', seq: r.seq, partition, offset })
-          }
-        } else if (c.op === 'send_offsets') await sendOffsets(cmd, txn, c)
-        else if (c.op === 'commit') { await txn.commit(); txn = null } else if (c.op === 'abort') { await txn.abort(); txn = null } else throw new Error(`unknown step ${c.op}`)
-        emit({ event: 'txn', step: c.op })
-      } catch (e) {
-        emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
-      }
-    }
+    await common.txnLoop(nextLine, Date.now() + cmd.timeout_ms, {
+      begin: async () => { txn = await p.transaction() },
+      send: async (records) => {
+        const placed = []
+        for (const r of records) placed.push(await sendOne(txn, cmd.topic, r))
+        return placed
+      },
+      send_offsets: (c) => sendOffsets(cmd, txn, c),
+      commit: async () => { await txn.commit(); txn = null },
+      abort: async () => { await txn.abort(); txn = null },
+    })
     await p.disconnect()
     emit({ event: 'closed' })
   },
@@ -211,20 +172,4 @@ const ops = {
   },
 }
 
-async function main() {
-  const first = await nextLine()
-  if (first === null) return 0
-  const cmd = JSON.parse(first)
-  if (!dir) { emit({ event: 'error', error: 'setup', message: 'KWIRE_NODE_MODULES is not set' }); return 1 }
-  if (!(cmd.op in ops)) { emit({ event: 'error', error: 'unsupported', message: `op ${cmd.op} is not implemented` }); return 1 }
-  try {
-    await ops[cmd.op](cmd)
-  } catch (e) {
-    emit({ event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
-    return 1
-  }
-  if (!['member', 'producer', 'txn_producer'].includes(cmd.op)) emit({ event: 'done' })
-  return 0
-}
-
-main().then((rc) => process.exit(rc))
+common.runDriver(nextLine, ops, { dir }).then((rc) => process.exit(rc))

@@ -8,79 +8,27 @@
 // file, hence createRequire on KWIRE_NODE_MODULES.
 'use strict'
 
-const path = require('path')
-const readline = require('readline')
-const { createRequire } = require('module')
+const { emit, hex, unhex, moduleRequire, stdinLines, nextCommand, txnLoop, errorEvent, unsecuredJws, withOauth } = require('./driver_common.cjs')
 
 const USAGE = 'usage: KWIRE_NODE_MODULES=<dir> node kwire_js_client.cjs kafkajs|kafkats < command.json\n'
 const SESSION_TIMEOUT_MS = 6000 // the broker's minimum; keeps rebalances short
 const HEARTBEAT_INTERVAL_MS = 500
 
-const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
-const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
-const unhex = (s) => (s === null || s === undefined ? null : Buffer.from(s, 'hex'))
-
 function loadModule(name) {
   const dir = process.env.KWIRE_NODE_MODULES
   if (!dir) throw new Error('KWIRE_NODE_MODULES is not set')
-  return createRequire(path.join(dir, 'noop.js'))(name)
+  return moduleRequire(dir)(name)
 }
+
+// OAUTHBEARER: both clients take an async provider of {value: token}.
+const withSecurity = (conf) => withOauth(conf, (principal) => ({ oauthBearerProvider: async () => ({ value: unsecuredJws(principal) }) }))
 
 // stdin: the first line is the command; later lines are member commands; EOF = stop.
-// An unsecured JWS (alg none) for OAUTHBEARER, as Kafka's unsecured login makes one: the
-// adapters pass `sasl.kwireOauthPrincipal`; the clients want a provider function.
-function withSecurity(conf) {
-  if (!conf || !conf.sasl || conf.sasl.kwireOauthPrincipal === undefined) return conf || {}
-  const { kwireOauthPrincipal, ...sasl } = conf.sasl
-  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url')
-  const token = () => {
-    const now = Math.floor(Date.now() / 1000)
-    return `${b64({ alg: 'none' })}.${b64({ sub: kwireOauthPrincipal, iat: now, exp: now + 3600 })}.`
-  }
-  return { ...conf, sasl: { ...sasl, oauthBearerProvider: async () => ({ value: token() }) } }
-}
-
-function stdinLines() {
-  const rl = readline.createInterface({ input: process.stdin })
-  const waiting = []
-  const lines = []
-  let ended = false
-  rl.on('line', (l) => {
-    if (!l.trim()) return
-    if (waiting.length) waiting.shift()(l)
-    else lines.push(l)
-  })
-  rl.on('close', () => {
-    ended = true
-    while (waiting.length) waiting.shift()(null)
-  })
-  return () => new Promise((resolve) => {
-    if (lines.length) resolve(lines.shift())
-    else if (ended) resolve(null)
-    else waiting.push(resolve)
-  })
-}
-
 async function waitForStop(next) {
   for (;;) {
     const line = await next()
     if (line === null || JSON.parse(line).op === 'stop') return
   }
-}
-
-// The next stdin line, or null at EOF or once ``deadline`` (epoch ms) has passed.
-function nextBefore(next, deadline) {
-  let timer
-  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
-  return Promise.race([next(), t]).finally(() => clearTimeout(timer))
-}
-
-// The next command before ``deadline``, parsed; null at EOF, at the deadline or on "stop".
-async function nextCommand(next, deadline) {
-  const line = await nextBefore(next, deadline)
-  if (line === null) return null
-  const c = JSON.parse(line)
-  return c.op === 'stop' ? null : c
 }
 
 function withDeadline(promise, ms, what) {
@@ -95,30 +43,6 @@ class Assignment {
   add(parts) { for (const p of parts) this.owned.add(p); this.report() }
   remove(parts) { for (const p of parts) this.owned.delete(p); this.report() }
   report() { emit({ event: 'assignment', partitions: [...this.owned].sort((a, b) => a - b) }) }
-}
-
-// A transactional producer driven one step at a time (op txn_producer): ``steps`` gives the
-// client's begin/send/send_offsets/commit/abort (a step gets its command); each step is answered
-// with a "txn" or "txn_failed" event.
-async function txnLoop(cmd, next, steps) {
-  const deadline = Date.now() + cmd.timeout_ms
-  for (;;) {
-    const c = await nextCommand(next, deadline)
-    if (c === null) break
-    try {
-      if (c.op === 'send') {
-        const placed = await steps.send(c.records || [])
-        c.records.forEach((r, i) => emit({ event: 'produced', seq: r.seq, partition: placed[i][0], offset: placed[i][1] }))
-      } else if (c.op in steps && c.op !== 'send') {
-        await steps[c.op](c)
-      } else {
-        throw new Error(`unknown step ${c.op}`)
-      }
-      emit({ event: 'txn', step: c.op })
-    } catch (e) {
-      emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
-    }
-  }
 }
 
 const jsMessages = (records) => records.map((r) => {
@@ -262,7 +186,7 @@ const kafkajs = {
     await producer.connect() // runs InitProducerId for a transactional producer
     emit({ event: 'ready' })
     let txn = null
-    await txnLoop(cmd, next, {
+    await txnLoop(next, Date.now() + cmd.timeout_ms, {
       begin: async () => { txn = await producer.transaction() },
       send: async (records) => {
         if (records.some((r) => r.partition === null || r.partition === undefined)) {
@@ -445,7 +369,7 @@ const kafkats = {
     const ABORT = new Error('kwire: abort requested')
     let inbox = null // the open transaction's step channel
     let ended = null // resolves when the open transaction's callback settles
-    await txnLoop(cmd, next, {
+    await txnLoop(next, Date.now() + cmd.timeout_ms, {
       begin: async () => {
         const queue = []
         const waiting = []
@@ -631,7 +555,7 @@ process.on('beforeExit', () => {
 main().then(
   () => exitAfterFlush(0),
   (e) => {
-    emit({ event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
+    emit(errorEvent(e))
     exitAfterFlush(1)
   },
 )

@@ -8,8 +8,11 @@
 
 const fs = require('fs')
 const path = require('path')
-const readline = require('readline')
-const { createRequire } = require('module')
+const common = require('./driver_common.cjs')
+
+const { emit, hex } = common
+// platformatic wants undefined, not null, for an absent key or header value.
+const unhex = (s) => common.unhex(s) ?? undefined
 
 // @platformatic/kafka targets node >= 22 and uses Promise.withResolvers (ES2024); Debian 12 ships
 // node 20, so the driver supplies the one missing builtin (its specified behaviour, nothing more).
@@ -22,37 +25,22 @@ if (typeof Promise.withResolvers !== 'function') {
 }
 
 const dir = process.env.KWIRE_NODE_MODULES
-const req = createRequire(path.join(dir || '.', 'noop.js'))
-const emit = (ev) => process.stdout.write(JSON.stringify(ev) + '\n')
-const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
-const unhex = (s) => (s === null || s === undefined ? undefined : Buffer.from(s, 'hex'))
+const req = common.moduleRequire(dir)
 const SESSION_TIMEOUT_MS = 6000
 const HEARTBEAT_INTERVAL_MS = 500
 
-// stdin lines as a pull queue: null at EOF
-const lines = []
-const waiting = []
-let ended = false
-readline.createInterface({ input: process.stdin })
-  .on('line', (l) => { if (!l.trim()) return; if (waiting.length) waiting.shift()(l); else lines.push(l) })
-  .on('close', () => { ended = true; while (waiting.length) waiting.shift()(null) })
-const nextLine = () => new Promise((resolve) => {
-  if (lines.length) resolve(lines.shift()); else if (ended) resolve(null); else waiting.push(resolve)
-})
-async function nextCommand(deadline) {
-  let timer
-  const t = new Promise((resolve) => { timer = setTimeout(() => resolve(null), Math.max(deadline - Date.now(), 0)) })
-  const line = await Promise.race([nextLine(), t]).finally(() => clearTimeout(timer))
-  if (line === null) return null
-  const c = JSON.parse(line)
-  return c.op === 'stop' ? null : c
-}
+const nextLine = common.stdinLines()
+const nextCommand = (deadline) => common.nextCommand(nextLine, deadline)
 
 function version() {
   return JSON.parse(fs.readFileSync(path.join(dir, '@platformatic', 'kafka', 'package.json'))).version
 }
 
-const base = (cmd, clientId) => ({ clientId, bootstrapBrokers: cmd.bootstrap.split(','), ...((cmd.config || {}).client || {}) })
+// The adapter's TLS and SASL settings are platformatic's own (tls: node's tls.connect options, sasl:
+// mechanism/username/password/token), except OAUTHBEARER's ``kwireOauthPrincipal``, which becomes a
+// token provider making an unsecured JWS (called again at each re-authentication).
+const withSecurity = (client) => common.withOauth(client, (principal) => ({ token: () => common.unsecuredJws(principal) }))
+const base = (cmd, clientId) => ({ clientId, bootstrapBrokers: cmd.bootstrap.split(','), ...withSecurity((cmd.config || {}).client || {}) })
 const message = (topic, r) => {
   const m = { topic, key: unhex(r.key), value: unhex(r.value) ?? null,
     headers: new Map((r.headers || []).map(([k, v]) => [Buffer.from(k), unhex(v) ?? Buffer.alloc(0)])) }
@@ -119,21 +107,7 @@ const ops = {
   async producer(cmd) {
     const p = producer(cmd, (cmd.config || {}).idempotent ? { idempotent: true } : {})
     emit({ event: 'ready' })
-    const deadline = Date.now() + cmd.timeout_ms
-    let chain = Promise.resolve()
-    for (;;) {
-      const c = await nextCommand(deadline)
-      if (c === null) break
-      for (const r of c.records || []) {
-        chain = chain.then(async () => {
-          try {
-            const [partition, offset] = await sendOne(p, cmd, r, {})
-            emit({ event: 'produced', seq: r.seq, partition, offset })
-          } catch (e) { emit({ event: 'produce_failed', seq: r.seq, message: String(e.message) }) }
-        })
-      }
-    }
-    await chain
+    await common.producerLoop(nextLine, Date.now() + cmd.timeout_ms, (r) => sendOne(p, cmd, r, {}))
     await p.close()
     emit({ event: 'closed' })
   },
@@ -142,26 +116,21 @@ const ops = {
     const p = producer(cmd, { transactionalId: cmd.transactional_id, idempotent: true })
     await p.initIdempotentProducer({})
     emit({ event: 'ready' })
-    const deadline = Date.now() + cmd.timeout_ms
     let txn = null
-    for (;;) {
-      const c = await nextCommand(deadline)
-      if (c === null) break
-      try {
-        if (c.op === 'begin') txn = await p.beginTransaction()
-        else if (c.op === 'send') {
-          for (const r of c.records || []) {
-            const res = await txn.send({ messages: [message(cmd.topic, r)], acks: -1 })
-            const o = offsetOf(res, cmd.topic)
-            emit({ event: 'produced', seq: r.seq, partition: o ? o.partition : r.partition, offset: o ? Number(o.offset) : null })
-          }
-        } else if (c.op === 'send_offsets') await sendOffsets(cmd, txn, c)
-        else if (c.op === 'commit') { await txn.commit(); txn = null } else if (c.op === 'abort') { await txn.abort(); txn = null } else throw new Error(`unknown step ${c.op}`)
-        emit({ event: 'txn', step: c.op })
-      } catch (e) {
-        emit({ event: 'txn_failed', step: c.op, error: (e && e.name) || 'Error', message: String((e && e.message) || e) })
-      }
-    }
+    await common.txnLoop(nextLine, Date.now() + cmd.timeout_ms, {
+      begin: async () => { txn = await p.beginTransaction() },
+      send: async (records) => {
+        const placed = []
+        for (const r of records) {
+          const o = offsetOf(await txn.send({ messages: [message(cmd.topic, r)], acks: -1 }), cmd.topic)
+          placed.push([o ? o.partition : r.partition, o ? Number(o.offset) : null])
+        }
+        return placed
+      },
+      send_offsets: (c) => sendOffsets(cmd, txn, c),
+      commit: async () => { await txn.commit(); txn = null },
+      abort: async () => { await txn.abort(); txn = null },
+    })
     await p.close()
     emit({ event: 'closed' })
   },
@@ -228,24 +197,4 @@ const ops = {
   },
 }
 
-async function main() {
-  const first = await nextLine()
-  if (first === null) return 0
-  const cmd = JSON.parse(first)
-  if (!dir) { emit({ event: 'error', error: 'setup', message: 'KWIRE_NODE_MODULES is not set' }); return 1 }
-  if (!(cmd.op in ops) || cmd.op === 'consumer') {
-    emit({ event: 'error', error: 'unsupported', message: `op ${cmd.op} is not implemented` })
-    return 1
-  }
-  try {
-    await ops[cmd.op](cmd)
-  } catch (e) {
-    const inner = (e && e.errors) ? ': ' + e.errors.map((x) => String((x && x.message) || x)).join('; ') : ''
-    emit({ event: 'error', error: (e && e.name) || 'Error', message: String((e && e.message) || e) + inner })
-    return 1
-  }
-  if (!['member', 'producer', 'txn_producer'].includes(cmd.op)) emit({ event: 'done' })
-  return 0
-}
-
-main().then((rc) => process.exit(rc))
+common.runDriver(nextLine, ops, { dir, hidden: ['consumer'] }).then((rc) => process.exit(rc))

@@ -8,11 +8,9 @@
 
 const path = require('path')
 const readline = require('readline')
-const { createRequire } = require('module')
+const { emit: out, hex, moduleRequire } = require('./driver_common.cjs')
 
-const req = createRequire(path.join(process.env.KWIRE_NODE_MODULES, 'noop.js'))
-const out = (o) => process.stdout.write(JSON.stringify(o) + '\n')
-const hex = (b) => (b === null || b === undefined ? null : Buffer.from(b).toString('hex'))
+const req = moduleRequire(process.env.KWIRE_NODE_MODULES)
 
 let start = null // the share_consumer command
 const delivered = [] // records not yet returned by a poll
