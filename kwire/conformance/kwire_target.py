@@ -15,7 +15,6 @@ from typing import Any
 
 from kwire.broker.core.acl import STANDARD_AUTHORIZER
 from kwire.clock import JumpClock
-from kwire.conformance.scenarios.security import OAUTH_PRINCIPAL
 from kwire.control import Broker, BrokerConfig, SaslConfig
 from kwire.errors import KwireError
 
@@ -41,6 +40,7 @@ CONFORMANCE_SETTINGS: Mapping[str, str] = {
 # decides as no authorizer would; ACL_USER has no ACLs until a scenario grants them.
 REAUTH_MS = 3000
 SASL_USER = ("kwire", "kwire-secret")
+OAUTH_PRINCIPAL = "kwire-oauth"  # the sub of the clients' unsecured tokens
 ACL_USER = ("kwire-noacl", "kwire-noacl-secret")
 SECURITY_SETTINGS: Mapping[str, str] = {
     "listeners": "PLAINTEXT://:0,SSL://:0,SASL_SSL://:0,SASL_PLAINTEXT://:0",

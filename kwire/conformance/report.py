@@ -91,42 +91,10 @@ def _md_cell(r: ScenarioResult, note: int | None) -> str:
 @functools.cache
 def client_version(name: str) -> str:
     """The installed version of a client, best effort ("?" when it cannot be told)."""
-    import glob
-    import importlib.metadata
-    import os
-    import subprocess
-
-    from kwire.conformance import paths
-
     try:
-        if name == "java":
-            jars = sorted(glob.glob(str(paths.java_lib_dir() / "kafka-clients-*.jar")))
-            return os.path.basename(jars[0])[len("kafka-clients-") : -len(".jar")] if jars else "?"
-        if name == "confluent_kafka":
-            import confluent_kafka
-
-            version = importlib.metadata.version("confluent-kafka")
-            return f"{version} (librdkafka {confluent_kafka.libversion()[0]})"
-        if name in ("kafka_python", "aiokafka"):
-            return importlib.metadata.version({"kafka_python": "kafka-python"}.get(name, name))
-        if name == "confluent_js":
-            from kwire.conformance.clients.js import confluent_js_modules
-
-            data = json.loads((confluent_js_modules() / "@confluentinc" / "kafka-javascript" / "package.json").read_text())
-            return str(data["version"])
-        if name in ("kafkajs", "kafkats", "platformatic"):
-            package = {"kafkajs": "kafkajs", "kafkats": "@kafkats/client", "platformatic": "@platformatic/kafka"}[name]
-            data = json.loads((paths.node_modules_dir() / package / "package.json").read_text())
-            return str(data["version"])
-        if name == "kcat":
-            out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10).stdout
-            first = next((ln for ln in out.splitlines() if ln.startswith("Version")), "?")
-            return first.removeprefix("Version ").split(" (")[0] + (
-                f" (librdkafka {first.split('librdkafka ')[1].split()[0]})" if "librdkafka " in first else ""
-            )
-    except Exception:  # noqa: BLE001 - a version is decoration; never fail the report for it
+        return get_adapter(name).client_version()
+    except ConformanceError:
         return "?"
-    return "?"
 
 
 def scenario_summary(fn: object) -> str:

@@ -30,6 +30,10 @@ class JavaAdapter(ClientAdapter):
     }
     failover_idempotent = True
 
+    def installed_version(self) -> str:
+        jars = sorted(paths.java_lib_dir().glob("kafka-clients-*.jar"))
+        return jars[0].name[len("kafka-clients-"):-len(".jar")] if jars else "?"
+
     def share_argv(self) -> list[str] | None:
         """``java/ShareDriver.java`` (a KafkaShareConsumer), run by the source launcher."""
         from pathlib import Path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,6 +28,13 @@ class _NodeAdapter(ClientAdapter):
 
     def env(self) -> dict[str, str] | None:
         return {"KWIRE_NODE_MODULES": str(paths.node_modules_dir())}
+
+    def modules_dir(self) -> Path:
+        return paths.node_modules_dir()
+
+    def installed_version(self) -> str:
+        data = json.loads((self.modules_dir() / self.package / "package.json").read_text())
+        return str(data["version"])
 
 
 def _pem(path: str) -> str:
@@ -197,6 +205,9 @@ class ConfluentJsAdapter(_NodeAdapter):
     read_committed_config = {"consumer": {}}
     failover_config = {"producer": {"enable.idempotence": True}}
     failover_idempotent = True
+    def modules_dir(self) -> Path:
+        return confluent_js_modules()
+
     known_defects = {
         "roundtrip": (
             "@confluentinc/kafka-javascript 1.10.1 produces an empty key as NULL: the driver passes "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from typing import Any
 
@@ -27,6 +28,12 @@ class KcatAdapter(ClientAdapter):
     txn_commit_at_exit = True
 
     no_share_consumer = "kcat has no share consumer (KIP-932)"
+
+    def installed_version(self) -> str:
+        out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10).stdout
+        first = next((ln for ln in out.splitlines() if ln.startswith("Version")), "?")
+        version = first.removeprefix("Version ").split(" (")[0]
+        return version + (f" (librdkafka {first.split('librdkafka ')[1].split()[0]})" if "librdkafka " in first else "")
 
     def unavailable_reason(self) -> str | None:
         if shutil.which("kcat") is None and shutil.which("kafkacat") is None:

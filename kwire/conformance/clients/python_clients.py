@@ -32,6 +32,9 @@ class _PythonAdapter(ClientAdapter):
         except importlib.metadata.PackageNotFoundError:
             return None
 
+    def installed_version(self) -> str:
+        return self.version() or "?"
+
 
 class ConfluentKafkaAdapter(_PythonAdapter):
     """confluent-kafka 2.16 (librdkafka 2.16): classic groups and KIP-848."""
@@ -43,6 +46,11 @@ class ConfluentKafkaAdapter(_PythonAdapter):
     failover_config = {"enable.idempotence": True}
     failover_idempotent = True
     features = frozenset({"consume_positions"})
+
+    def installed_version(self) -> str:
+        import confluent_kafka
+
+        return f"{self.version() or '?'} (librdkafka {confluent_kafka.libversion()[0]})"
 
     def share_argv(self) -> list[str] | None:
         """``_share_driver`` (confluent-kafka's ShareConsumer); its ``describe`` says what it lacks."""

@@ -23,13 +23,13 @@ import time
 from typing import Any, Protocol, runtime_checkable
 
 from kwire.conformance.clients.base import ClientAdapter, Record, Security
+from kwire.conformance.kwire_target import OAUTH_PRINCIPAL
 from kwire.conformance.scenarios.base import BrokerControl, ScenarioResult, unique_name
 from kwire.conformance.scenarios.failover import failover_records
 from kwire.errors import ConformanceError
 
 __all__ = ["OAUTH_PRINCIPAL", "SECURITY_SCENARIOS", "SecureControl"]
 
-OAUTH_PRINCIPAL = "kwire-oauth"  # the sub of the clients' unsecured tokens
 RECORDS = 6
 REAUTH_BATCHES = 8
 REAUTH_BATCH = 4
