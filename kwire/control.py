@@ -117,6 +117,9 @@ class Broker:
         self._thread.join(timeout=30)
         self._thread = None
         self.core.close()  # the broker thread is gone: release files (data dir) from here
+        if self.server.tls_ca is not None:  # a throwaway CA's keys do not outlive the broker
+            self.server.tls_ca.remove()
+            self.server.tls_ca = None
 
     def restart(self, *, crash: bool = True, timeout: float = 30.0) -> Broker:
         """Stop the cluster and start it again on the same ports, data dir and clock.

@@ -236,6 +236,8 @@ def test_tls_shorthand_lists_every_listener_and_the_ca(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert f"listener SSL {info['listeners']['SSL']}" in out and f"TLS CA certificate {info['ca_file']}" in out
+    # The throwaway CA's directory (its private keys) goes with the broker.
+    assert not Path(info["ca_file"]).parent.exists()
     proc = _start("--tls", "--set", "listeners=PLAINTEXT://:0")
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and "--tls adds a listener" in err

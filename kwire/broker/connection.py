@@ -121,7 +121,7 @@ class Connection:
             return
         self.busy = False
         if data is None:
-            self.close("closed by the broker")
+            self.close(self.info.close_reason or "closed by the broker")
             return
         self._queue_frame(data)
         self._pump()

@@ -12,6 +12,7 @@ formats the standard library cannot read: they are refused with the reason.
 from __future__ import annotations
 
 import os
+import shutil
 import ssl
 import tempfile
 from collections.abc import Callable
@@ -40,6 +41,7 @@ class ThrowawayCA:
     ca_file: Path
     keystore: Path
     _ca: object
+    owned: bool = False  # the directory was made for this CA (a temporary one): ``remove`` deletes it
 
     @classmethod
     def create(cls, directory: str | os.PathLike[str] | None = None,
@@ -48,6 +50,7 @@ class ThrowawayCA:
             import trustme
         except ImportError:  # pragma: no cover - a dependency of kwire
             raise ConfigError("a throwaway CA needs the trustme package (pip install trustme)") from None
+        owned = directory is None
         d = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kwire-tls-"))
         d.mkdir(parents=True, exist_ok=True)
         ca = trustme.CA(organization_name="kwire throwaway CA")
@@ -56,7 +59,13 @@ class ThrowawayCA:
         ca.cert_pem.write_to_path(str(ca_file))
         keystore = d / "broker.pem"
         cert.private_key_and_cert_chain_pem.write_to_path(str(keystore))
-        return cls(d, ca_file, keystore, ca)
+        return cls(d, ca_file, keystore, ca, owned)
+
+    def remove(self) -> None:
+        """Delete the temporary directory of a CA made without one (its private keys included);
+        a directory the caller named is left as it is."""
+        if self.owned:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def client_keystore(self, name: str, *, organization: str | None = None,
                         not_after: object | None = None) -> Path:

@@ -96,6 +96,7 @@ class ConnInfo:
     last_reauth_ms: int | None = None
     # KIP-219: a throttled connection reads no request before this broker time (quotas).
     muted_until_ms: int = 0
+    close_reason: str = ""  # why the core closes it (a failed login...): the broker log's line says it
     received_ms: int | None = None  # when the request being handled arrived (a muted one waits)
 
 
@@ -178,6 +179,7 @@ class Reply:
         self.core._unanswered.pop(self, None)
         if self.exchange is not None:
             self.exchange.closed = reason
+        self.ctx.conn.close_reason = reason
         self.core.outbox.append((self.conn_id, None))
 
 
@@ -676,6 +678,7 @@ class BrokerCore:
                     reply.exchange.closed = reason
                 reply.done = True
                 self._unanswered.pop(reply, None)
+            conn.close_reason = reason
             self.outbox.append((conn_id, None))
 
         if delay > 0:

@@ -239,7 +239,8 @@ def test_a_failed_sasl_login_is_answered_and_closed_after_the_delay_on_the_broke
     """Selector.maybeDelayCloseOnAuthenticationFailure / KafkaChannel.completeCloseOnAuthenticationFailure:
     the SASL_AUTHENTICATION_FAILED answer and the close wait connection.failed.authentication.delay.ms
     (100 ms); meanwhile the connection handles nothing (a request sent then is never answered)."""
-    with Broker(BrokerConfig(log_connections=False, sasl=SaslConfig(users={"u": "p"})), manual_clock=True) as b:
+    lines: list[str] = []
+    with Broker(BrokerConfig(sasl=SaslConfig(users={"u": "p"})), manual_clock=True, on_line=lines.append) as b:
         r = Raw(b)
         r.send(encode_request(SaslHandshakeRequest(mechanism="PLAIN"), 1, correlation_id=1))
         assert decode_response(r.recv_frame(), 17, 1).body.error_code == 0
@@ -257,6 +258,8 @@ def test_a_failed_sasl_login_is_answered_and_closed_after_the_delay_on_the_broke
         assert r.is_closed()  # and nothing else: the ApiVersions sent meanwhile was never read
         assert len(b.recorded()) == 1
         r.close()
+        # The broker log says why it closed the connection.
+        b.wait_until(lambda core: any("closed (SASL authentication failed" in ln for ln in lines))
 
 
 @pytest.mark.rule("QUO-7")
