@@ -23,10 +23,11 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.dispatch import EncodedBody
 from kwire.broker.core.log import AppendOrigin
 from kwire.broker.handlers._auth import AclOperation, authorize_topic
 from kwire.broker.handlers._common import error_message, leader_error, node_endpoints, resolve_topic
-from kwire.errors import KafkaError, RecordError, RecordErrorsError
+from kwire.errors import KafkaError, KwireError, RecordError, RecordErrorsError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.produce import (
     ProduceRequest,
@@ -98,9 +99,12 @@ def _append(ctx: RequestContext, p: Partition, records: Any, transactional_id: s
               log_start_offset=p.log.log_start_offset)
 
 
-def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | EncodedBody | None:
     if req.acks not in (-1, 0, 1):
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
+    fast = _one_batch(ctx, req)
+    if fast is not None:
+        return fast
     txn = ctx.core.subsystems.transactions
     if (req.transactional_id is not None and txn is None) or (
             req.transactional_id is None and _has_transactional_records(req)):
@@ -208,12 +212,7 @@ def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None
             try:
                 ok = _append(ctx, p, pd.records, req.transactional_id)
             except KafkaError as exc:
-                r.error_code = exc.code
-                r.error_message = exc.message or error_message(exc.code)
-                r.log_start_offset = p.log.log_start_offset
-                if isinstance(exc, RecordErrorsError) and ctx.api_version >= 8:
-                    r.record_errors = [ProduceResponse_BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                                       for i, m in exc.record_errors]
+                _refused(ctx, p, r, exc)
                 continue
             parts[-1] = ok
         responses.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
@@ -228,6 +227,108 @@ def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None
     if leaders and ctx.api_version >= 10:
         resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
     return resp
+
+
+def _refused(ctx: RequestContext, p: Partition, r: PR, exc: KafkaError) -> None:
+    """A partition whose batch the log refused: its error, message and record errors."""
+    r.error_code = exc.code
+    r.error_message = exc.message or error_message(exc.code)
+    r.log_start_offset = p.log.log_start_offset
+    if isinstance(exc, RecordErrorsError) and ctx.api_version >= 8:
+        r.record_errors = [ProduceResponse_BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                           for i, m in exc.record_errors]
+
+
+# --- the common shape, without the answer objects -------------------------------------------------
+# Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset: one PartitionProduceResponse's
+# fixed fields, in every version from 8 (the fast path's range).
+_PARTITION_FIELDS = struct.Struct(">ihqqq")
+_BATCH_LENGTH = struct.Struct(">i")
+_FAST_VERSIONS = range(9, 14)  # flexible versions: the answer's layout does not depend on the rest
+_MAX_TEMPLATES = 4096
+# Placeholders the templates are encoded with and found by (base offset, append time, log start).
+_MARKS = (0x5EED_0001_0203_0405, 0x5EED_0607_0809_0A0B, 0x5EED_0C0D_0E0F_1011)
+# (version, topic name or id as answered, partition) -> (the answer's encoded body, where the
+# partition's fixed fields are in it); None: this answer cannot be patched (use the objects)
+_templates: dict[tuple[int, object, int], tuple[bytes, int] | None] = {}
+
+
+def _template(version: int, name: str, topic_id: Any, index: int) -> tuple[bytes, int] | None:
+    """The success answer for one partition, encoded by the generated encoder with placeholders,
+    and where its fixed fields sit (the placeholders found exactly once, else no template)."""
+    key = (version, name if version < 13 else topic_id, index)
+    if key in _templates:
+        return _templates[key]
+    resp = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
+        name=name, topic_id=topic_id, partition_responses=[
+            PR(index=index, base_offset=_MARKS[0], log_append_time_ms=_MARKS[1], log_start_offset=_MARKS[2])])])
+    found: tuple[bytes, int] | None = None
+    try:
+        body = resp.encode(version)
+    except KwireError:
+        body = b""
+    mark = _PARTITION_FIELDS.pack(index, 0, *_MARKS)
+    if body.count(mark) == 1:
+        found = (body, body.index(mark))
+    if len(_templates) >= _MAX_TEMPLATES:
+        _templates.clear()
+    _templates[key] = found
+    return found
+
+
+def _one_batch(ctx: RequestContext, req: ProduceRequest) -> EncodedBody | ProduceResponse | None:
+    """The common Produce, one non-transactional batch to one partition this broker leads with
+    acks 1 or -1 and no transactional id, answered as ``_produce`` answers it without building
+    the answer's objects: the same checks and the same append, the success answer patched into
+    bytes the generated encoder made (``_template``). None: not this shape, or something would
+    look at the answer objects (recording, client quotas, fault rules, an authorizer); the
+    general path then runs, nothing having changed. tests/broker/test_produce_fast_path.py
+    checks answers and log state against the general path, request by request."""
+    version = ctx.api_version
+    if (req.transactional_id is not None or req.acks == 0 or version not in _FAST_VERSIONS
+            or ctx.exchange is not None or len(req.topic_data) != 1):
+        return None
+    td = req.topic_data[0]
+    if len(td.partition_data) != 1:
+        return None
+    pd = td.partition_data[0]
+    records = pd.records
+    # Exactly one whole magic-2 batch, not transactional, writable in the frame's buffer: what
+    # _single_batch returns as it is and _has_transactional_records does not flag.
+    if type(records) is not memoryview or records.readonly or records.format != "B":
+        return None
+    n = len(records)
+    if n < 61 or records[16] != 2 or records[22] & 0x10 or _BATCH_LENGTH.unpack_from(records, 8)[0] + 12 != n:
+        return None
+    core = ctx.core
+    subs = core.subsystems
+    if core.faults.rules or (subs.acl is not None and subs.acl.enabled) or (
+            subs.quotas is not None and subs.quotas.entities):
+        return None
+    cluster = core.cluster
+    topic = cluster.topics_by_id.get(td.topic_id) if version >= 13 else cluster.topics.get(td.name)
+    if topic is None or not 0 <= pd.index < len(topic.partitions):
+        return None
+    p = topic.partitions[pd.index]
+    if leader_error(ctx, p):
+        return None
+    tpl = _template(version, td.name, td.topic_id, pd.index)
+    if tpl is None:
+        return None
+    log = p.log
+    try:
+        # verify: the coordinator's check passes every non-transactional batch (check_produce)
+        res = log.append(records, AppendOrigin.CLIENT, now_ms=core.clock.now_ms(), leader_epoch=p.leader_epoch,
+                         config=core.log_config(p.topic), allow_zstd=version >= 7)
+    except KafkaError as exc:
+        r = PR(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+        _refused(ctx, p, r, exc)
+        return ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
+            name=td.name, topic_id=td.topic_id, partition_responses=[r])])
+    body, at = tpl
+    out = bytearray(body)
+    _PARTITION_FIELDS.pack_into(out, at, pd.index, 0, res.base_offset, res.log_append_time, log.log_start_offset)
+    return EncodedBody(out)
 
 
 _ATTRIBUTES = struct.Struct(">h")
