@@ -34,7 +34,7 @@ from kwire.broker.core.acl import AUTHORIZER_SETTINGS
 from kwire.broker.core.cluster import BrokerNode, Cluster, Partition, Rng, SeededRng, Topic
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.deadlines import Deadline, Deadlines
-from kwire.broker.core.dispatch import HandlerSpec
+from kwire.broker.core.dispatch import EncodedBody, HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
 from kwire.broker.core.listeners import Listener, listener_setting, parse_listeners
 from kwire.broker.core.log import LogConfig
@@ -283,7 +283,10 @@ def _encode_answer(response: Any, api_key: int, version: int, correlation_id: in
     codec = _CODECS.get((api_key, version))
     hv = codec[2] if codec is not None else response_header_version(api_key, version)
     # ResponseHeader v0 is the correlation id; v1 adds the tagged fields (none): one 0 byte.
-    out = SpliceBuffer(_HEADER_V1.pack(correlation_id, 0) if hv else _CORRELATION_ID.pack(correlation_id))
+    header = _HEADER_V1.pack(correlation_id, 0) if hv else _CORRELATION_ID.pack(correlation_id)
+    if type(response) is EncodedBody:
+        return header + response.body
+    out = SpliceBuffer(header)
     response.encode_into(out, version)
     if out.splices:
         return FramePieces(out)
@@ -456,7 +459,9 @@ class BrokerCore:
         if spec is None:
             return self._close(conn, f"unknown or unsupported api key {api_key}",
                                self._record_raw(conn, payload, api_key, api_version, corr))
-        if not self.advertised_supports(api_key, api_version):
+        cap = self.version_caps.get(api_key)  # advertised_supports, inline: on every request's path
+        if not spec.min_version <= api_version <= (spec.max_version if cap is None or cap > spec.max_version
+                                                    else cap):
             if api_key == ApiKey.API_VERSIONS:
                 data = self._api_versions_unsupported(corr)
                 ex = self._record_raw(conn, payload, api_key, api_version, corr)
