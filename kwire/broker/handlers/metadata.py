@@ -67,12 +67,13 @@ def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse
     )
 
 
-def _cache_key(ctx: RequestContext, req: MetadataRequest, include_ops: bool) -> tuple[object, ...] | None:
+def _cache_key(ctx: RequestContext, req: MetadataRequest, include_ops: bool,
+               check: bool) -> tuple[object, ...] | None:
     """What the answer is a pure function of, when every topic asked for exists and no
     authorizer or authorized operations are involved (the usual metadata refresh): the topics'
     names, ids and partitions (leader, epoch, replicas, offline log), the brokers as this
     listener advertises them, the cluster id and the controller. None: build it as it is."""
-    if include_ops or req.include_cluster_authorized_operations or enabled(ctx):
+    if include_ops or req.include_cluster_authorized_operations or check:
         return None
     cluster = ctx.core.cluster
     if req.topics is None:
@@ -104,7 +105,8 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
         bad = _ids_before_v12(v, req)
         if bad is not None:
             return bad
-    key = _cache_key(ctx, req, include_ops) if v > 0 else None
+    check = enabled(ctx)  # without an authorizer no topic is denied: asked once, not per topic
+    key = _cache_key(ctx, req, include_ops, check) if v > 0 else None
     if key is not None:
         cached = core.cached_response(ctx, key)
         if isinstance(cached, MetadataResponse):
@@ -113,7 +115,7 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
         # v0 has no null: an empty list meant "all topics" there.
         # ACL-3: topics the principal may not describe are left out.
         topics = [_topic(ctx, t, include_ops) for t in cluster.topics.values()
-                  if not topic_denied(ctx, AclOperation.DESCRIBE, t.name)]
+                  if not (check and topic_denied(ctx, AclOperation.DESCRIBE, t.name))]
     else:
         for rt in req.topics:
             if rt.name is None:
@@ -122,14 +124,14 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=rt.topic_id,
                         topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
-                elif topic_denied(ctx, AclOperation.DESCRIBE, t.name):  # ids are not secret: the id stays
+                elif check and topic_denied(ctx, AclOperation.DESCRIBE, t.name):  # ids are not secret: the id stays
                     unauthorized.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None, topic_id=t.topic_id,
                         topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                 else:
                     topics.append(_topic(ctx, t, include_ops))
                 continue
-            if topic_denied(ctx, AclOperation.DESCRIBE, rt.name):  # ACL-3: existence is not disclosed
+            if check and topic_denied(ctx, AclOperation.DESCRIBE, rt.name):  # ACL-3: existence is not disclosed
                 unauthorized.append(MetadataResponse.MetadataResponseTopic(
                     error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=rt.name,
                     topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
