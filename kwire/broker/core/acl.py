@@ -277,10 +277,8 @@ class Authorizer(Subsystem):
         """Whether an authorizer is configured (``authorizer.class.name``)."""
         # _setting, inline: asked on every request's path
         over = self.core.configs.overrides.get(_BROKER_SCOPE)
-        if over is not None and "authorizer.class.name" in over:
-            name = over["authorizer.class.name"]
-        else:
-            name = self.core.config.settings.get("authorizer.class.name")
+        name: str | None = (over["authorizer.class.name"] if over is not None and "authorizer.class.name" in over
+                            else self.core.config.settings.get("authorizer.class.name"))
         return bool(name and name.strip())
 
     def super_users(self) -> set[str]:
