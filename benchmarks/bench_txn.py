@@ -86,13 +86,14 @@ NOTES = """## Notes
   append, the COMMIT markers EndTxn writes (one per partition), response encoding. The mock
   answers in C, inside the client's process. kwire was not changed for this benchmark.
 - After the per-request work of issue 24 (benchmarks/results/requests.md and requests.notes.md:
-  codec lookups once per API version, cached ApiVersions answer, the authorizer's and the config
-  store's no-op paths, share settings resolved once): the requests of this chain still cost kwire
-  about 35-60 µs (Produce) and about 115 µs (EndTxn with 4 partitions, which writes a COMMIT marker
-  per partition) more than a bare trio server answering the same frames, measured sequentially on
-  one connection; most of it is Python in the produce path (batch checks, append with the producer
-  state, response encoding). The ratio above is a consequence of that chain of round trips and of
-  the machine's load during the run (shown in the header), not a target.
+  codec lookups once per API version, cached ApiVersions and Metadata answers, the authorizer's and
+  the config store's no-op paths, share settings resolved once, a Produce fast path): the Produce
+  requests of this benchmark are transactional (a TransactionalId, TV2 verification), so they take
+  the general produce path, which the fast path does not cover; its appends got cheaper (the one
+  append path is shared), the rest did not change. EndTxn (4 partitions, a COMMIT marker per
+  partition) costs about 50-55 µs of broker CPU in process, before and after. The ratio above is a
+  consequence of that chain of round trips and of the machine's load during the run (shown in the
+  header), not a target.
 - The timed phases are short (about 0.2-0.35 s of produce and 0.1 s of consume per run), so the
   consume figures in particular move between runs; see the runs in brackets.
 - Two cores here: the client's threads, the mock's thread (in the client process) and kwire's

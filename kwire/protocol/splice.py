@@ -58,6 +58,8 @@ class SpliceBuffer(bytearray):
 
 def splice(out: bytearray, chain: RecordChain) -> None:
     """Called by generated encoders for a records field holding a chain."""
+    if not chain.parts:
+        return  # nothing to place (a fetch with nothing new): the frame stays one buffer
     if type(out) is SpliceBuffer:
         out.splices.append((len(out), chain.parts))
     else:

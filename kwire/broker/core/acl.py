@@ -275,7 +275,11 @@ class Authorizer(Subsystem):
     @property
     def enabled(self) -> bool:
         """Whether an authorizer is configured (``authorizer.class.name``)."""
-        return bool((self._setting("authorizer.class.name") or "").strip())
+        # _setting, inline: asked on every request's path
+        over = self.core.configs.overrides.get(_BROKER_SCOPE)
+        name: str | None = (over["authorizer.class.name"] if over is not None and "authorizer.class.name" in over
+                            else self.core.config.settings.get("authorizer.class.name"))
+        return bool(name and name.strip())
 
     def super_users(self) -> set[str]:
         """StandardAuthorizer's ``super.users``: principals separated by ``;``."""

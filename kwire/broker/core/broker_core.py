@@ -36,7 +36,7 @@ from kwire.broker.core.cluster import BrokerNode, Cluster, Partition, Rng, Seede
 from kwire.broker.core.configs import ConfigStore, ResourceType
 from kwire.broker.core.connection_quotas import ConnectionQuotas
 from kwire.broker.core.deadlines import Deadline, Deadlines
-from kwire.broker.core.dispatch import HandlerSpec
+from kwire.broker.core.dispatch import EncodedBody, HandlerSpec
 from kwire.broker.core.faults import FaultAction, Faults
 from kwire.broker.core.listeners import Listener, listener_setting, parse_listeners
 from kwire.broker.core.log import LogConfig
@@ -250,14 +250,16 @@ class BrokerStats:
     expired_sessions: int = 0  # connections closed for a SASL session expired without one
 
 
-def _decode_request(payload: bytes | bytearray) -> RequestFrame:
+def _decode_request(payload: bytes | bytearray, key: int | None = None, version: int = 0) -> RequestFrame:
     """Decode a request as a Kafka broker parses it: bytes after the body are ignored.
 
     The Java request parser never checks for leftovers, and librdkafka 2.x relies on that: its
     Metadata v13 request (all topics) carries a 4-byte array-count placeholder of which the
     broker reads only the first byte as the compact null, leaving 3 bytes behind.
+    ``key`` and ``version``: the header's, when the caller peeked them already.
     """
-    key, version, _ = peek_request_header(payload)
+    if key is None:
+        key, version, _ = peek_request_header(payload)
     codec = _CODECS.get((key, version))
     if codec is None:
         codec = _codec(key, version)
@@ -268,6 +270,7 @@ def _decode_request(payload: bytes | bytearray) -> RequestFrame:
 
 
 _CORRELATION_ID = struct.Struct(">i")
+_HEADER_V1 = struct.Struct(">iB")
 _MAX_CACHED_ANSWERS = 256
 _MAX_CACHED_LOG_CONFIGS = 4096
 
@@ -275,7 +278,6 @@ _MAX_CACHED_LOG_CONFIGS = 4096
 # registry's lookups build an ApiInfo per call; these never change while the process runs.
 _CODECS: dict[tuple[int, int], tuple[Any, int, int]] = {}
 _REQUEST_HEADER = schema_class("RequestHeader")
-_RESPONSE_HEADER = schema_class("ResponseHeader")
 
 
 def _codec(key: int, version: int) -> tuple[Any, int, int]:
@@ -290,8 +292,11 @@ def _encode_answer(response: Any, api_key: int, version: int, correlation_id: in
     """``encode_response_frame`` with the header version looked up once per (key, version)."""
     codec = _CODECS.get((api_key, version))
     hv = codec[2] if codec is not None else response_header_version(api_key, version)
-    out = SpliceBuffer()
-    _RESPONSE_HEADER(correlation_id=correlation_id).encode_into(out, hv)
+    # ResponseHeader v0 is the correlation id; v1 adds the tagged fields (none): one 0 byte.
+    header = _HEADER_V1.pack(correlation_id, 0) if hv else _CORRELATION_ID.pack(correlation_id)
+    if type(response) is EncodedBody:
+        return header + response.body
+    out = SpliceBuffer(header)
     response.encode_into(out, version)
     if out.splices:
         return FramePieces(out)
@@ -517,7 +522,9 @@ class BrokerCore:
         if spec is None:
             return self._close(conn, f"unknown or unsupported api key {api_key}",
                                self._record_raw(conn, payload, api_key, api_version, corr))
-        if not self.advertised_supports(api_key, api_version):
+        cap = self.version_caps.get(api_key)  # advertised_supports, inline: on every request's path
+        if not spec.min_version <= api_version <= (spec.max_version if cap is None or cap > spec.max_version
+                                                    else cap):
             if api_key == ApiKey.API_VERSIONS:
                 data = self._api_versions_unsupported(corr)
                 ex = self._record_raw(conn, payload, api_key, api_version, corr)
@@ -528,7 +535,7 @@ class BrokerCore:
                                      f"{spec.min_version}-{self.max_version(api_key)})",
                                self._record_raw(conn, payload, api_key, api_version, corr))
         try:
-            frame = _decode_request(payload)
+            frame = _decode_request(payload, api_key, api_version)
         except (DecodeError, UnsupportedVersionError, UnknownApiKeyError) as exc:
             # A real broker cannot parse the request and closes the connection.
             return self._close(conn, f"malformed {spec.name} v{api_version} request: {exc}",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HandlerSpec", "top_level_error"]
+__all__ = ["HandlerSpec", "EncodedBody", "top_level_error"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -32,6 +32,24 @@ class HandlerSpec:
         if self.error_response_fn is not None:
             return self.error_response_fn(ctx, request, code)
         return top_level_error(ctx, code)
+
+
+class EncodedBody:
+    """A response body a handler encoded itself, for the request's version (a hot path's answer,
+    byte for byte what the generated encoder writes for the same response object).
+
+    The core encodes it like any response (``encode_into``). A handler returns one only when
+    nothing would look at the response object: no recording, no client quotas (which set the
+    throttle time on it) and no fault rules.
+    """
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes | bytearray) -> None:
+        self.body = body
+
+    def encode_into(self, out: bytearray, version: int) -> None:
+        out += self.body
 
 
 def top_level_error(ctx: Any, code: int) -> Any:

@@ -31,9 +31,11 @@ answers from it (``end_offset_for_epoch``).
 from __future__ import annotations
 
 import bisect
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 from kwire.broker.core.producer_state import Duplicate, ProducerStateManager
 from kwire.errors import CorruptBatchError, KafkaError, RecordError, RecordErrorsError
@@ -56,6 +58,7 @@ __all__ = ["PartitionLog", "StoredBatch", "Segment", "AbortedTxn", "AppendOrigin
 UNDEFINED_EPOCH = -1  # RecordBatch.NO_PARTITION_LEADER_EPOCH
 UNDEFINED_EPOCH_OFFSET = -1  # EpochEndOffset.UNDEFINED_EPOCH_OFFSET
 _EPOCH_AT = slice(12, 16)  # partitionLeaderEpoch: after baseOffset int64 and batchLength int32
+_EPOCH = struct.Struct(">i")
 
 
 def _batch_epoch(data: Buffer) -> int:
@@ -115,10 +118,10 @@ class LogConfig:
 DEFAULT_LOG_CONFIG = LogConfig()
 
 
-@dataclass(slots=True, frozen=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     """Where a batch went. ``duplicate``: a retried idempotent batch answered with its original
-    offset and not appended again (TX-6); ``log_append_time`` is -1 for CreateTime topics."""
+    offset and not appended again (TX-6); ``log_append_time`` is -1 for CreateTime topics.
+    (Immutable like BatchInfo, and as cheap to make: one per Produce.)"""
 
     base_offset: int
     last_offset: int
@@ -255,6 +258,8 @@ class PartitionLog:
             raise KafkaError(ErrorCode.INVALID_RECORD, "a batch with a producer id needs a producer epoch")
         if verify is not None:
             verify(info)
+        if info.producer_id < 0:
+            return None  # no producer state to check (ProducerStateManager.check's own first test)
         verdict = self.producers.check(info)
         if isinstance(verdict, Duplicate):  # TX-6
             return verdict
@@ -328,7 +333,12 @@ class PartitionLog:
             seg.first_timestamp = info.max_timestamp
         if info.max_timestamp > seg.max_timestamp:
             seg.max_timestamp = info.max_timestamp
-        self._epoch_of(data, batch.base_offset)
+        if len(data) >= _EPOCH_AT.stop:
+            epoch = _EPOCH.unpack_from(data, _EPOCH_AT.start)[0]
+            epochs = self.epochs
+            # assign_epoch's own first test, here: most batches carry the epoch the log has
+            if epoch >= 0 and not (epochs and epochs[-1][0] == epoch and batch.base_offset >= epochs[-1][1]):
+                self.assign_epoch(epoch, batch.base_offset)
         return batch
 
     # --- segments and retention ---------------------------------------------------------------
@@ -377,12 +387,6 @@ class PartitionLog:
         return n
 
     # --- leader epochs (LeaderEpochFileCache) -------------------------------------------------
-    def _epoch_of(self, data: Buffer, base_offset: int) -> None:
-        if len(data) >= _EPOCH_AT.stop:
-            epoch = int.from_bytes(data[_EPOCH_AT], "big", signed=True)
-            if epoch >= 0:
-                self.assign_epoch(epoch, base_offset)
-
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset``; later or non-monotonic entries go."""
         if self.epochs:

@@ -13,7 +13,6 @@ Deviations: no preferred read replica (-1), no diverging-epoch detection (one re
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.fetch_sessions import SessionContext, SessionTarget
@@ -22,6 +21,7 @@ from kwire.broker.handlers._common import leader_epoch_error, node_endpoints
 from kwire.errors import KafkaError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.fetch import FetchRequest, FetchResponse, FetchResponse_PartitionData
+from kwire.protocol.primitives import ZERO_UUID
 from kwire.protocol.registry import ApiKey
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class FetchPoll:
         ctx, sctx = self.ctx, self.sctx
         budget = self.req.max_bytes
         total = 0
-        topics: OrderedDict[str, Any] = OrderedDict()
+        topics: dict[str, Any] = {}
         leaders: set[int] = set()
         for key, t in sctx.targets.items():
             pd, n, _ = _read(ctx, key, t, max(0, budget - total), self.committed, first=(total == 0))
@@ -151,7 +151,7 @@ class FetchPoll:
             tr = topics.get(key[0])
             if tr is None:
                 tr = FetchResponse.FetchableTopicResponse(topic="" if self.by_id else key[0],
-                                                          topic_id=t.topic_id if self.by_id else _zero())
+                                                          topic_id=t.topic_id if self.by_id else ZERO_UUID)
                 topics[key[0]] = tr
             tr.partitions.append(pd)
         self.sessions.finish(sctx)
@@ -163,8 +163,9 @@ class FetchPoll:
 
 def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     core = ctx.core
-    if core.subsystems.quotas is not None:
-        core.subsystems.quotas.cap_fetch(ctx, req)  # QUO-3: one answer fits the consumer quota's window
+    quotas = core.subsystems.quotas
+    if quotas is not None and quotas.entities:  # without quota entities there is nothing to cap
+        quotas.cap_fetch(ctx, req)  # QUO-3: one answer fits the consumer quota's window
     sessions = core.subsystems.fetch_sessions
     updates, forgotten = _targets(ctx, req)
     try:
@@ -178,12 +179,6 @@ def handle(ctx: RequestContext, req: FetchRequest) -> FetchResponse | None:
     # Woken by an append to any partition it reads (the wake key is the session key).
     core.park(ctx.defer(), sctx.targets, req.max_wait_ms, poll)
     return None
-
-
-def _zero() -> Any:
-    from kwire.protocol.primitives import ZERO_UUID
-
-    return ZERO_UUID
 
 
 def error_response(ctx: RequestContext, req: FetchRequest, code: int) -> FetchResponse:

@@ -19,6 +19,7 @@ from kwire.broker.handlers._auth import (
     ResourceType,
     allowed,
     authorized_operations,
+    enabled,
     may_create_topic,
     topic_denied,
 )
@@ -45,23 +46,51 @@ VERSIONS = (0, 13)
 def _topic(ctx: RequestContext, t: Topic, include_ops: bool) -> MetadataResponse_MetadataResponseTopic:
     nodes = ctx.core.cluster.nodes
     parts = []
+    new_partition = MetadataResponse.MetadataResponsePartition
     for p in t.partitions:
         leader = p.leader_id
         code = ErrorCode.NONE
         offline_log = p.log.offline is not None  # its data dir failed: no replica can lead it
         if leader == -1 or not nodes[leader].up or offline_log:
             leader, code = -1, ErrorCode.LEADER_NOT_AVAILABLE
-        live = [r for r in p.replicas if r in nodes and nodes[r].up and not offline_log]
-        parts.append(MetadataResponse.MetadataResponsePartition(
+        replicas = p.replicas
+        live = [r for r in replicas if r in nodes and nodes[r].up and not offline_log]
+        parts.append(new_partition(
             error_code=code, partition_index=p.index, leader_id=leader, leader_epoch=p.leader_epoch,
-            replica_nodes=list(p.replicas), isr_nodes=live,
-            offline_replicas=[r for r in p.replicas if r not in live],
+            replica_nodes=list(replicas), isr_nodes=live,
+            offline_replicas=[r for r in replicas if r not in live] if len(live) != len(replicas) else [],
         ))
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=t.name, topic_id=t.topic_id, is_internal=t.internal, partitions=parts,
         topic_authorized_operations=(authorized_operations(ctx, ResourceType.TOPIC, t.name) if include_ops
                                      else NO_AUTHORIZED_OPERATIONS),
     )
+
+
+def _cache_key(ctx: RequestContext, req: MetadataRequest, include_ops: bool,
+               check: bool) -> tuple[object, ...] | None:
+    """What the answer is a pure function of, when every topic asked for exists and no
+    authorizer or authorized operations are involved (the usual metadata refresh): the topics'
+    names, ids and partitions (leader, epoch, replicas, offline log), the brokers as this
+    listener advertises them, the cluster id and the controller. None: build it as it is."""
+    if include_ops or req.include_cluster_authorized_operations or check:
+        return None
+    cluster = ctx.core.cluster
+    if req.topics is None:
+        found = list(cluster.topics.values())
+    else:
+        found = []
+        for rt in req.topics:
+            t = cluster.topics.get(rt.name) if rt.name is not None else cluster.topics_by_id.get(rt.topic_id)
+            if t is None:
+                return None  # errors, auto-creation: per request
+            found.append(t)
+    listener = ctx.conn.listener
+    return (listener, cluster.cluster_id, cluster.controller_id,
+            tuple((n.node_id, n.up, n.address(listener), n.rack) for n in cluster.nodes.values()),
+            tuple((t.name, t.topic_id, t.internal,
+                   tuple((p.index, p.leader_id, p.leader_epoch, tuple(p.replicas), p.log.offline is not None)
+                         for p in t.partitions)) for t in found))
 
 
 def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
@@ -76,11 +105,17 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
         bad = _ids_before_v12(v, req)
         if bad is not None:
             return bad
+    check = enabled(ctx)  # without an authorizer no topic is denied: asked once, not per topic
+    key = _cache_key(ctx, req, include_ops, check) if v > 0 else None
+    if key is not None:
+        cached = core.cached_response(ctx, key)
+        if isinstance(cached, MetadataResponse):
+            return cached
     if req.topics is None or (v == 0 and not req.topics):
         # v0 has no null: an empty list meant "all topics" there.
         # ACL-3: topics the principal may not describe are left out.
         topics = [_topic(ctx, t, include_ops) for t in cluster.topics.values()
-                  if not topic_denied(ctx, AclOperation.DESCRIBE, t.name)]
+                  if not (check and topic_denied(ctx, AclOperation.DESCRIBE, t.name))]
     else:
         for rt in req.topics:
             if rt.name is None:
@@ -89,14 +124,14 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=rt.topic_id,
                         topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
-                elif topic_denied(ctx, AclOperation.DESCRIBE, t.name):  # ids are not secret: the id stays
+                elif check and topic_denied(ctx, AclOperation.DESCRIBE, t.name):  # ids are not secret: the id stays
                     unauthorized.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None, topic_id=t.topic_id,
                         topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))
                 else:
                     topics.append(_topic(ctx, t, include_ops))
                 continue
-            if topic_denied(ctx, AclOperation.DESCRIBE, rt.name):  # ACL-3: existence is not disclosed
+            if check and topic_denied(ctx, AclOperation.DESCRIBE, rt.name):  # ACL-3: existence is not disclosed
                 unauthorized.append(MetadataResponse.MetadataResponseTopic(
                     error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=rt.name,
                     topic_authorized_operations=NO_AUTHORIZED_OPERATIONS))

@@ -23,10 +23,11 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from kwire.broker.core.configs import ResourceType
+from kwire.broker.core.dispatch import EncodedBody
 from kwire.broker.core.log import AppendOrigin
 from kwire.broker.handlers._auth import AclOperation, authorize_topic
 from kwire.broker.handlers._common import error_message, leader_error, node_endpoints, resolve_topic
-from kwire.errors import KafkaError, RecordError, RecordErrorsError
+from kwire.errors import KafkaError, KwireError, RecordError, RecordErrorsError
 from kwire.protocol.error_codes import ErrorCode
 from kwire.protocol.messages.produce import (
     ProduceRequest,
@@ -98,9 +99,12 @@ def _append(ctx: RequestContext, p: Partition, records: Any, transactional_id: s
               log_start_offset=p.log.log_start_offset)
 
 
-def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+def handle(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | EncodedBody | None:
     if req.acks not in (-1, 0, 1):
         return error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
+    fast = _fast_produce(ctx, req)
+    if fast is not None:
+        return fast
     txn = ctx.core.subsystems.transactions
     if (req.transactional_id is not None and txn is None) or (
             req.transactional_id is None and _has_transactional_records(req)):
@@ -208,12 +212,7 @@ def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None
             try:
                 ok = _append(ctx, p, pd.records, req.transactional_id)
             except KafkaError as exc:
-                r.error_code = exc.code
-                r.error_message = exc.message or error_message(exc.code)
-                r.log_start_offset = p.log.log_start_offset
-                if isinstance(exc, RecordErrorsError) and ctx.api_version >= 8:
-                    r.record_errors = [ProduceResponse_BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                                       for i, m in exc.record_errors]
+                _refused(ctx, p, r, exc)
                 continue
             parts[-1] = ok
         responses.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
@@ -228,6 +227,168 @@ def _produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None
     if leaders and ctx.api_version >= 10:
         resp.node_endpoints = node_endpoints(ctx, leaders, ProduceResponse.NodeEndpoint)
     return resp
+
+
+def _refused(ctx: RequestContext, p: Partition, r: PR, exc: KafkaError) -> None:
+    """A partition whose batch the log refused: its error, message and record errors."""
+    r.error_code = exc.code
+    r.error_message = exc.message or error_message(exc.code)
+    r.log_start_offset = p.log.log_start_offset
+    if isinstance(exc, RecordErrorsError) and ctx.api_version >= 8:
+        r.record_errors = [ProduceResponse_BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                           for i, m in exc.record_errors]
+
+
+# --- the common shape, without the answer objects -------------------------------------------------
+# Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset: one PartitionProduceResponse's
+# fixed fields, in every version from 8 (the fast path's range).
+_PARTITION_FIELDS = struct.Struct(">ihqqq")
+_BATCH_LENGTH = struct.Struct(">i")
+_FAST_VERSIONS = range(9, 14)  # flexible versions: the answer's layout does not depend on the rest
+_MAX_TEMPLATES = 4096
+# Placeholders the templates are encoded with (base offset, append time, log start), and a
+# second set that checks where they were found.
+_MARKS = (0x5EED_0001_0203_0405, 0x5EED_0607_0809_0A0B, 0x5EED_0C0D_0E0F_1011)
+_CHECK = (0x0C0D_0E0F_1011_5EED, 0x0607_0809_0A0B_5EED, 0x0001_0203_0405_5EED)
+# (version, then per topic: its name or id as answered, its partition count, its partitions)
+# -> (the success answer's encoded body, where each partition's fixed fields are in it, in
+# request order); None: this answer cannot be patched (the objects are built)
+_templates: dict[tuple[object, ...], tuple[bytes, list[int]] | None] = {}
+_UNKNOWN: Any = object()  # a shape not seen yet (None is cached too: not patchable)
+
+
+def _success_answer(req: ProduceRequest, marks: tuple[int, int, int]) -> ProduceResponse:
+    return ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
+        name=td.name, topic_id=td.topic_id, partition_responses=[
+            PR(index=pd.index, base_offset=marks[0], log_append_time_ms=marks[1], log_start_offset=marks[2])
+            for pd in td.partition_data]) for td in req.topic_data])
+
+
+def _template(version: int, req: ProduceRequest, key: tuple[object, ...]) -> tuple[bytes, list[int]] | None:
+    """The success answer to a request of this shape (``key``), encoded by the generated encoder
+    with placeholders, and where each partition's fixed fields sit: found in order, and checked
+    by patching in a second set of values, which must give that set's own encoding."""
+    found: tuple[bytes, list[int]] | None = None
+    try:
+        body, check = _success_answer(req, _MARKS).encode(version), _success_answer(req, _CHECK).encode(version)
+    except KwireError:
+        body = check = b""
+    at: list[int] = []
+    patched = bytearray(body)
+    for pd in (pd for td in req.topic_data for pd in td.partition_data):
+        i = body.find(_PARTITION_FIELDS.pack(pd.index, 0, *_MARKS), at[-1] + _PARTITION_FIELDS.size if at else 0)
+        if i < 0:
+            break
+        at.append(i)
+        _PARTITION_FIELDS.pack_into(patched, i, pd.index, 0, *_CHECK)
+    else:
+        if body and patched == check:
+            found = (body, at)
+    if len(_templates) >= _MAX_TEMPLATES:
+        _templates.clear()
+    _templates[key] = found
+    return found
+
+
+def _fast_produce(ctx: RequestContext, req: ProduceRequest) -> EncodedBody | ProduceResponse | None:
+    """The common Produce: non-transactional batches, one per partition, to partitions this
+    broker leads, acks 1 or -1 and no transactional id, answered as ``_produce`` answers it
+    without building the answer's objects when every batch is appended: the same checks and the
+    same appends in the same order, the answer patched into bytes the generated encoder made
+    (``_template``); when the log refuses a batch, the answer's objects are built as
+    ``_produce`` builds them. None: not this shape (an unknown topic or partition, another
+    leader, a transactional, legacy or partial batch...), or something would look at the answer
+    objects (recording, client quotas, fault rules, an authorizer): the general path runs then,
+    nothing having changed. tests/broker/test_produce_fast_path.py checks answers and log state
+    against the general path, request by request."""
+    version = ctx.api_version
+    if (req.transactional_id is not None or req.acks == 0 or version not in _FAST_VERSIONS
+            or ctx.exchange is not None):
+        return None
+    core = ctx.core
+    subs = core.subsystems
+    if core.faults.rules or (subs.acl is not None and subs.acl.enabled) or (
+            subs.quotas is not None and subs.quotas.entities):
+        return None
+    cluster = core.cluster
+    by_id = version >= 13
+    plan: list[tuple[Partition, memoryview]] = []
+    shape: list[object] = [version]  # the template's key (see _templates)
+    for td in req.topic_data:
+        topic = cluster.topics_by_id.get(td.topic_id) if by_id else cluster.topics.get(td.name)
+        if topic is None:
+            return None
+        partitions = topic.partitions
+        shape.append(td.topic_id if by_id else td.name)
+        shape.append(len(td.partition_data))
+        for pd in td.partition_data:
+            records = pd.records
+            # Exactly one whole magic-2 batch, not transactional, writable in the frame's buffer:
+            # what _single_batch returns as it is and _has_transactional_records does not flag.
+            if type(records) is not memoryview or records.readonly or records.format != "B":
+                return None
+            n = len(records)
+            if (n < 61 or records[16] != 2 or records[22] & 0x10
+                    or _BATCH_LENGTH.unpack_from(records, 8)[0] + 12 != n):
+                return None
+            if not 0 <= pd.index < len(partitions):
+                return None
+            p = partitions[pd.index]
+            if leader_error(ctx, p):
+                return None
+            plan.append((p, records))
+            shape.append(pd.index)
+    if not plan:
+        return None
+    key = tuple(shape)
+    tpl = _templates.get(key, _UNKNOWN)
+    if tpl is _UNKNOWN:
+        tpl = _template(version, req, key)
+    if tpl is None:
+        return None
+    now = core.clock.now_ms()
+    allow_zstd = version >= 7
+    done: list[tuple[int, int, int] | KafkaError] = []
+    refused = False
+    for p, records in plan:
+        log = p.log
+        try:
+            # verify: the coordinator's check passes every non-transactional batch (check_produce)
+            res = log.append(records, AppendOrigin.CLIENT, now_ms=now, leader_epoch=p.leader_epoch,
+                             config=core.log_config(p.topic), allow_zstd=allow_zstd)
+        except KafkaError as exc:
+            done.append(exc)
+            refused = True
+            continue
+        done.append((res.base_offset, res.log_append_time, log.log_start_offset))
+    if refused:
+        return _answer_objects(ctx, req, plan, done)
+    body, at = tpl
+    out = bytearray(body)
+    for k, r in enumerate(done):
+        _PARTITION_FIELDS.pack_into(out, at[k], plan[k][0].index, 0, *r)  # type: ignore[misc]
+    return EncodedBody(out)
+
+
+def _answer_objects(ctx: RequestContext, req: ProduceRequest, plan: list[tuple[Partition, memoryview]],
+                    done: list[tuple[int, int, int] | KafkaError]) -> ProduceResponse:
+    """``_produce``'s answer for the appends ``_fast_produce`` made (one of them refused)."""
+    responses = []
+    k = 0
+    for td in req.topic_data:
+        parts = []
+        for pd in td.partition_data:
+            p, r = plan[k][0], done[k]
+            k += 1
+            if isinstance(r, KafkaError):
+                pr = PR(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+                _refused(ctx, p, pr, r)
+            else:
+                pr = PR(index=p.index, base_offset=r[0], log_append_time_ms=r[1], log_start_offset=r[2])
+            parts.append(pr)
+        responses.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
+                                                              partition_responses=parts))
+    return ProduceResponse(responses=responses)
 
 
 _ATTRIBUTES = struct.Struct(">h")

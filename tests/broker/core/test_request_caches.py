@@ -83,3 +83,70 @@ def test_share_config_follows_group_and_broker_overrides() -> None:
     core.configs.set(ResourceType.GROUP, "g", "share.record.lock.duration.ms", "15000")
     assert coord.config("g").record_lock_duration_ms == 15000
     assert coord.config("other").record_lock_duration_ms == 20000
+
+
+def test_metadata_answer_follows_leaders_brokers_topics_and_logs() -> None:
+    """MetadataResponse (KafkaApis.handleTopicMetadataRequest, MetadataCache at d79bd502): an
+    answer encoded once is answered again only while the topics, their partitions, the brokers
+    and the controller are unchanged; each change below shows in the very next answer."""
+    from kwire.protocol.messages.metadata import MetadataRequest
+
+    core, _ = make_core(brokers=3)
+    core.create_topic("a", 2, 2)
+    core.create_topic("b", 1, 1)
+    c = CoreClient(core)
+    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in ("a", "b")],
+                          allow_auto_topic_creation=False)
+
+    def view() -> tuple[object, ...]:
+        r = c.send(req, 12)
+        return (r.controller_id, tuple((b.node_id, b.host, b.port, b.rack) for b in r.brokers),
+                tuple((t.error_code, t.name, t.topic_id, tuple((p.error_code, p.partition_index, p.leader_id,
+                                                                 p.leader_epoch, tuple(p.replica_nodes),
+                                                                 tuple(p.isr_nodes), tuple(p.offline_replicas))
+                                                                for p in t.partitions)) for t in r.topics))
+
+    first = view()
+    assert view() == first  # answered from the cache
+    a0 = core.cluster.topics["a"].partitions[0]
+    other = next(r for r in a0.replicas if r != a0.leader_id)
+    core.cluster.move_leader("a", 0, other)  # a new leader and epoch
+    moved = view()
+    assert moved != first and moved[2][0][3][0][2] == other
+    down = max(core.cluster.nodes)
+    core.cluster.set_node_up(down, False)  # a broker leaves: fewer brokers, leaders and ISRs move
+    gone = view()
+    assert down not in [b[0] for b in gone[1]]
+    core.cluster.set_node_up(down, True)
+    assert down in [b[0] for b in view()[1]]
+    core.cluster.nodes[min(core.cluster.nodes)].rack = "r1"
+    assert ("r1" in [b[3] for b in view()[1]])
+    core.create_partitions("a", 3)
+    assert len(view()[2][0][3]) == 3
+    b0 = core.cluster.topics["b"].partitions[0]
+    b0.log.offline = "disk failed"  # its data dir failed: LEADER_NOT_AVAILABLE
+    assert view()[2][1][3][0][0] == ErrorCode.LEADER_NOT_AVAILABLE
+    b0.log.offline = None
+    old_id = view()[2][1][2]
+    core.delete_topic("b")
+    assert view()[2][1][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    core.create_topic("b", 1, 1)
+    assert view()[2][1][2] not in (old_id, None)
+    core.cluster.nodes[min(core.cluster.nodes)].endpoints[c.conn.listener] = ("elsewhere", 1234)
+    assert ("elsewhere", 1234) in [(b[1], b[2]) for b in view()[1]]
+
+
+def test_metadata_is_not_cached_with_an_authorizer() -> None:
+    """With an authorizer the answer depends on the principal and the ACLs (ACL-3): a topic the
+    principal may no longer describe is answered TOPIC_AUTHORIZATION_FAILED at once."""
+    from kwire.protocol.messages.metadata import MetadataRequest
+
+    core, _ = make_core()
+    core.create_topic("a", 1, 1)
+    c = CoreClient(core)
+    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="a")], allow_auto_topic_creation=False)
+    assert c.send(req, 12).topics[0].error_code == ErrorCode.NONE
+    assert c.send(req, 12).topics[0].error_code == ErrorCode.NONE
+    core.configs.set(ResourceType.BROKER, "", "authorizer.class.name",
+                     "org.apache.kafka.metadata.authorizer.StandardAuthorizer", static=True, custom=True)
+    assert c.send(req, 12).topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
