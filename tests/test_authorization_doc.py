@@ -31,7 +31,7 @@ def _commands() -> list[list[str]]:
 @pytest.mark.rule("ACL-1")
 def test_configuring_it_example_runs_as_written() -> None:
     commands = _commands()
-    assert commands[0][:2] == ["kwire", "broker"] and len(commands) == 4
+    assert commands[0][:2] == ["kwire", "broker"] and len(commands) == 6
     proc = subprocess.Popen([sys.executable, "-m", "kwire", *commands[0][1:], "--port", "0", "--quiet"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -46,9 +46,17 @@ def test_configuring_it_example_runs_as_written() -> None:
                                   timeout=60, check=False)
             assert done.returncode == 0, (argv, done.stderr)
             outputs.append(done.stdout)
-        assert outputs[0].strip() == "added"
+        assert outputs[0].startswith("added: User:alice ALLOW READ")
         assert "User:alice" in outputs[1] and "orders." in outputs[1] and "PREFIXED" in outputs[1]
         assert "removed 1" in outputs[2]
+        # WRITE and CREATE on "payments" (outputs[3], [4]): alice produces to it, auto-creating it.
+        confluent_kafka = pytest.importorskip("confluent_kafka")
+        delivered: list[object] = []
+        producer = confluent_kafka.Producer({
+            "bootstrap.servers": m.group(1), "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+            "sasl.username": "alice", "sasl.password": "alice-secret", "log_level": 0})
+        producer.produce("payments", b"paid", on_delivery=lambda err, msg: delivered.append(err))
+        assert producer.flush(30) == 0 and delivered == [None]
         alice = subprocess.run([sys.executable, "-m", "kwire", "acls", "-b", m.group(1), "--username", "alice",
                                 "--password", "alice-secret", "list"], capture_output=True, text=True, timeout=60,
                                check=False)

@@ -27,7 +27,7 @@ def secured() -> Iterator[Broker]:
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kwire", *args], capture_output=True, text=True, timeout=60,
-                          check=False)
+                          check=False, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.rule("ACL-1")
@@ -36,6 +36,7 @@ def test_acls_cli_adds_lists_and_removes(secured: Broker) -> None:
     added = _run("acls", "-b", b, "add", "--principal", "User:alice", "--operation", "READ", "--resource-type",
                  "TOPIC", "--name", "orders.", "--pattern", "PREFIXED")
     assert added.returncode == 0, added.stderr
+    assert "added: User:alice ALLOW READ from host * on TOPIC orders. (PREFIXED)" in added.stdout
     assert secured.acls(principal="User:alice") == [{
         "resource_type": "TOPIC", "name": "orders.", "pattern": "PREFIXED", "principal": "User:alice", "host": "*",
         "operation": "READ", "permission": "ALLOW"}]
@@ -44,7 +45,11 @@ def test_acls_cli_adds_lists_and_removes(secured: Broker) -> None:
                              "--pattern", "MATCH").stdout)
     assert {(r["principal"], r["operation"], r["permission"]) for r in listed} == {
         ("User:alice", "READ", "ALLOW"), ("User:bob", "WRITE", "DENY")}
-    removed = _run("acls", "-b", b, "remove", "--principal", "User:alice")
+    # As kafka-acls.sh: remove asks first; with no terminal to ask on it lists and deletes nothing.
+    asked = _run("acls", "-b", b, "remove", "--principal", "User:alice")
+    assert asked.returncode == 2 and "add --force" in asked.stderr and "User:alice" in asked.stdout
+    assert len(secured.acls(principal="User:alice")) == 1
+    removed = _run("acls", "-b", b, "remove", "--principal", "User:alice", "--force")
     assert removed.returncode == 0 and "removed 1" in removed.stdout
     assert secured.remove_acls(principal="User:bob") == 1 and secured.acls() == []
     bad = _run("acls", "-b", b, "add", "--principal", "alice", "--operation", "READ", "--resource-type", "TOPIC",

@@ -2,11 +2,13 @@
 
     kwire acls -b HOST:PORT list [--principal User:alice] [--resource-type TOPIC] [--name orders]
     kwire acls -b HOST:PORT add --principal User:alice --operation READ --resource-type TOPIC --name orders
-    kwire acls -b HOST:PORT remove --principal User:alice --resource-type TOPIC --name orders
+    kwire acls -b HOST:PORT remove --principal User:alice --resource-type TOPIC --name orders [--force]
 
 Names are Kafka's enum names (TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER;
 LITERAL, PREFIXED, MATCH, ANY; READ, WRITE, ...; ALLOW, DENY). A broker without an authorizer
-answers SECURITY_DISABLED, reported as an error.
+answers SECURITY_DISABLED, reported as an error. As kafka-acls.sh, ``remove`` asks before it
+deletes what the filter matches (every ACL, without filters) unless ``--force`` is given; without a
+terminal to ask on, it lists the matches and deletes nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from kwire.cli._numbers import TIMEOUT
 from kwire.cli._security import add_security_arguments
@@ -31,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pattern", default=None, help="LITERAL (add default), PREFIXED; list/remove: ANY, MATCH")
     p.add_argument("--operation", default=None, help="READ, WRITE, ALL, ... (list/remove: ANY)")
     p.add_argument("--permission", default=None, help="ALLOW (add default) or DENY (list/remove: ANY)")
+    p.add_argument("--force", action="store_true", help="remove: do not ask first (kafka-acls.sh --force)")
     add_security_arguments(p)
 
 
@@ -60,6 +64,13 @@ def run(args: argparse.Namespace) -> int:
     def fail(code: int, message: str | None) -> None:
         raise CliError(error_text(ErrorCode(code).name, message, security.principal))
 
+    def _listed(lresp: Any) -> list[tuple[str, ...]]:
+        if lresp.error_code:
+            fail(lresp.error_code, lresp.error_message)
+        return [(a.principal, a.host, AclOperation(a.operation).name, AclPermission(a.permission_type).name,
+                 ResourceType(r.resource_type).name, r.resource_name, PatternType(r.pattern_type).name)
+                for r in lresp.resources for a in r.acls]
+
     with WireClient(args.bootstrap, client_id="kwire-acls", timeout_s=args.timeout, security=security) as client:
         if args.action == "add":
             if not args.principal or not args.operation or not args.resource_type or not args.name:
@@ -72,13 +83,29 @@ def run(args: argparse.Namespace) -> int:
             for r in resp.results:
                 if r.error_code:
                     fail(r.error_code, r.error_message)
-            print("added")
+            print(f"added: {args.principal} {(args.permission or 'ALLOW').upper()} {args.operation.upper()} from host "
+                  f"{args.host or '*'} on {args.resource_type.upper()} {args.name} "
+                  f"({(args.pattern or 'LITERAL').upper()})")
             return 0
         flt = dict(resource_type_filter=_code(ResourceType, args.resource_type, "ANY"),
                    resource_name_filter=args.name, pattern_type_filter=_code(PatternType, args.pattern, "ANY"),
                    principal_filter=args.principal, host_filter=args.host,
                    operation=_code(AclOperation, args.operation, "ANY"),
                    permission_type=_code(AclPermission, args.permission, "ANY"))
+        if args.action == "remove" and not args.force:
+            matched = _listed(client.request(DescribeAclsRequest(**flt)))
+            if not matched:
+                print("removed 0 (no ACL matches)")
+                return 0
+            print_table(["principal", "host", "operation", "permission", "resource_type", "name", "pattern"],
+                        [list(r) for r in matched])
+            if not sys.stdin.isatty():
+                raise CliError(f"remove would delete the {len(matched)} ACL(s) above; add --force to delete them "
+                               f"without being asked")
+            answer = input(f"Are you sure you want to remove these {len(matched)} ACL(s)? (y/n) ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("removed 0")
+                return 0
         if args.action == "remove":
             dresp = client.request(DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**flt)]))
             result = dresp.filter_results[0]
@@ -88,12 +115,7 @@ def run(args: argparse.Namespace) -> int:
                      ResourceType(m.resource_type).name, m.resource_name, PatternType(m.pattern_type).name)
                     for m in result.matching_acls]
         else:
-            lresp = client.request(DescribeAclsRequest(**flt))
-            if lresp.error_code:
-                fail(lresp.error_code, lresp.error_message)
-            rows = [(a.principal, a.host, AclOperation(a.operation).name, AclPermission(a.permission_type).name,
-                     ResourceType(r.resource_type).name, r.resource_name, PatternType(r.pattern_type).name)
-                    for r in lresp.resources for a in r.acls]
+            rows = _listed(client.request(DescribeAclsRequest(**flt)))
     header = ["principal", "host", "operation", "permission", "resource_type", "name", "pattern"]
     if args.json:
         json.dump([dict(zip(header, r, strict=True)) for r in rows], sys.stdout, indent=2)
