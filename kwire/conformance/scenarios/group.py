@@ -10,12 +10,14 @@
    guarantee allows (``committed_redeliveries``): before B leaves, the broker holds the commits
    of every record either member reported, so A resuming from the committed offsets sees no
    duplicate and no gap. A driver reports a record once its commit call returned, which is not
-   always once the broker has it (@confluentinc/kafka-javascript's commitOffsets resolves when
-   librdkafka has queued the commit: commitCb calls commitAsync); a rebalance before the commit
-   lands makes the next owner read the record again, as it would on Kafka. Such a redelivery
-   passes when the recording shows an OffsetFetch answer at or below the record, given before the
-   broker accepted any commit past it; a committed record read again fails. A control that
-   records no traffic cannot tell the two apart: there any duplicate fails.
+   always once the broker has it: kcat and kafkats auto-commit every 100 ms,
+   @confluentinc/kafka-javascript's commitOffsets resolves when librdkafka has queued the commit
+   (commitCb calls commitAsync), and @platformatic/kafka reported records whose commits the
+   broker then refused. A rebalance before such a commit lands (a session expiring under load)
+   makes the next owner read the record again, as it would on Kafka. Such a redelivery passes
+   when the recording shows an OffsetFetch answer at or below the record, given after its batch
+   was produced while no accepted commit covered it; a committed record read again fails. A
+   control that records no traffic cannot tell the two apart: there any duplicate fails.
 
 ``kip848_group`` runs the same with ``group.protocol=consumer`` (ConsumerGroupHeartbeat).
 
@@ -279,9 +281,8 @@ def group_scenario(
         wait_commits = getattr(control, "wait_for_commits", None)
         if wait_commits is not None:
             # A member reports a record once its commit call returned, which is not always once
-            # the broker has it (kcat auto-commits "soon", confluent_js's commitOffsets returns
-            # when librdkafka queued it), so B leaves only once the broker holds the commits of
-            # every record A or B reported: the survivor must then resume exactly there (no
+            # the broker has it (item 4 above), so B leaves only once the broker holds the commits
+            # of every record A or B reported: the survivor must then resume exactly there (no
             # duplicate), which is what this scenario checks.
             positions = _positions(members)
             if not wait_commits(group, topic, positions, STEP_TIMEOUT_S):
