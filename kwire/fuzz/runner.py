@@ -397,44 +397,54 @@ class _Fuzzer:
             self.report.acked += 1
 
     def verify_ledger(self) -> None:
-        from kwire.records import iter_batches
-
         if not self.ledger_acks:
             return
-        found: dict[tuple[int, int], bytes | None] = {}
-        start: dict[int, int] = {}
         with WireClient(self.broker.bootstrap, timeout_s=max(self.cfg.hang_s, 10)) as c:
-            for part in (0, 1):
-                offset = 0
-                while True:
-                    resp = c.request(1, 11, {
-                        "ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 0, "MaxBytes": 1 << 22, "IsolationLevel": 0,
-                        "SessionId": 0, "SessionEpoch": -1, "RackId": "", "ForgottenTopicsData": [],
-                        "Topics": [{"Topic": self.ledger_topic, "Partitions": [{
-                            "Partition": part, "CurrentLeaderEpoch": -1, "FetchOffset": offset,
-                            "LogStartOffset": -1, "PartitionMaxBytes": 1 << 22}]}]})
-                    p = resp.responses[0].partitions[0]
-                    start[part] = int(p.log_start_offset)
-                    if p.error_code == 1:  # OFFSET_OUT_OF_RANGE: begin at the log start
-                        offset = max(offset, int(p.log_start_offset))
-                        continue
-                    got = 0
-                    for batch in iter_batches(bytes(p.records or b"")):
-                        for rec in batch.records():
-                            if rec.offset >= offset:
-                                found[(part, rec.offset)] = None if rec.value is None else bytes(rec.value)
-                                offset = rec.offset + 1
-                                got += 1
-                    if got == 0 or offset >= int(p.high_watermark):
-                        break
-        for part, off, value in self.ledger_acks:
-            if off < start.get(part, 0):
-                continue  # removed by retention or DeleteRecords, which fuzzed frames may ask for
-            if found.get((part, off)) != value:
-                self.report.lost += 1
-                self.report.findings.append(Finding(
-                    "lost", f"{self.ledger_topic}-{part} offset {off}: acknowledged {value!r}, "
-                            f"read back {found.get((part, off))!r}"))
+            def fetch(part: int, offset: int) -> Any:
+                return c.request(1, 11, {
+                    "ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 0, "MaxBytes": 1 << 22, "IsolationLevel": 0,
+                    "SessionId": 0, "SessionEpoch": -1, "RackId": "", "ForgottenTopicsData": [],
+                    "Topics": [{"Topic": self.ledger_topic, "Partitions": [{
+                        "Partition": part, "CurrentLeaderEpoch": -1, "FetchOffset": offset,
+                        "LogStartOffset": -1, "PartitionMaxBytes": 1 << 22}]}]}).responses[0].partitions[0]
+
+            _check_ledger(self.report, self.ledger_acks, fetch, self.ledger_topic, "")
+
+
+def _check_ledger(report: FuzzReport, acks: list[tuple[int, int, bytes]], fetch: Callable[[int, int], Any],
+                  topic: str, where: str) -> None:
+    """Read both ledger partitions back from offset 0 with ``fetch(partition, offset)`` (the Fetch
+    v11 response's partition) and count each acknowledged record missing or changed as lost;
+    ``where`` goes after the offset in a finding's detail."""
+    from kwire.records import iter_batches
+
+    found: dict[tuple[int, int], bytes | None] = {}
+    start: dict[int, int] = {}
+    for part in (0, 1):
+        offset = 0
+        while True:
+            p = fetch(part, offset)
+            start[part] = int(p.log_start_offset)
+            if p.error_code == 1:  # OFFSET_OUT_OF_RANGE: begin at the log start
+                offset = max(offset, int(p.log_start_offset))
+                continue
+            got = 0
+            for batch in iter_batches(bytes(p.records or b"")):
+                for rec in batch.records():
+                    if rec.offset >= offset:
+                        found[(part, rec.offset)] = None if rec.value is None else bytes(rec.value)
+                        offset = rec.offset + 1
+                        got += 1
+            if got == 0 or offset >= int(p.high_watermark):
+                break
+    for part, off, value in acks:
+        if off < start.get(part, 0):
+            continue  # removed by retention or DeleteRecords, which fuzzed frames may ask for
+        if found.get((part, off)) != value:
+            report.lost += 1
+            report.findings.append(Finding(
+                "lost", f"{topic}-{part} offset {off}{where}: acknowledged {value!r}, "
+                        f"read back {found.get((part, off))!r}"))
 
 
 # In-process: a request that asks for a longer wait than this is dropped as legitimately parked
@@ -631,51 +641,28 @@ class _CoreTarget:
         from kwire.protocol import decode_response, encode_request
         from kwire.protocol.messages.fetch import FetchRequest
         from kwire.protocol.splice import as_bytes
-        from kwire.records import iter_batches
 
         if not self.ledger_acks:
             return
-        found: dict[tuple[int, int], bytes | None] = {}
-        start: dict[int, int] = {}
         conn = self.core.connect(self.node)
+
+        def fetch(part: int, offset: int) -> Any:
+            req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 22,
+                               isolation_level=0, session_id=0, session_epoch=-1, rack_id="",
+                               forgotten_topics_data=[], topics=[FetchRequest.FetchTopic(
+                                   topic=topic, partitions=[FetchRequest.FetchPartition(
+                                       partition=part, current_leader_epoch=-1, fetch_offset=offset,
+                                       log_start_offset=-1, partition_max_bytes=1 << 22)])])
+            out = self.core.handle(conn, encode_request(req, 11, correlation_id=1, client_id="ledger",
+                                                        size_prefix=False))
+            if out.kind != "send":
+                raise KwireError(f"the in-process ledger fetch got {out.kind!r} ({out.reason})")
+            return decode_response(as_bytes(out.data), 1, 11).body.responses[0].partitions[0]
+
         try:
-            for part in (0, 1):
-                offset = 0
-                while True:
-                    req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 22,
-                                       isolation_level=0, session_id=0, session_epoch=-1, rack_id="",
-                                       forgotten_topics_data=[], topics=[FetchRequest.FetchTopic(
-                                           topic=topic, partitions=[FetchRequest.FetchPartition(
-                                               partition=part, current_leader_epoch=-1, fetch_offset=offset,
-                                               log_start_offset=-1, partition_max_bytes=1 << 22)])])
-                    out = self.core.handle(conn, encode_request(req, 11, correlation_id=1, client_id="ledger",
-                                                                size_prefix=False))
-                    if out.kind != "send":
-                        raise KwireError(f"the in-process ledger fetch got {out.kind!r} ({out.reason})")
-                    p = decode_response(as_bytes(out.data), 1, 11).body.responses[0].partitions[0]
-                    start[part] = int(p.log_start_offset)
-                    if p.error_code == 1:  # OFFSET_OUT_OF_RANGE: begin at the log start
-                        offset = max(offset, int(p.log_start_offset))
-                        continue
-                    got = 0
-                    for batch in iter_batches(bytes(p.records or b"")):
-                        for rec in batch.records():
-                            if rec.offset >= offset:
-                                found[(part, rec.offset)] = None if rec.value is None else bytes(rec.value)
-                                offset = rec.offset + 1
-                                got += 1
-                    if got == 0 or offset >= int(p.high_watermark):
-                        break
+            _check_ledger(self.fz.report, self.ledger_acks, fetch, topic, " (in-process core)")
         finally:
             self.core.disconnect(conn.conn_id)
-        for part, off, value in self.ledger_acks:
-            if off < start.get(part, 0):
-                continue  # removed by retention or DeleteRecords, which fuzzed frames may ask for
-            if found.get((part, off)) != value:
-                self.fz.report.lost += 1
-                self.fz.report.findings.append(Finding(
-                    "lost", f"{topic}-{part} offset {off} (in-process core): acknowledged {value!r}, "
-                            f"read back {found.get((part, off))!r}"))
 
 
 def save_finding(out: Path, f: Finding, seed: int) -> Path:

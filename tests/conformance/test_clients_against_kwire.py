@@ -11,6 +11,7 @@ own topic and group); the failover scenario hands its broker back up when it end
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,9 @@ def test_principal_without_acls_is_refused_then_produces_and_consumes_once_grant
 def test_classic_group_splits_and_resumes_from_committed_offsets(
     client: str, request: pytest.FixtureRequest, kwire_target: tuple[Broker, KwireControl]
 ) -> None:
-    """Two members split the partitions; after one leaves, the other resumes with no duplicate or gap."""
+    """Two members split the partitions; after one leaves, the other resumes from the committed
+    offsets with no gap and no duplicate; a record is read twice only where Kafka allows it (its
+    commit had not landed when its partition was handed on: scenarios.group.committed_redeliveries)."""
     _run("consumer_group", client, kwire_target, request)
 
 
@@ -160,6 +163,76 @@ def test_transactions_through_a_held_prepare_commit_window(
     the commit until the markers land, then all of it (TX-20); offsets sent in the transaction
     stay pending, RequireStable OffsetFetch answering UNSTABLE_OFFSET_COMMIT (TX-23)."""
     _run(scenario, client, kwire_target, request)
+
+
+def test_group_scenario_fails_when_committed_records_are_delivered_again(
+    kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """The consumer_group scenario allows a record to be read twice only where Kafka does (its
+    commit had not landed: OffsetMetadataManager, GroupCoordinatorService.fetchOffsets); against
+    a broker whose OffsetFetch forgets the group's commits, the survivor reads B's committed
+    records again when it takes them over, and the scenario fails naming the lost commit."""
+    from kwire.broker.handlers import offset_fetch
+
+    adapter = get_adapter("confluent_kafka")
+    if adapter.unavailable_reason() is not None:
+        pytest.skip(adapter.unavailable_reason() or "")
+    broker, control = kwire_target
+    prefix = "kw-g-confluent_kafka"
+
+    def forget(request: object, ctx: object) -> object:
+        groups = [g.group_id for g in getattr(request, "groups", None) or ()] + [getattr(request, "group_id", "")]
+        if not any(g.startswith(prefix) for g in groups):
+            return None
+        resp = offset_fetch.handle(ctx, request)  # type: ignore[arg-type]
+        for topics in [g.topics for g in resp.groups] + [resp.topics]:
+            for t in topics:
+                for p in t.partitions:
+                    p.committed_offset = -1
+        return resp
+
+    rule = broker.hook(forget, api_key=ApiKey.OFFSET_FETCH, times=None)
+    try:
+        result = run_scenario("consumer_group", adapter, broker.bootstrap, control)
+    finally:
+        broker.remove_fault(rule)
+    assert result.outcome is Outcome.FAIL
+    assert "committed records delivered twice" in result.reason
+    assert "then answered OffsetFetch -1" in result.reason
+
+
+def test_group_scenario_allows_rereading_a_record_whose_commit_never_landed(
+    kwire_target: tuple[Broker, KwireControl]
+) -> None:
+    """@confluentinc/kafka-javascript's commitOffsets resolves once librdkafka has queued the
+    commit (commitCb -> KafkaConsumer::Commit -> commitAsync), so its driver reports a record
+    before the broker has the commit. When both members' sessions expire just as the commit of
+    a partition's last record arrives (the broker clock jumps 7 s: a member or broker stalled
+    under load), the broker refuses it (UNKNOWN_MEMBER_ID, ClassicGroup.validateOffsetCommit) and
+    the partition's next owner reads that record again from the committed offset, as on Kafka:
+    the scenario passes (it used to fail with "records delivered twice")."""
+    adapter = get_adapter("confluent_js")
+    if adapter.unavailable_reason() is not None:
+        pytest.skip(adapter.unavailable_reason() or "")
+    broker, control = kwire_target
+    fired: list[int] = []
+
+    def expire_sessions(request: Any, ctx: Any) -> None:
+        last = any(p.committed_offset == 3 for t in request.topics for p in t.partitions)
+        if not fired and last and request.group_id.startswith("kw-g-confluent_js"):
+            fired.append(request.generation_id_or_member_epoch)
+            ctx.core.advance(7000)  # past the driver's 6 s session timeout, before the commit is handled
+        return None
+
+    rule = broker.hook(expire_sessions, api_key=ApiKey.OFFSET_COMMIT, times=None)
+    try:
+        result = run_scenario("consumer_group", adapter, broker.bootstrap, control)
+    finally:
+        broker.remove_fault(rule)
+    assert fired
+    assert result.outcome is Outcome.PASS, result.reason
+    # The record whose commit was refused was reported twice, and that was allowed.
+    assert result.details["a_records"] + result.details["b_records"] > 24
 
 
 @pytest.mark.rule("TX-15")
