@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             result = dresp.filter_results[0]
             if result.error_code:
                 fail(result.error_code, result.error_message)
-            rows = [(m.principal, m.host, AclOperation(m.operation).name, AclPermission(m.permission_type).name,
+            rows: list[tuple[str, ...]] = [(m.principal, m.host, AclOperation(m.operation).name, AclPermission(m.permission_type).name,
                      ResourceType(m.resource_type).name, m.resource_name, PatternType(m.pattern_type).name)
                     for m in result.matching_acls]
         else:
