@@ -107,7 +107,8 @@ def broker_args(a: argparse.Namespace, certs: Certs, ready: Path) -> list[str]:
         sets += ["authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                  "super.users=User:admin", "allow.everyone.if.no.acl.found=true"]
     sets += a.set
-    cmd = [sys.executable, "-m", "kwire", "broker", "--brokers", "3", "--quiet", "--ready-file", str(ready)]
+    cmd = [sys.executable, "-m", "kwire", "broker", "--brokers", "3", "--ready-file", str(ready)]
+    cmd += ["-v"] if a.verbose else ["--quiet"]
     if "SASL" in a.security:
         cmd += ["--sasl", f"{USER}:{PASSWORD}"]
     for s in sets:
@@ -235,6 +236,7 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=600, help="seconds per test number")
     p.add_argument("--timeout-multiplier", default="", help="test.timeout.multiplier")
     p.add_argument("--kafka-version", default="4.2.0.0", help="TEST_KAFKA_VERSION (enables KIP-848/share tests)")
+    p.add_argument("-v", "--verbose", action="store_true", help="kwire broker -v: a line per request in the broker log")
     p.add_argument("--with-local", action="store_true", help="also run the number's local (no broker) tests")
     p.add_argument("--logdir", type=Path, default=None)
     p.add_argument("--results", type=Path, default=None, help="append NNNN<TAB>result<TAB>secs<TAB>reason lines")
