@@ -94,7 +94,7 @@ def test_trivup_ssl_files_for_test_0097(certs: tool.Certs) -> None:
 def ns(**kw: object) -> argparse.Namespace:
     base: dict[str, object] = {"security": "SASL_SSL", "mechanism": "SCRAM-SHA-512", "port": 39292,
                                "client_auth": "none", "acls": True, "set": [], "reauth_ms": 10000,
-                               "timeout_multiplier": "2", "verbose": False}
+                               "timeout_multiplier": "2", "verbose": False, "client_set": []}
     base.update(kw)
     return argparse.Namespace(**base)
 

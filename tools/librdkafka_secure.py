@@ -130,7 +130,7 @@ def client_conf(a: argparse.Namespace, certs: Certs) -> list[str]:
             lines += [f"sasl.username={USER}", f"sasl.password={PASSWORD}"]
     if a.timeout_multiplier:
         lines.append(f"test.timeout.multiplier={a.timeout_multiplier}")
-    return lines
+    return lines + list(a.client_set)
 
 
 def verdict(log_text: str, rc: int) -> tuple[str, str]:
@@ -232,6 +232,8 @@ def main() -> int:
                    help="StandardAuthorizer, super.users=User:admin, allow.everyone.if.no.acl.found=true (as trivup)")
     p.add_argument("--reauth-ms", type=int, default=10000, help="connections.max.reauth.ms on SASL listeners")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more broker settings")
+    p.add_argument("--client-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="more test.conf lines (client properties, e.g. debug=security)")
     p.add_argument("--port", type=int, default=39292)
     p.add_argument("--timeout", type=float, default=600, help="seconds per test number")
     p.add_argument("--timeout-multiplier", default="", help="test.timeout.multiplier")
