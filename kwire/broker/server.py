@@ -21,7 +21,7 @@ import trio
 from kwire.broker.config import BrokerConfig
 from kwire.broker.connection import Connection
 from kwire.broker.core.broker_core import BrokerCore
-from kwire.broker.core.listeners import Listener, PrincipalMapper
+from kwire.broker.core.listeners import Listener, PrincipalMapper, SecurityProtocol
 from kwire.broker.handlers import load_handlers
 from kwire.broker.tls import ThrowawayCA, peer_distinguished_name, server_context
 from kwire.clock import Clock, ManualClock, SystemClock
@@ -217,10 +217,15 @@ class BrokerServer:
         """Every listener's bootstrap list, by listener name (the ready file's ``listeners``)."""
         return {li.name: self.bootstrap(li.name) for li in self.core.listeners}
 
-    def _tls_get(self, listener: str) -> Callable[[str], str | None]:
+    def _tls_get(self, listener: str, sasl_ssl: bool = False) -> Callable[[str], str | None]:
         ca = self.tls_ca
 
         def get(key: str) -> str | None:
+            if sasl_ssl and key == "ssl.client.auth":
+                # SASL_SSL listeners take only the listener-prefixed ssl.client.auth (KIP-684,
+                # ChannelBuilders.create: sslClientAuthOverride=none); the broker-wide one is for SSL
+                # listeners. A listener.name.<l>. key is looked up as it is, without that fallback.
+                return self.core.listener_setting(listener, f"listener.name.{listener.lower()}.{key}") or "none"
             v = self.core.listener_setting(listener, key)
             if v is None and ca is not None and key == "ssl.keystore.location":
                 return str(ca.keystore)
@@ -246,7 +251,12 @@ class BrokerServer:
             log.info("TLS: throwaway CA %s (clients trust it: ssl.ca.location, ssl.truststore.location with "
                      "ssl.truststore.type=PEM)", self.tls_ca.ca_file)
         for li in tls:
-            self._tls[li.name] = server_context(self._tls_get(li.name), li.name)
+            sasl_ssl = li.protocol is SecurityProtocol.SASL_SSL
+            if sasl_ssl and (self.core.listener_setting(li.name, "ssl.client.auth") or "none").lower() != "none" \
+                    and self._tls_get(li.name, sasl_ssl=True)("ssl.client.auth") == "none":
+                log.warning("Broker configuration 'ssl.client.auth' is applied only to SSL listeners; listener %s "
+                            "(SASL_SSL) takes listener.name.%s.ssl.client.auth", li.name, li.name.lower())
+            self._tls[li.name] = server_context(self._tls_get(li.name, sasl_ssl), li.name)
 
     async def _start_listener(self, node_id: int) -> None:
         """Bind every listener of one broker (SEC-1, SEC-3)."""

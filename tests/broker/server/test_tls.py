@@ -270,6 +270,28 @@ def test_sasl_ssl_listener_authenticates_over_tls(ca: ThrowawayCA) -> None:
 
 
 @pytest.mark.rule("SEC-3")
+def test_broker_wide_client_auth_does_not_apply_to_sasl_ssl_listeners(ca: ThrowawayCA) -> None:
+    """KIP-684, ChannelBuilders.create: a SASL_SSL listener requires client certificates only with
+    ``listener.name.<l>.ssl.client.auth``; the broker-wide ``ssl.client.auth=required`` binds SSL
+    listeners alone (found by librdkafka's test 0097, which expects a SASL_SSL connection without a
+    trusted client certificate to succeed under ssl.client.auth=required)."""
+    from kwire.broker.config import SaslConfig
+
+    settings = tls_settings(ca, listeners="SSL://:0,SASL_SSL://:0,MSASL://:0", **{
+        "ssl.client.auth": "required", "listener.security.protocol.map": "SSL:SSL,SASL_SSL:SASL_SSL,MSASL:SASL_SSL",
+        "listener.name.msasl.ssl.client.auth": "required"})
+    with Broker(BrokerConfig(settings=settings, sasl=SaslConfig(users={"alice": "pw"}), log_connections=False)) as b:
+        with tls_connect(b.listeners["SASL_SSL"], client_context(ca.ca_file)) as s:  # no client certificate
+            assert exchange(s, API_VERSIONS, 3).error_code == 0
+        for name in ("SSL", "MSASL"):  # broker-wide on SSL, listener-prefixed on SASL_SSL: required
+            with pytest.raises((ssl.SSLError, ConnectionError, OSError)), \
+                    tls_connect(b.listeners[name], client_context(ca.ca_file)) as s:
+                exchange(s, API_VERSIONS, 3)
+            with tls_connect(b.listeners[name], client_context(ca.ca_file, ca.client_keystore("bob"))) as s:
+                assert exchange(s, API_VERSIONS, 3).error_code == 0
+
+
+@pytest.mark.rule("SEC-3")
 def test_a_tls_listener_without_a_keystore_gets_a_throwaway_ca() -> None:
     with Broker(BrokerConfig(settings={"listeners": "SSL://:0"}, log_connections=False)) as b:
         assert b.ca_file is not None and Path(b.ca_file).exists()
