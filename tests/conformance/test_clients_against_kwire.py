@@ -191,14 +191,20 @@ def test_group_scenario_fails_when_committed_records_are_delivered_again(
                     p.committed_offset = -1
         return resp
 
-    rule = broker.hook(forget, api_key=ApiKey.OFFSET_FETCH, times=None)
-    try:
-        result = run_scenario("consumer_group", adapter, broker.bootstrap, control)
-    finally:
-        broker.remove_fault(rule)
+    result = _group_scenario_with_hook(broker, control, adapter, forget, ApiKey.OFFSET_FETCH)
     assert result.outcome is Outcome.FAIL
     assert "committed records delivered twice" in result.reason
     assert "then answered OffsetFetch -1" in result.reason
+
+
+def _group_scenario_with_hook(broker: Broker, control: KwireControl, adapter: Any, hook: Any,
+                              api_key: int) -> Any:
+    """The consumer_group scenario with ``hook`` on every request of ``api_key``."""
+    rule = broker.hook(hook, api_key=api_key, times=None)
+    try:
+        return run_scenario("consumer_group", adapter, broker.bootstrap, control)
+    finally:
+        broker.remove_fault(rule)
 
 
 def test_group_scenario_allows_rereading_a_record_whose_commit_never_landed(
@@ -224,11 +230,7 @@ def test_group_scenario_allows_rereading_a_record_whose_commit_never_landed(
             ctx.core.advance(7000)  # past the driver's 6 s session timeout, before the commit is handled
         return None
 
-    rule = broker.hook(expire_sessions, api_key=ApiKey.OFFSET_COMMIT, times=None)
-    try:
-        result = run_scenario("consumer_group", adapter, broker.bootstrap, control)
-    finally:
-        broker.remove_fault(rule)
+    result = _group_scenario_with_hook(broker, control, adapter, expire_sessions, ApiKey.OFFSET_COMMIT)
     assert fired
     assert result.outcome is Outcome.PASS, result.reason
     # The record whose commit was refused was reported twice, and that was allowed.
