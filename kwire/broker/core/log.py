@@ -45,6 +45,7 @@ from kwire.records import (
     BatchInfo,
     Compression,
     ControlRecordType,
+    EndTxnMarker,
     RecordBatch,
     build_control_batch,
     parse_control_record,
@@ -129,6 +130,33 @@ class AppendResult(NamedTuple):
     duplicate: bool = False
 
 
+class _MarkerMemo:
+    """The last marker batch built (``_marker_batch``), as one (inputs, bytes) pair: read and
+    replaced whole, so brokers on other threads cannot mix one pair's key with another's bytes."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last: tuple[tuple[ControlRecordType, int, int, int, int], bytes] | None = None
+
+
+_MARKER_MEMO = _MarkerMemo()
+
+
+def _marker_batch(kind: ControlRecordType, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                  now_ms: int) -> bytes:
+    """``build_control_batch`` at base offset 0, built once per distinct input (it is a pure
+    function of them): a transaction's markers, one per partition, are the same bytes until each
+    log assigns offsets in its own copy."""
+    key = (kind, producer_id, producer_epoch, coordinator_epoch, now_ms)
+    last = _MARKER_MEMO.last
+    if last is not None and last[0] == key:
+        return last[1]
+    data = build_control_batch(kind, producer_id, producer_epoch, coordinator_epoch, 0, now_ms)
+    _MARKER_MEMO.last = (key, data)
+    return data
+
+
 @dataclass(slots=True)
 class PartitionLog:
     """The batches of one partition, with the offsets a broker reports."""
@@ -172,14 +200,16 @@ class PartitionLog:
 
     def append(self, buf: bytearray | memoryview, origin: AppendOrigin, *, now_ms: int, leader_epoch: int = UNDEFINED_EPOCH,
                config: LogConfig = DEFAULT_LOG_CONFIG, info: BatchInfo | None = None,
-               allow_zstd: bool = True, verify: Callable[[BatchInfo], None] | None = None) -> AppendResult:
+               allow_zstd: bool = True, verify: Callable[[BatchInfo], None] | None = None,
+               marker: EndTxnMarker | None = None) -> AppendResult:
         """Append one magic-2 batch (the one append path; see the module docstring).
 
         ``buf`` must be writable (offsets, epoch and LogAppendTime are written in place); it is
         stored as it is, not copied. ``info`` is the batch's header as read from disk (RESTORE
         only). ``allow_zstd`` is False for Produce before v7. ``verify`` (CLIENT) runs after the
         batch checks and before the producer state, raising KafkaError to refuse (the transaction
-        coordinator's check, TX-13). Raises ``KafkaError`` with the code a
+        coordinator's check, TX-13). ``marker`` (COORDINATOR only) is the transaction marker
+        ``buf`` was built from (``append_marker``), so it is not parsed back. Raises ``KafkaError`` with the code a
         broker answers (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
         UNSUPPORTED_COMPRESSION_TYPE, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...);
         nothing changes then.
@@ -216,7 +246,7 @@ class PartitionLog:
                 self.write_ahead(buf, info)  # raises KafkaError: nothing has changed yet
         if info.producer_id >= 0:
             if info.is_control:
-                self._complete_txn(buf, info)
+                self._complete_txn(buf, info, marker if origin is AppendOrigin.COORDINATOR else None)
             else:
                 entry = self.producers.record(info, info.base_offset, info.max_timestamp)
                 if entry is not None and info.is_transactional:
@@ -267,13 +297,15 @@ class PartitionLog:
             raise KafkaError(verdict)
         return None
 
-    def _complete_txn(self, buf: Buffer, info: BatchInfo) -> None:
+    def _complete_txn(self, buf: Buffer, info: BatchInfo, marker: EndTxnMarker | None = None) -> None:
         """A COMMIT/ABORT marker ends its producer's transaction (TX-18, TX-20): the LSO moves past
-        it, an aborted one joins ``aborted_txns`` (TX-21) and the producer's epoch is the marker's."""
-        try:
-            marker = parse_control_record(next(iter(RecordBatch(buf))))
-        except (StopIteration, RecordError):
-            return  # not a transaction marker (another control type): nothing to track
+        it, an aborted one joins ``aborted_txns`` (TX-21) and the producer's epoch is the marker's.
+        ``marker``: the one ``buf`` holds, when the caller built it (else it is parsed)."""
+        if marker is None:
+            try:
+                marker = parse_control_record(next(iter(RecordBatch(buf))))
+            except (StopIteration, RecordError):
+                return  # not a transaction marker (another control type): nothing to track
         pid = info.producer_id
         first = self.open_txn_first_offsets.pop(pid, None)
         entry = self.producers.entries.get(pid)
@@ -313,8 +345,9 @@ class PartitionLog:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                              f"marker epoch {producer_epoch} of producer {producer_id} is negative")
         kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
-        buf = bytearray(build_control_batch(kind, producer_id, producer_epoch, coordinator_epoch, 0, now_ms))
-        return self.append(buf, AppendOrigin.COORDINATOR, now_ms=now_ms, leader_epoch=leader_epoch, config=config)
+        buf = bytearray(_marker_batch(kind, producer_id, producer_epoch, coordinator_epoch, now_ms))
+        return self.append(buf, AppendOrigin.COORDINATOR, now_ms=now_ms, leader_epoch=leader_epoch, config=config,
+                           marker=EndTxnMarker(kind, coordinator_epoch))
 
     def _store(self, data: Buffer, info: BatchInfo) -> StoredBatch:
         batch = StoredBatch(

@@ -1183,11 +1183,17 @@ class TransactionCoordinator(Subsystem):
 
 
 def settings_from(configs: Any) -> Callable[[], TxnCoordinatorConfig]:
-    """The coordinator's settings read from a ``ConfigStore`` at each use (so ``--set`` and
-    AlterConfigs on the broker take effect at once)."""
+    """The coordinator's settings from a ``ConfigStore``, as in force at each use (so ``--set``
+    and AlterConfigs on the broker take effect at once).
+
+    Read several times per EndTxn and marker write, so resolved once per content of the broker's
+    overrides (the only input of a cluster-wide broker key: its own value or a synonym's, else
+    the default); the overrides' current items are the key, as they are changed in place and
+    replaced.
+    """
     from kwire.broker.core.configs import ResourceType
 
-    def read() -> TxnCoordinatorConfig:
+    def resolve() -> TxnCoordinatorConfig:
         def get(key: str) -> int:
             return int(configs.get_int(ResourceType.BROKER, "", key))
 
@@ -1195,6 +1201,17 @@ def settings_from(configs: Any) -> Callable[[], TxnCoordinatorConfig]:
                                     get("transaction.version"), get("offsets.topic.num.partitions"),
                                     get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
                                     get("kwire.transaction.marker.delay.ms"))
+
+    last: list[Any] = [object(), None]  # [key, settings]: the last resolution
+
+    def read() -> TxnCoordinatorConfig:
+        bover = configs.overrides.get((ResourceType.BROKER, ""))
+        key = tuple(bover.items()) if bover else None
+        if key != last[0]:
+            last[1] = resolve()
+            last[0] = key
+        got: TxnCoordinatorConfig = last[1]
+        return got
 
     return read
 

@@ -150,3 +150,71 @@ def test_metadata_is_not_cached_with_an_authorizer() -> None:
     core.configs.set(ResourceType.BROKER, "", "authorizer.class.name",
                      "org.apache.kafka.metadata.authorizer.StandardAuthorizer", static=True, custom=True)
     assert c.send(req, 12).topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_txn_settings_follow_broker_overrides() -> None:
+    """TransactionStateManager / TransactionCoordinator read their settings from the broker's
+    config (TransactionConfig); the coordinator's resolved settings follow every key they are
+    built from, set, changed in place, cleared, and the overrides replaced as a whole."""
+    from kwire.broker.core.txn_coordinator import txn_coordinator
+
+    core, _ = make_core()
+    txn = txn_coordinator(core)
+    assert txn is not None
+    first = txn.settings()
+    assert first.marker_delay_ms == 0 and first.transaction_version == 2
+    assert txn.settings() is first  # resolved once while nothing changes
+    keys = {"transaction.max.timeout.ms": ("transaction_max_timeout_ms", "120000"),
+            "transactional.id.expiration.ms": ("transactional_id_expiration_ms", "5000"),
+            "transaction.version": ("transaction_version", "1"),
+            "offsets.topic.num.partitions": ("offsets_topic_partitions", "7"),
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("abort_timed_out_interval_ms", "1234"),
+            "kwire.transaction.marker.delay.ms": ("marker_delay_ms", "25")}
+    for key, (attr, value) in keys.items():
+        core.configs.set(ResourceType.BROKER, "", key, value)
+        assert getattr(txn.settings(), attr) == int(value), key
+        core.configs.set(ResourceType.BROKER, "", key, None)
+        assert getattr(txn.settings(), attr) == getattr(first, attr), key
+    core.configs.set(ResourceType.BROKER, "", "kwire.transaction.marker.delay.ms", "10")
+    assert txn.settings().marker_delay_ms == 10
+    core.configs.overrides[(ResourceType.BROKER, "")]["kwire.transaction.marker.delay.ms"] = "11"  # in place
+    assert txn.settings().marker_delay_ms == 11
+    core.configs.overrides[(ResourceType.BROKER, "")] = {}  # replaced
+    assert txn.settings().marker_delay_ms == 0
+    del core.configs.overrides[(ResourceType.BROKER, "")]
+    assert txn.settings() == first
+
+
+def test_marker_batch_follows_each_input_and_stays_unwritten() -> None:
+    """WriteTxnMarkers at the leader (UnifiedLog.appendAsLeader of
+    MemoryRecords.withEndTransactionMarker): the marker batch built once for a transaction's
+    partitions must be the batch its inputs give, each input changed in turn (result, producer
+    id, epoch, coordinator epoch, broker time), and the log's offset assignment must write into
+    its own copy, never into the bytes the next partition's marker reuses."""
+    from kwire.broker.core.log import PartitionLog, _marker_batch
+    from kwire.records import ControlRecordType, RecordBatch, build_control_batch
+    from kwire.records.control import parse_control_record
+
+    now = 1_750_000_000_000
+    base = (ControlRecordType.COMMIT, 5, 1, 0, now)
+    variants = [base, (ControlRecordType.ABORT, 5, 1, 0, now), (ControlRecordType.COMMIT, 6, 1, 0, now),
+                (ControlRecordType.COMMIT, 5, 2, 0, now), (ControlRecordType.COMMIT, 5, 1, 3, now),
+                (ControlRecordType.COMMIT, 5, 1, 0, now + 1), base]
+    for kind, pid, epoch, coord, ts in variants:
+        assert _marker_batch(kind, pid, epoch, coord, ts) == build_control_batch(kind, pid, epoch, coord, 0, ts)
+        assert _marker_batch(kind, pid, epoch, coord, ts) == build_control_batch(kind, pid, epoch, coord, 0, ts)
+    logs = [PartitionLog("t", i) for i in range(3)]
+    for i, log in enumerate(logs):  # different log end offsets: the offsets written differ
+        for _ in range(i):
+            log.append_marker(7, 0, False, coordinator_epoch=0, now_ms=now)
+    for log in logs:
+        log.append_marker(5, 1, True, coordinator_epoch=4, now_ms=now + 9, leader_epoch=2)
+    for i, log in enumerate(logs):
+        b = RecordBatch(log.batches[-1].data)
+        b.validate()
+        assert (b.base_offset, b.producer_id, b.producer_epoch, b.partition_leader_epoch) == (i, 5, 1, 2)
+        marker = parse_control_record(next(iter(b)))
+        assert (marker.type, marker.coordinator_epoch) == (ControlRecordType.COMMIT, 4)
+        assert log.producers.entries[5].coordinator_epoch == 4
+    assert _marker_batch(ControlRecordType.COMMIT, 5, 1, 4, now + 9) == \
+        build_control_batch(ControlRecordType.COMMIT, 5, 1, 4, 0, now + 9)
