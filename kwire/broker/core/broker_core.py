@@ -21,6 +21,7 @@ Theory of operation
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import struct
@@ -273,6 +274,16 @@ _CORRELATION_ID = struct.Struct(">i")
 _HEADER_V1 = struct.Struct(">iB")
 _MAX_CACHED_ANSWERS = 256
 _MAX_CACHED_LOG_CONFIGS = 4096
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_hash(key: str) -> int:
+    """The hash ``coordinator_for`` places a group or transactional id with (a pure function of
+    the key, so kept for the ids in use: it runs on every coordinator request)."""
+    h = 0
+    for ch in key.encode():
+        h = (h * 31 + ch) & 0x7FFFFFFF
+    return h
 
 # (api key, version) -> (request class, request header version, response header version): the
 # registry's lookups build an ApiInfo per call; these never change while the process runs.
@@ -1121,9 +1132,7 @@ class BrokerCore:
         live = self.cluster.live_nodes()
         if not live:
             return None
-        h = 0
-        for ch in key.encode():
-            h = (h * 31 + ch) & 0x7FFFFFFF
+        h = _key_hash(key)
         partitions = self.configs.get_int(ResourceType.BROKER, "", "offsets.topic.num.partitions")
         # Java's Utils.abs(hashCode) % partitions, then that partition's leader (round-robin here).
         return live[(h % partitions) % len(live)]

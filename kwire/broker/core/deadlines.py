@@ -44,30 +44,35 @@ class Deadline:
 
 
 class Deadlines:
-    """A min-heap of callbacks keyed by (due time, scheduling order)."""
+    """A min-heap of callbacks keyed by (due time, scheduling order).
+
+    The heap holds ``(at_ms, seq, deadline)`` tuples, the deadline's own order written out, so
+    that pushes and pops compare in C (a dataclass ``__lt__`` is a Python call per comparison,
+    and cancelled deadlines stay in the heap until they come up)."""
 
     __slots__ = ("_heap", "_seq")
 
     def __init__(self) -> None:
-        self._heap: list[Deadline] = []
+        self._heap: list[tuple[int, int, Deadline]] = []
         self._seq = itertools.count()
 
     def at(self, at_ms: int, fn: Callable[[], None]) -> Deadline:
-        d = Deadline(at_ms, next(self._seq), fn)
-        heapq.heappush(self._heap, d)
+        seq = next(self._seq)
+        d = Deadline(at_ms, seq, fn)
+        heapq.heappush(self._heap, (at_ms, seq, d))
         return d
 
     def next_ms(self) -> int | None:
         heap = self._heap
-        while heap and heap[0].cancelled:
+        while heap and heap[0][2].cancelled:
             heapq.heappop(heap)
-        return heap[0].at_ms if heap else None
+        return heap[0][0] if heap else None
 
     def _pop_due(self, now_ms: int) -> Deadline | None:
         """The next live deadline due at or before ``now_ms``, taken off the heap."""
         heap = self._heap
-        while heap and heap[0].at_ms <= now_ms:
-            d = heapq.heappop(heap)
+        while heap and heap[0][0] <= now_ms:
+            d = heapq.heappop(heap)[2]
             if not d.cancelled:
                 d.cancelled = True  # fired: a late cancel() is harmless
                 return d
@@ -111,4 +116,4 @@ class Deadlines:
         return ran
 
     def __len__(self) -> int:
-        return sum(1 for d in self._heap if not d.cancelled)
+        return sum(1 for _, _, d in self._heap if not d.cancelled)

@@ -447,8 +447,8 @@ class PartitionLog:
         # Below every known epoch: the data is gone; the first known epoch's start is the answer.
         return (floor[-1] if floor else epoch), higher[1]
 
-    def _index_for(self, offset: int) -> int:
-        """Index of the first batch whose last offset is >= ``offset``."""
+    def index_for(self, offset: int) -> int:
+        """Index of the first batch whose last offset is >= ``offset`` (``len(batches)`` if none)."""
         i = bisect.bisect_right(self._bases, offset) - 1
         if i < 0:
             return 0
@@ -470,7 +470,7 @@ class PartitionLog:
         parts: list[Buffer] = []
         size = 0
         batches = self.batches
-        for i in range(self._index_for(offset), len(batches)):
+        for i in range(self.index_for(offset), len(batches)):
             b = batches[i]
             if b.base_offset >= end:
                 break

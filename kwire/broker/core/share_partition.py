@@ -222,6 +222,9 @@ class ShareLog(Protocol):
     def last_stable_offset(self) -> int: ...
     @property
     def batches(self) -> Sequence[ShareLogBatch]: ...
+    def index_for(self, offset: int) -> int:
+        """Index in ``batches`` of the first batch whose last offset is >= ``offset``."""
+        ...
     def aborted_in_range(self, start: int, end: int) -> Sequence[_Aborted]: ...
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
 
@@ -547,7 +550,7 @@ class SharePartition:
         """The first batch a log read at ``offset`` returns (the one holding it, or the next one
         left after compaction), None when the read returns nothing."""
         batches = self.log.batches
-        i = bisect.bisect_left(batches, offset, key=lambda b: b.last_offset)
+        i = self.log.index_for(offset)
         if i >= len(batches) or batches[i].base_offset >= upto:
             return None
         return batches[i]
@@ -557,7 +560,7 @@ class SharePartition:
         ``upto`` up to ``max_bytes``, but always the first; looked at no further than ``stop``.
         None when the read returns nothing."""
         batches = self.log.batches
-        i = bisect.bisect_left(batches, offset, key=lambda b: b.last_offset)
+        i = self.log.index_for(offset)
         last: int | None = None
         size = 0
         for b in itertools.islice(batches, i, None):
@@ -628,7 +631,7 @@ class SharePartition:
         last = start - 1
         cuts: list[int] = []  # last offsets of log batches (where BatchSize may cut, AQ-4)
         all_batches = log.batches
-        i = bisect.bisect_left(all_batches, start, key=lambda b: b.last_offset)
+        i = log.index_for(start)
         for b in itertools.islice(all_batches, i, None):
             if b.base_offset >= upto or b.base_offset > read_last:
                 break  # past what the read returned
@@ -785,8 +788,11 @@ class SharePartition:
         """Check ``batches`` against the current state and append their moves to ``steps``, in
         order (AK-7..AK-11); raises at the first refusal with ``steps`` holding what came before."""
         planned: dict[int, RecordState] = {}  # offsets this request already moved
+        top = [-1]  # the highest offset in ``planned``
 
         def check(offset: int, rec: _Rec, trigger: Trigger) -> None:
+            if offset > top[0]:
+                top[0] = offset
             state = planned.get(offset, rec.state)
             if state is not RecordState.ACQUIRED or rec.member_id != member_id:  # AK-10, AK-11, RN-5
                 raise KafkaError(ErrorCode.INVALID_RECORD_STATE,
@@ -825,8 +831,17 @@ class SharePartition:
                 if whole:  # AK-10
                     assert b.whole is not None
                     trigger = _ACK_TRIGGERS[AckType(ab.ack_types[0])]
-                    for off in range(b.first, b.last + 1):
-                        check(off, b.whole, trigger)
+                    if b.first > top[0]:
+                        # No offset of the batch moved yet: every one is in the same state, held by
+                        # the same member, at or above SPSO, so each check is the first's (the
+                        # move depends on the offset only below SPSO) and the first raises as
+                        # the loop below would.
+                        check(b.first, b.whole, trigger)
+                        planned.update(dict.fromkeys(range(b.first + 1, b.last + 1), planned[b.first]))
+                        top[0] = b.last
+                    else:
+                        for off in range(b.first, b.last + 1):
+                            check(off, b.whole, trigger)
                     steps.append(_Step(b, None, trigger))
                     continue
                 for off in range(max(b.first, lo, self.spso), min(b.last, hi) + 1):  # AK-11
@@ -1016,7 +1031,8 @@ class SharePartition:
         keep = []
         for first in self._firsts:
             b = self._batches[first]
-            if b.last < self.spso and all(r.state in TERMINAL for _, r in b.recs()):
+            if b.last < self.spso and (b.whole.state in TERMINAL if b.whole is not None and b.offsets is None
+                                       else all(r.state in TERMINAL for _, r in b.recs())):
                 del self._batches[first]
             else:
                 keep.append(first)

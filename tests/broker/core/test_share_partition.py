@@ -477,6 +477,22 @@ def test_touching_batches_acknowledging_one_offset_twice_fail_and_roll_back():
     assert all(r.state(o) == (Q, 1, "m1") for o in range(6))
 
 
+@pytest.mark.rule("AK-2")
+def test_touching_batches_across_two_in_flight_batches_fail_on_the_shared_offset():
+    """AK-2, AK-10 (SharePartition.acknowledgeCompleteBatch after acknowledgePerOffsetBatchRecords
+    in one request): the second acknowledgement batch covers a whole in-flight batch whose first
+    offset the first one already acknowledged: INVALID_RECORD_STATE, nothing applied. A whole
+    batch acknowledged after a touching one that ends before it is accepted."""
+    r = rig(3, 3)
+    r.sp.acquire("m1", 10)
+    err = code_of(r.sp.acknowledge, "m1", [AckBatch(0, 3, (ACCEPT,)), AckBatch(3, 5, (ACCEPT,))])
+    assert err == E.INVALID_RECORD_STATE
+    assert all(r.state(o) == (Q, 1, "m1") for o in range(6))
+    r.sp.acknowledge("m1", [AckBatch(0, 2, (ACCEPT,)), AckBatch(3, 5, (RELEASE,))])
+    assert r.sp.start_offset == 3
+    assert all(r.state(o) == (A, 1, None) for o in range(3, 6))
+
+
 @pytest.mark.rule("AK-3")
 def test_empty_acknowledge_types_are_invalid_request():
     """AK-3: AcknowledgeTypes empty."""
