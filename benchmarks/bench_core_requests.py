@@ -218,7 +218,7 @@ def main() -> None:
             prof.disable()
             print(f"=== {name}")
             stats = pstats.Stats(prof)
-            stats.sort_stats("tottime").print_stats(a.top)
+            stats.sort_stats(__import__("os").environ.get("SORT", "tottime")).print_stats(a.top)
         if do_stateful:
             for name in STATEFUL:
                 if a.only not in name:
@@ -228,7 +228,7 @@ def main() -> None:
                 keep = {k: k == name for k in STATEFUL}
                 profile_one(inproc, ids, a.stateful, txn, share, keep)
                 print(f"=== {name} ({a.stateful} requests)")
-                pstats.Stats(inproc.prof).sort_stats("tottime").print_stats(a.top)
+                pstats.Stats(inproc.prof).sort_stats(__import__("os").environ.get("SORT", "tottime")).print_stats(a.top)
                 inproc.prof = None
         return
     samples: dict[str, list[float]] = {k: [] for k in todo}

@@ -683,7 +683,7 @@ class SharePartition:
                 rec = _Rec(RecordState.ACQUIRED, 1, member_id)  # ST-4: first fetch, count 1
                 ib = _Batch(lo, hi, rec)
                 self._insert(ib)
-                if aborted & set(range(lo, hi + 1)):
+                if aborted and not aborted.isdisjoint(range(lo, hi + 1)):  # no per-record set without aborts
                     self._split(ib)
                     assert ib.offsets is not None
                     for off, r in ib.offsets.items():
