@@ -280,7 +280,6 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse | 
     for key, raw in acks.items():
         ack_results[key] = acknowledge_partition(share, req.group_id, req.member_id, targets[key], ack_batches(raw),
                                                  version=v, is_renew_ack=renew, broker_id=ctx.broker_id)
-    lock_ms = share.config(req.group_id).record_lock_duration_ms
     if sctx.kind is ContextKind.FINAL or renew:
         # SS-4 / RN-3: nothing is fetched; a final request then closes the session.
         share.sessions.finish(sctx)
@@ -288,7 +287,7 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse | 
         for key, (code, message) in ack_results.items():
             parts[key] = PD(partition_index=key[1], records=b"", acknowledge_error_code=code,
                             acknowledge_error_message=message, current_leader=_leader(targets[key]))
-        return _response(ctx, parts, set(), lock_ms)
+        return _response(ctx, parts, set(), share.config(req.group_id).record_lock_duration_ms)
     if req.max_records <= 0 or _fetch_max_bytes(ctx, req) <= 0:
         # SS-11: SharePartitionManager.processShareFetch completes at once with nothing fetched;
         # only the partitions that are missing and the acknowledgements are answered.
@@ -304,7 +303,7 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> ShareFetchResponse | 
             if pd is None:
                 pd = parts[key] = PD(partition_index=key[1], records=b"", current_leader=_leader(targets[key]))
             pd.acknowledge_error_code, pd.acknowledge_error_message = code, message
-        return _response(ctx, parts, set(), lock_ms)
+        return _response(ctx, parts, set(), share.config(req.group_id).record_lock_duration_ms)
     keys = sorted(sctx.session.partitions, key=lambda k: (str(k[0]), k[1]))
     if keys:
         turn = sctx.session.epoch % len(keys)  # AQ-8: rotate by the session epoch
