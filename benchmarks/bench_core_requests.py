@@ -1,6 +1,7 @@
 """The core's CPU per request, in process: bench_requests.py's frames through ``Connection``.
 
     python benchmarks/bench_core_requests.py [--requests 10000] [--repeat 5] [--only Produce] [--profile]
+                                             [--stateful 1000]
 
 No sockets and no client: each sample feeds ``--requests`` size-prefixed copies of one request
 (fresh correlation ids) to a ``kwire.broker.connection.Connection`` in 256 KB chunks, as the
@@ -8,8 +9,15 @@ server's receive buffer hands them over, and takes the answers out as the server
 The figure is CPU µs of this process per request (``time.process_time``), the median of
 ``--repeat`` samples; the cases run in turns within each repetition, so a change of machine
 load falls on all of them alike. ``--profile`` runs cProfile over one sample of each case
-instead and prints the top functions by own time. The broker is built as ``kwire broker``
-builds it (bench_requests.py's topics and settings, a manual clock).
+instead and prints the top functions by own time (``SORT=cumulative`` in the environment sorts
+otherwise). The broker is built as ``kwire broker`` builds it (bench_requests.py's topics and
+settings, a manual clock).
+
+Stateful requests run bench_requests.py's own loops (``TxnLoop``, ``ShareLoop``) over the same
+connection, ``--stateful`` iterations per sample, the untimed set-up included but not counted:
+EndTxn v5 with 4 partitions (the answer), the broker tick after it that writes its 4 markers
+(TX-15: they go out after the answer), the ShareFetch v2 that acquires one 10-record batch and
+the ShareAcknowledge v2 that accepts it; the figure is the mean CPU µs of the timed requests.
 """
 
 from __future__ import annotations
