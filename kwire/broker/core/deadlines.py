@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Deadline", "Deadlines"]
 
+_COMPACT_AT = 1024  # cancelled entries before a rebuild is considered
+
 log = logging.getLogger("kwire.broker")
 
 
@@ -38,9 +40,13 @@ class Deadline:
     seq: int
     fn: Callable[[], None] = field(compare=False)
     cancelled: bool = field(default=False, compare=False)
+    owner: Deadlines | None = field(default=None, compare=False, repr=False)
 
     def cancel(self) -> None:
-        self.cancelled = True
+        if not self.cancelled:
+            self.cancelled = True
+            if self.owner is not None:
+                self.owner._cancelled += 1
 
 
 class Deadlines:
@@ -48,24 +54,32 @@ class Deadlines:
 
     The heap holds ``(at_ms, seq, deadline)`` tuples, the deadline's own order written out, so
     that pushes and pops compare in C (a dataclass ``__lt__`` is a Python call per comparison,
-    and cancelled deadlines stay in the heap until they come up)."""
+    and cancelled deadlines stay in the heap until they come up). Once cancelled entries are
+    more than half of a large heap, it is rebuilt without them: a timer re-armed on every request
+    (a transaction's expiry) must not grow the heap for as long as the broker runs."""
 
-    __slots__ = ("_heap", "_seq")
+    __slots__ = ("_heap", "_seq", "_cancelled")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, Deadline]] = []
         self._seq = itertools.count()
+        self._cancelled = 0  # cancelled deadlines still in the heap
 
     def at(self, at_ms: int, fn: Callable[[], None]) -> Deadline:
         seq = next(self._seq)
-        d = Deadline(at_ms, seq, fn)
+        d = Deadline(at_ms, seq, fn, False, self)
         heapq.heappush(self._heap, (at_ms, seq, d))
+        if self._cancelled > _COMPACT_AT and self._cancelled * 2 > len(self._heap):
+            self._heap = [e for e in self._heap if not e[2].cancelled]
+            heapq.heapify(self._heap)
+            self._cancelled = 0
         return d
 
     def next_ms(self) -> int | None:
         heap = self._heap
         while heap and heap[0][2].cancelled:
             heapq.heappop(heap)
+            self._cancelled -= 1
         return heap[0][0] if heap else None
 
     def _pop_due(self, now_ms: int) -> Deadline | None:
@@ -76,6 +90,7 @@ class Deadlines:
             if not d.cancelled:
                 d.cancelled = True  # fired: a late cancel() is harmless
                 return d
+            self._cancelled -= 1
         return None
 
     @staticmethod

@@ -193,3 +193,20 @@ def test_failing_callback_mid_run_does_not_stop_the_stepping() -> None:
     d.at(T0 + 2, recorder(clock, log, "next"))
     d.run_until(T0 + 2, clock, after=lambda: log.append(("after", clock.now_ms())))
     assert log == [("after", T0 + 1), ("next", T0 + 2), ("after", T0 + 2)]
+
+
+def test_a_timer_rearmed_on_every_request_does_not_grow_the_heap():
+    """A transaction's expiry is cancelled and scheduled again on each EndTxn: the cancelled entries
+    are dropped once they are most of the heap, and what is live still fires in order."""
+    dl = Deadlines()
+    fired: list[int] = []
+    keep = [dl.at(10_000 + i, lambda i=i: fired.append(i)) for i in range(10)]
+    expiry = dl.at(7 * 86_400_000, lambda: fired.append(-1))
+    for _ in range(100_000):
+        expiry.cancel()
+        expiry = dl.at(7 * 86_400_000, lambda: fired.append(-1))
+    assert len(dl) == 11 and len(dl._heap) < 2_100  # live ones; the heap itself stays small
+    keep[3].cancel()
+    assert dl.fire_due(20_000) == 9 and fired == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    assert dl.next_ms() == 7 * 86_400_000
+    assert dl.fire_due(7 * 86_400_000) == 1 and fired[-1] == -1 and dl.next_ms() is None
