@@ -113,6 +113,14 @@ class KafkatsAdapter(_NodeAdapter):
             "not found', so a principal without rights is told the topic does not exist (once granted WRITE "
             "and READ it produces and consumes)"
         ),
+        "renew_disabled": (
+            "@kafkats/client 0.12.0's ShareConsumer needs ShareFetch and ShareAcknowledge v2 (dist/index.js: "
+            "KafkaFeatureUnsupportedError 'ShareConsumer requires ShareFetch and ShareAcknowledge v2 (Kafka "
+            "4.2+)'), and against a broker that advertises ShareFetch v1 (share.version 1, Kafka before "
+            "KIP-1222) it stalls without telling the application: recorded, it takes its assignment "
+            "(ShareGroupHeartbeat v1, epoch 4, partition 0), then sends no ShareFetch and no further "
+            "heartbeat until it leaves"
+        ),
     }
 
     def security_config(self, sec: Security) -> dict[str, Any] | str:
