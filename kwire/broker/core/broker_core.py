@@ -1093,10 +1093,7 @@ class BrokerCore:
         On every append's path: resolved once per (topic, its overrides, the broker's), the
         overrides' current items being the key (they are changed in place and replaced).
         """
-        c = self.configs
-        over = c.overrides.get((ResourceType.TOPIC, topic))
-        bover = c.overrides.get((ResourceType.BROKER, ""))
-        key = (topic, tuple(over.items()) if over else None, tuple(bover.items()) if bover else None)
+        key = self.configs.overrides_key(ResourceType.TOPIC, topic)
         cached = self._log_configs.get(key)
         if cached is None:
             if len(self._log_configs) >= _MAX_CACHED_LOG_CONFIGS:

@@ -16,7 +16,7 @@ import ipaddress
 import json
 import pkgutil
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import NamedTuple
@@ -701,6 +701,17 @@ class ConfigStore:
 
             if effective(session_key) <= effective(heartbeat_key):
                 raise ConfigError(f"{session_key} must be greater than {heartbeat_key}")
+
+    def overrides_key(self, rtype: ResourceType, name: str) -> Hashable:
+        """What settings resolved for ``name`` depend on, as a cache key: its own overrides and the
+        cluster-wide broker ones, by their current items (both are changed in place and replaced).
+        For the cluster-wide broker settings themselves, only the latter."""
+        bover = self.overrides.get((ResourceType.BROKER, ""))
+        shared = tuple(bover.items()) if bover else None
+        if rtype is ResourceType.BROKER and not name:
+            return shared
+        over = self.overrides.get((rtype, name))
+        return (name, tuple(over.items()) if over else None, shared)
 
     def get(self, rtype: ResourceType, name: str, key: str) -> str | None:
         """The value in force: the head of ``synonyms`` (written out: it is on every append's path)."""

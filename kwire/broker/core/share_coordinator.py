@@ -166,9 +166,7 @@ class ShareCoordinator(Subsystem):
         once per (group, its overrides, the broker's), the overrides' current items being the key
         (they are changed in place and replaced)."""
         store = self.core.configs
-        over = store.overrides.get((ResourceType.GROUP, group_id))
-        bover = store.overrides.get((ResourceType.BROKER, ""))
-        key = (group_id, tuple(over.items()) if over else None, tuple(bover.items()) if bover else None)
+        key = store.overrides_key(ResourceType.GROUP, group_id)
         cached = self._configs.get(key)
         if cached is None:
             if len(self._configs) >= _MAX_CACHED_CONFIGS:

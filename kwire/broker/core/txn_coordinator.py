@@ -1205,8 +1205,7 @@ def settings_from(configs: Any) -> Callable[[], TxnCoordinatorConfig]:
     last: list[Any] = [object(), None]  # [key, settings]: the last resolution
 
     def read() -> TxnCoordinatorConfig:
-        bover = configs.overrides.get((ResourceType.BROKER, ""))
-        key = tuple(bover.items()) if bover else None
+        key = configs.overrides_key(ResourceType.BROKER, "")
         if key != last[0]:
             last[1] = resolve()
             last[0] = key
